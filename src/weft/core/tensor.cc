@@ -1,0 +1,98 @@
+#include "weft/core/tensor.h"
+
+#include <cstring>
+
+#include "weft/core/allocator.h"
+
+namespace weft {
+namespace {
+
+// Owns an aligned allocation made by AllocateAligned.
+class AlignedBuffer final : public TensorBuffer {
+ public:
+  AlignedBuffer(void* data, size_t size) : data_(data), size_(size) {}
+  ~AlignedBuffer() override { FreeAligned(data_, size_); }
+  void* data() const override { return data_; }
+  size_t size() const override { return size_; }
+
+ private:
+  void* data_;
+  size_t size_;
+};
+
+template <typename T>
+void AppendValues(const Tensor& t, int64_t count, std::string* out) {
+  const T* values = t.data<T>();
+  for (int64_t i = 0; i < count; ++i) {
+    if (i > 0) out->push_back(' ');
+    if constexpr (std::is_same_v<T, uint8_t> || std::is_same_v<T, bool>) {
+      *out += std::to_string(static_cast<int>(values[i]));
+    } else {
+      *out += StrCat(values[i]);
+    }
+  }
+}
+
+}  // namespace
+
+StatusOr<Tensor> Tensor::Allocate(DataType dtype, const TensorShape& shape) {
+  size_t bytes = static_cast<size_t>(shape.num_elements()) * DataTypeSize(dtype);
+  void* data = AllocateAligned(bytes);
+  if (data == nullptr) {
+    return ResourceExhausted("out of memory allocating ", bytes, " bytes for a ",
+                             DataTypeName(dtype), " tensor of shape ", shape);
+  }
+  return Tensor(dtype, shape, std::make_shared<AlignedBuffer>(data, bytes));
+}
+
+Tensor::Tensor(DataType dtype, const TensorShape& shape) {
+  StatusOr<Tensor> allocated = Allocate(dtype, shape);
+  WEFT_CHECK(allocated.ok()) << allocated.status();
+  *this = std::move(allocated).value();
+}
+
+Tensor::Tensor(DataType dtype, const TensorShape& shape, std::shared_ptr<TensorBuffer> buffer)
+    : dtype_(dtype), shape_(shape), buffer_(std::move(buffer)) {
+  WEFT_CHECK(buffer_ != nullptr);
+  WEFT_CHECK(buffer_->size() >= TotalBytes())
+      << "buffer of " << buffer_->size() << " bytes for " << TotalBytes();
+  data_ = static_cast<char*>(buffer_->data());
+}
+
+Tensor Tensor::Reshaped(const TensorShape& shape) const {
+  WEFT_CHECK(shape.num_elements() == NumElements())
+      << "cannot reshape " << shape_ << " to " << shape;
+  Tensor view = *this;
+  view.shape_ = shape;
+  return view;
+}
+
+Tensor Tensor::Slice(int64_t begin, int64_t end) const {
+  WEFT_CHECK(dims() >= 1 && begin >= 0 && begin <= end && end <= dim_size(0));
+  Tensor view = *this;
+  int64_t row_elements = dim_size(0) == 0 ? 0 : NumElements() / dim_size(0);
+  view.shape_.set_dim(0, end - begin);
+  view.data_ = data_ + begin * row_elements * static_cast<int64_t>(DataTypeSize(dtype_));
+  return view;
+}
+
+Tensor Tensor::DeepCopy() const {
+  if (!IsInitialized()) return Tensor();
+  Tensor copy(dtype_, shape_);
+  if (TotalBytes() > 0) std::memcpy(copy.data_, data_, TotalBytes());
+  return copy;
+}
+
+std::string Tensor::DebugString(int max_entries) const {
+  if (!IsInitialized()) return "Tensor<uninitialized>";
+  std::string out = StrCat("Tensor<", DataTypeName(dtype_), ", ", shape_.DebugString(), ": ");
+  int64_t count = std::min<int64_t>(NumElements(), max_entries);
+  bool visited =
+      VisitNumericType(dtype_, [&]<typename T>() { AppendValues<T>(*this, count, &out); });
+  if (!visited) out += "<opaque>";
+  if (count < NumElements()) out += " ...";
+  out += ">";
+  return out;
+}
+
+}  // namespace weft

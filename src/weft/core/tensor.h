@@ -1,0 +1,123 @@
+// Tensor: a typed, shaped view of a ref-counted, 64-byte aligned buffer. Copying a Tensor shares
+// the buffer (no data copy); the buffer is freed when its last Tensor goes away. Reshaped() and
+// Slice() make new views of the same buffer. A Tensor value is not synchronised: share it between
+// threads only for reading, or hand it over.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "weft/core/dtype.h"
+#include "weft/core/logging.h"
+#include "weft/core/tensor_shape.h"
+
+namespace weft {
+
+// Memory behind one or more Tensors. Implementations own their bytes (AlignedBuffer) or keep the
+// owner of foreign bytes alive (for example a received network message).
+class TensorBuffer {
+ public:
+  virtual ~TensorBuffer() = default;
+  virtual void* data() const = 0;
+  virtual size_t size() const = 0;
+};
+
+class Tensor {
+ public:
+  // An uninitialised tensor: no type, no buffer.
+  Tensor() = default;
+  // Allocates an uninitialised buffer for `shape` (checked: allocation must succeed).
+  Tensor(DataType dtype, const TensorShape& shape);
+  // Wraps existing memory; `buffer` must hold at least shape.num_elements() elements.
+  Tensor(DataType dtype, const TensorShape& shape, std::shared_ptr<TensorBuffer> buffer);
+
+  // Allocates like the constructor, but reports allocation failure instead of stopping.
+  static StatusOr<Tensor> Allocate(DataType dtype, const TensorShape& shape);
+
+  template <typename T>
+  static Tensor Scalar(T value) {
+    Tensor t(DataTypeToEnum<T>::value, TensorShape());
+    *t.data<T>() = value;
+    return t;
+  }
+  // Builds a tensor from values; shape defaults to a vector of values.size().
+  template <typename T>
+  static Tensor FromVector(const std::vector<T>& values, const TensorShape& shape);
+  template <typename T>
+  static Tensor FromVector(const std::vector<T>& values) {
+    return FromVector(values, TensorShape({static_cast<int64_t>(values.size())}));
+  }
+
+  bool IsInitialized() const { return buffer_ != nullptr || dtype_ != DataType::kInvalid; }
+  DataType dtype() const { return dtype_; }
+  const TensorShape& shape() const { return shape_; }
+  int dims() const { return shape_.dims(); }
+  int64_t dim_size(int i) const { return shape_.dim_size(i); }
+  int64_t NumElements() const { return shape_.num_elements(); }
+  size_t TotalBytes() const { return static_cast<size_t>(NumElements()) * DataTypeSize(dtype_); }
+
+  // Typed access; T must match dtype() (checked).
+  template <typename T>
+  T* data() {
+    CheckType(DataTypeToEnum<T>::value);
+    return reinterpret_cast<T*>(data_);
+  }
+  template <typename T>
+  const T* data() const {
+    CheckType(DataTypeToEnum<T>::value);
+    return reinterpret_cast<const T*>(data_);
+  }
+  template <typename T>
+  std::span<T> flat() {
+    return {data<T>(), static_cast<size_t>(NumElements())};
+  }
+  template <typename T>
+  std::span<const T> flat() const {
+    return {data<T>(), static_cast<size_t>(NumElements())};
+  }
+  void* raw_data() { return data_; }
+  const void* raw_data() const { return data_; }
+
+  // A view of the same buffer with another shape of the same element count (checked).
+  Tensor Reshaped(const TensorShape& shape) const;
+  // Rows [begin, end) of dimension 0, sharing the buffer. Requires dims() >= 1 (checked).
+  Tensor Slice(int64_t begin, int64_t end) const;
+  // A new buffer holding a copy of the elements.
+  Tensor DeepCopy() const;
+
+  bool SharesBufferWith(const Tensor& other) const {
+    return buffer_ != nullptr && buffer_ == other.buffer_;
+  }
+  // True when this Tensor is the only owner of its buffer, so a kernel may write into it in place.
+  bool RefCountIsOne() const { return buffer_ != nullptr && buffer_.use_count() == 1; }
+  const std::shared_ptr<TensorBuffer>& buffer() const { return buffer_; }
+
+  // "Tensor<float32, [2,2]: 1 2 3 4>", showing at most `max_entries` values.
+  std::string DebugString(int max_entries = 16) const;
+
+ private:
+  void CheckType(DataType expected) const {
+    WEFT_CHECK(expected == dtype_)
+        << "tensor holds " << DataTypeName(dtype_) << ", accessed as " << DataTypeName(expected);
+  }
+
+  DataType dtype_ = DataType::kInvalid;
+  TensorShape shape_;
+  std::shared_ptr<TensorBuffer> buffer_;
+  char* data_ = nullptr;  // start of this view inside buffer_
+};
+
+template <typename T>
+Tensor Tensor::FromVector(const std::vector<T>& values, const TensorShape& shape) {
+  WEFT_CHECK(static_cast<int64_t>(values.size()) == shape.num_elements())
+      << values.size() << " values for shape " << shape;
+  Tensor t(DataTypeToEnum<T>::value, shape);
+  T* out = t.data<T>();
+  for (size_t i = 0; i < values.size(); ++i) out[i] = values[i];
+  return t;
+}
+
+}  // namespace weft

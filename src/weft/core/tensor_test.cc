@@ -1,0 +1,88 @@
+#include "weft/core/tensor.h"
+
+#include <cstdint>
+
+#include <gtest/gtest.h>
+
+#include "weft/core/allocator.h"
+
+namespace weft {
+namespace {
+
+TEST(TensorShapeTest, CountsElementsAndPrints) {
+  TensorShape shape({2, 3, 4});
+  EXPECT_EQ(shape.dims(), 3);
+  EXPECT_EQ(shape.num_elements(), 24);
+  EXPECT_EQ(shape.DebugString(), "[2,3,4]");
+  EXPECT_EQ(TensorShape().num_elements(), 1);
+  EXPECT_EQ(TensorShape().DebugString(), "[]");
+}
+
+TEST(TensorShapeTest, CreateRejectsNegativeAndOverflowingDimensions) {
+  std::vector<int64_t> negative = {2, -1};
+  EXPECT_TRUE(IsInvalidArgument(TensorShape::Create(negative).status()));
+  std::vector<int64_t> huge = {int64_t{1} << 40, int64_t{1} << 40};
+  EXPECT_TRUE(IsInvalidArgument(TensorShape::Create(huge).status()));
+  std::vector<int64_t> fine = {3, 0, 5};
+  ASSERT_TRUE(TensorShape::Create(fine).ok());
+  EXPECT_EQ(TensorShape::Create(fine)->num_elements(), 0);
+}
+
+TEST(TensorTest, BufferIs64ByteAligned) {
+  for (int n : {1, 3, 17, 1000}) {
+    Tensor t(DataType::kFloat, TensorShape({n}));
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(t.raw_data()) % 64, 0u);
+  }
+}
+
+TEST(TensorTest, CopiesShareTheBufferWithoutCopying) {
+  Tensor a = Tensor::FromVector<float>({1, 2, 3, 4}, TensorShape({2, 2}));
+  Tensor b = a;
+  EXPECT_TRUE(a.SharesBufferWith(b));
+  EXPECT_FALSE(a.RefCountIsOne());
+  b.data<float>()[0] = 42;
+  EXPECT_EQ(a.data<float>()[0], 42);
+  Tensor c = a.DeepCopy();
+  EXPECT_FALSE(c.SharesBufferWith(a));
+  c.data<float>()[1] = 7;
+  EXPECT_EQ(a.data<float>()[1], 2);
+}
+
+TEST(TensorTest, BufferIsFreedWithTheLastReference) {
+  int64_t before = GetAllocatorStats().bytes_in_use;
+  {
+    Tensor a(DataType::kDouble, TensorShape({1000}));
+    Tensor b = a.Reshaped(TensorShape({10, 100}));
+    EXPECT_EQ(GetAllocatorStats().bytes_in_use, before + 8000);
+  }
+  EXPECT_EQ(GetAllocatorStats().bytes_in_use, before);
+}
+
+TEST(TensorTest, SliceViewsRowsOfDimensionZero) {
+  Tensor a = Tensor::FromVector<int32_t>({0, 1, 2, 3, 4, 5}, TensorShape({3, 2}));
+  Tensor rows = a.Slice(1, 3);
+  EXPECT_EQ(rows.shape(), TensorShape({2, 2}));
+  EXPECT_EQ(rows.data<int32_t>()[0], 2);
+  EXPECT_EQ(rows.data<int32_t>()[3], 5);
+  EXPECT_TRUE(rows.SharesBufferWith(a));
+}
+
+TEST(TensorTest, DebugStringShowsTypeShapeAndValues) {
+  Tensor t = Tensor::FromVector<float>({1, 2.5f});
+  EXPECT_EQ(t.DebugString(), "Tensor<float32, [2]: 1 2.5>");
+  EXPECT_EQ(Tensor::Scalar<bool>(true).DebugString(), "Tensor<bool, []: 1>");
+  EXPECT_EQ(Tensor().DebugString(), "Tensor<uninitialized>");
+}
+
+TEST(DataTypeTest, NamesRoundTrip) {
+  for (DataType t : {DataType::kFloat, DataType::kDouble, DataType::kInt32, DataType::kUInt8,
+                     DataType::kInt64, DataType::kBool}) {
+    EXPECT_EQ(DataTypeFromName(DataTypeName(t)), t);
+  }
+  EXPECT_EQ(DataTypeFromName("float"), DataType::kFloat);
+  EXPECT_EQ(DataTypeFromName("complex"), DataType::kInvalid);
+  EXPECT_EQ(DataTypeSize(DataType::kInt64), 8u);
+}
+
+}  // namespace
+}  // namespace weft

@@ -1,0 +1,28 @@
+#include "weft/framework/cancellation.h"
+
+namespace weft {
+
+void CancellationManager::StartCancel() {
+  std::map<Token, Callback> to_run;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (cancelled_.load()) return;
+    cancelled_.store(true, std::memory_order_release);
+    to_run.swap(callbacks_);
+  }
+  for (auto& [token, callback] : to_run) callback();
+}
+
+bool CancellationManager::RegisterCallback(Token token, Callback callback) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (cancelled_.load()) return false;
+  callbacks_.emplace(token, std::move(callback));
+  return true;
+}
+
+bool CancellationManager::DeregisterCallback(Token token) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return callbacks_.erase(token) > 0;
+}
+
+}  // namespace weft

@@ -1,0 +1,44 @@
+// DeviceBase: what a kernel may ask of the device it runs on — its name and type, and the CPU
+// worker threads for intra-op parallelism (an Eigen ThreadPoolDevice). Runtime devices derive from
+// it; tests can use it directly. Immutable after construction; safe from any thread.
+#pragma once
+
+#include <string>
+
+namespace Eigen {
+struct ThreadPoolDevice;
+}  // namespace Eigen
+
+namespace weft {
+
+class DeviceBase {
+ public:
+  DeviceBase(std::string name, std::string device_type)
+      : name_(std::move(name)), device_type_(std::move(device_type)) {}
+  virtual ~DeviceBase() = default;
+  DeviceBase(const DeviceBase&) = delete;
+  DeviceBase& operator=(const DeviceBase&) = delete;
+
+  // Full name, e.g. "/job:localhost/replica:0/task:0/device:CPU:0".
+  const std::string& name() const { return name_; }
+  // "CPU".
+  const std::string& device_type() const { return device_type_; }
+
+  // Intra-op threads for kernels; set by the device before any kernel runs. Never null for CPU.
+  const Eigen::ThreadPoolDevice* eigen_cpu_device() const { return eigen_cpu_device_; }
+  int intra_op_threads() const { return intra_op_threads_; }
+
+ protected:
+  void set_eigen_cpu_device(const Eigen::ThreadPoolDevice* device, int threads) {
+    eigen_cpu_device_ = device;
+    intra_op_threads_ = threads;
+  }
+
+ private:
+  const std::string name_;
+  const std::string device_type_;
+  const Eigen::ThreadPoolDevice* eigen_cpu_device_ = nullptr;
+  int intra_op_threads_ = 1;
+};
+
+}  // namespace weft

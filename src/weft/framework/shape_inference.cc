@@ -1,0 +1,91 @@
+#include "weft/framework/shape_inference.h"
+
+#include "weft/framework/node_def_util.h"
+
+namespace weft {
+
+InferenceContext::InferenceContext(const proto::NodeDef& node, const OpDef& op,
+                                   std::vector<PartialShape> input_shapes,
+                                   std::vector<const Tensor*> input_tensors, int num_outputs)
+    : node_(node),
+      op_(op),
+      inputs_(std::move(input_shapes)),
+      input_tensors_(std::move(input_tensors)),
+      outputs_(num_outputs) {}
+
+std::string InferenceContext::NodePrefix() const { return StrCat(FormatNodeForError(node_), ": "); }
+
+Status InferenceContext::WithRank(int i, int rank) const {
+  const PartialShape& shape = inputs_[i];
+  if (shape.rank_known() && shape.rank() != rank) {
+    return Error("input ", i, " must have rank ", rank, ", but has shape ", shape.DebugString());
+  }
+  return Status::OK();
+}
+
+Status InferenceContext::WithRankAtLeast(int i, int rank) const {
+  const PartialShape& shape = inputs_[i];
+  if (shape.rank_known() && shape.rank() < rank) {
+    return Error("input ", i, " must have rank at least ", rank, ", but has shape ",
+                 shape.DebugString());
+  }
+  return Status::OK();
+}
+
+Status InferenceContext::CheckDimsEqual(int64_t a, int64_t b, std::string_view what) const {
+  if (a >= 0 && b >= 0 && a != b) {
+    return Error(what, " must be equal, but are ", a, " and ", b);
+  }
+  return Status::OK();
+}
+
+StatusOr<PartialShape> BroadcastShapes(const PartialShape& a, const PartialShape& b) {
+  if (!a.rank_known() || !b.rank_known()) return PartialShape::UnknownRank();
+  int rank = std::max(a.rank(), b.rank());
+  std::vector<int64_t> dims(rank);
+  for (int i = 0; i < rank; ++i) {
+    int ia = a.rank() - rank + i, ib = b.rank() - rank + i;
+    int64_t da = ia >= 0 ? a.dim(ia) : 1;
+    int64_t db = ib >= 0 ? b.dim(ib) : 1;
+    if (da == 1) {
+      dims[i] = db;
+    } else if (db == 1) {
+      dims[i] = da;
+    } else if (da < 0 || db < 0) {
+      dims[i] = da < 0 ? db : da;  // one unknown, the other not 1: it must be that one
+    } else if (da != db) {
+      return InvalidArgument("shapes ", a.DebugString(), " and ", b.DebugString(),
+                             " cannot be broadcast together (dimension ", da, " vs ", db, ")");
+    } else {
+      dims[i] = da;
+    }
+  }
+  return PartialShape(std::move(dims));
+}
+
+namespace shape_fn {
+
+Status UnchangedShape(InferenceContext& context) {
+  context.set_output(0, context.input(0));
+  return Status::OK();
+}
+
+Status ScalarShape(InferenceContext& context) {
+  for (int i = 0; i < context.num_outputs(); ++i) context.set_output(i, PartialShape({}));
+  return Status::OK();
+}
+
+Status UnknownShape(InferenceContext& context) {
+  for (int i = 0; i < context.num_outputs(); ++i) context.set_output(i, PartialShape());
+  return Status::OK();
+}
+
+Status BroadcastBinaryOp(InferenceContext& context) {
+  StatusOr<PartialShape> shape = BroadcastShapes(context.input(0), context.input(1));
+  if (!shape.ok()) return context.Error(shape.status().message());
+  context.set_output(0, *shape);
+  return Status::OK();
+}
+
+}  // namespace shape_fn
+}  // namespace weft

@@ -1,0 +1,48 @@
+#include "weft/framework/tensor_proto_util.h"
+
+#include <gtest/gtest.h>
+
+namespace weft {
+namespace {
+
+TEST(TensorProtoTest, RoundTripsEveryDtype) {
+  Tensor f = Tensor::FromVector<float>({1.5f, -2, 3, 4}, TensorShape({2, 2}));
+  Tensor i = Tensor::FromVector<int64_t>({1, 2, 3});
+  Tensor b = Tensor::FromVector<bool>({true, false});
+  Tensor u = Tensor::FromVector<uint8_t>({0, 255});
+  for (const Tensor& t : {f, i, b, u}) {
+    StatusOr<Tensor> back = TensorFromProto(ToProto(t));
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(back->dtype(), t.dtype());
+    EXPECT_EQ(back->shape(), t.shape());
+    EXPECT_EQ(back->DebugString(), t.DebugString());
+  }
+}
+
+TEST(TensorProtoTest, RejectsContentOfTheWrongLength) {
+  proto::TensorProto p = ToProto(Tensor::FromVector<float>({1, 2, 3}));
+  p.mutable_tensor_content()->pop_back();
+  Status s = TensorFromProto(p).status();
+  EXPECT_TRUE(IsInvalidArgument(s));
+  EXPECT_NE(s.message().find("11 bytes"), std::string::npos) << s;
+}
+
+TEST(TensorProtoTest, RejectsUnknownDtypeAndNegativeDims) {
+  proto::TensorProto p = ToProto(Tensor::FromVector<float>({1}));
+  p.set_dtype(static_cast<proto::DataType>(77));
+  EXPECT_TRUE(IsInvalidArgument(TensorFromProto(p).status()));
+  proto::TensorProto q = ToProto(Tensor::FromVector<float>({1}));
+  q.mutable_tensor_shape()->mutable_dim(0)->set_size(-4);
+  EXPECT_TRUE(IsInvalidArgument(TensorFromProto(q).status()));
+}
+
+TEST(TensorProtoTest, PartialShapesKeepUnknowns) {
+  auto shape = PartialShapeFromProto(ToProto(PartialShape({-1, 3})));
+  ASSERT_TRUE(shape.ok());
+  EXPECT_EQ(*shape, PartialShape({-1, 3}));
+  EXPECT_FALSE(PartialShapeFromProto(ToProto(PartialShape()))->rank_known());
+  EXPECT_FALSE(TensorShapeFromProto(ToProto(PartialShape({-1}))).ok());
+}
+
+}  // namespace
+}  // namespace weft

@@ -1,0 +1,1 @@
+// graph layer: filled in by the Graph work

@@ -1,0 +1,8 @@
+#include "weft/framework/shape_inference.h"
+#include "weft/ops/register_ops.h"
+
+namespace weft::ops {
+
+void RegisterArrayOps(OpRegistry& registry) { (void)registry; }
+
+}  // namespace weft::ops

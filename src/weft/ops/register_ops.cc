@@ -1,0 +1,21 @@
+#include "weft/ops/register_ops.h"
+
+namespace weft::ops {
+
+void RegisterAllOps(OpRegistry& registry) {
+  RegisterArrayOps(registry);
+  RegisterMathOps(registry);
+  RegisterNnOps(registry);
+  RegisterFunctionOps(registry);
+}
+
+const OpRegistry& AllOps() {
+  static const OpRegistry* const registry = [] {
+    auto* r = new OpRegistry();
+    RegisterAllOps(*r);
+    return r;
+  }();
+  return *registry;
+}
+
+}  // namespace weft::ops

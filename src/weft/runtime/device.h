@@ -1,0 +1,22 @@
+// Device: a place where kernels run, named in full ("/job:localhost/replica:0/task:0/device:CPU:0")
+// with an incarnation number that changes each time the device is created (so a restarted worker
+// is told apart). Immutable after construction; safe from any thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "weft/framework/device_base.h"
+
+namespace weft {
+
+class Device : public DeviceBase {
+ public:
+  Device(std::string name, std::string device_type);
+  uint64_t incarnation() const { return incarnation_; }
+
+ private:
+  const uint64_t incarnation_;
+};
+
+}  // namespace weft
