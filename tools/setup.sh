@@ -2,7 +2,7 @@
 # Installs Weft's build and run dependencies from Debian's packages. Idempotent: installs only what is missing.
 set -euo pipefail
 packages=(
-  cmake ninja-build g++ pkg-config clang-format
+  cmake ninja-build g++ pkg-config clang-format python3
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   libeigen3-dev libopenblas-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev

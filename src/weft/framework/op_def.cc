@@ -109,6 +109,22 @@ StatusOr<proto::AttrValue> ParseDefault(const AttrDef& attr, std::string_view te
         return InvalidArgument("list default item '", item, "' is not an int");
       }
     }
+  } else if (kind == "shape") {
+    // "unknown" (unknown rank) or "[2, -1]" (-1 marks an unknown dimension).
+    auto* shape = value.mutable_shape();
+    if (text == "unknown") {
+      shape->set_unknown_rank(true);
+    } else if (text.size() >= 2 && text.front() == '[' && text.back() == ']') {
+      for (std::string_view item : SplitList(text.substr(1, text.size() - 2))) {
+        try {
+          shape->add_dim()->set_size(std::stoll(std::string(item)));
+        } catch (...) {
+          return InvalidArgument("shape default item '", item, "' is not an int");
+        }
+      }
+    } else {
+      return InvalidArgument("shape default '", text, "' is neither 'unknown' nor [dims]");
+    }
   } else {
     return InvalidArgument("defaults are not supported for attrs of kind ", kind);
   }

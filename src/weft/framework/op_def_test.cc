@@ -42,6 +42,12 @@ TEST(OpDefBuilderTest, ParsesDefaultsAndStringChoices) {
   ASSERT_TRUE(axes.ok());
   EXPECT_EQ(axes->default_value->list().i_size(), 2);
   EXPECT_EQ(axes->default_value->list().i(1), -1);
+  StatusOr<AttrDef> unknown = ParseAttrSpec("shape: shape = unknown");
+  ASSERT_TRUE(unknown.ok()) << unknown.status();
+  EXPECT_TRUE(unknown->default_value->shape().unknown_rank());
+  StatusOr<AttrDef> dims = ParseAttrSpec("shape: shape = [2, -1]");
+  ASSERT_TRUE(dims.ok()) << dims.status();
+  EXPECT_EQ(dims->default_value->shape().dim(1).size(), -1);
   StatusOr<AttrDef> type = ParseAttrSpec("dtype: type = int32");
   ASSERT_TRUE(type.ok());
   EXPECT_EQ(type->default_value->type(), proto::DT_INT32);

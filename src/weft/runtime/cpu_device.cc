@@ -3,6 +3,7 @@
 #define EIGEN_USE_THREADS
 #include <thread>
 
+#include <cblas.h>
 #include <sched.h>
 #include <unsupported/Eigen/CXX11/Tensor>
 
@@ -30,5 +31,11 @@ int NumSchedulableCpus() {
   }
   return std::max(1u, std::thread::hardware_concurrency());
 }
+
+}  // namespace weft
+
+namespace weft {
+
+void ConfigureBlasThreads(int threads) { openblas_set_num_threads(std::max(1, threads)); }
 
 }  // namespace weft

@@ -24,4 +24,8 @@ class CpuDevice final : public Device {
 // Cores this process may use (at least 1).
 int NumSchedulableCpus();
 
+// Sizes OpenBLAS's own thread pool (process-wide). Left alone it starts one thread per core beside
+// Weft's pools, and two pools fighting for the same cores halve throughput.
+void ConfigureBlasThreads(int threads);
+
 }  // namespace weft

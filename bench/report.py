@@ -1,0 +1,36 @@
+"""Turns Google Benchmark JSON into the METRIC/RATIO lines of bench/run.sh (medians of repeats)."""
+import json
+import sys
+
+
+def medians(path):
+    with open(path) as f:
+        data = json.load(f)
+    result = {}
+    for bench in data["benchmarks"]:
+        if bench.get("aggregate_name") == "median":
+            result[bench["run_name"]] = bench
+    return result
+
+
+def main():
+    kind, path = sys.argv[1], sys.argv[2]
+    runs = medians(path)
+    if kind == "executor":
+        for metric, run in (("executor_overhead_us_per_node", "BM_ExecutorChain"),
+                            ("executor_fan_us_per_node", "BM_ExecutorFan")):
+            bench = runs[run]
+            assert bench["time_unit"] == "us"
+            print(f"METRIC {metric} {bench['real_time'] / bench['nodes']:.3f} us")
+    elif kind == "matmul":
+        weft = runs["BM_WeftMatMul/2/real_time"]["GFLOPS"] / 1e9
+        blas = runs["BM_OpenBlasSgemm/2/real_time"]["GFLOPS"] / 1e9
+        print(f"METRIC matmul1024_weft_gflops {weft:.1f} GFLOP/s")
+        print(f"METRIC matmul1024_openblas_gflops {blas:.1f} GFLOP/s")
+        print(f"RATIO matmul1024_vs_openblas {weft / blas:.3f}")
+    else:
+        raise SystemExit(f"unknown kind {kind}")
+
+
+if __name__ == "__main__":
+    main()

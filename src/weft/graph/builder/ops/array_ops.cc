@@ -1,0 +1,87 @@
+#include "weft/graph/builder/ops/array_ops.h"
+
+#include "weft/graph/builder/ops/op_helpers.h"
+
+namespace weft::ops {
+
+Output Const(const Scope& scope, const Input& value) {
+  if (!value.is_constant()) return Identity(scope, value);
+  return FirstOutput(NodeBuilder(scope, "Const")
+                         .Attr("value", value.value())
+                         .Attr("dtype", value.value().dtype()));
+}
+
+Output Placeholder(const Scope& scope, DataType dtype, const PartialShape& shape) {
+  return FirstOutput(NodeBuilder(scope, "Placeholder").Attr("dtype", dtype).Attr("shape", shape));
+}
+
+Output Identity(const Scope& scope, const Input& input) {
+  return FirstOutput(NodeBuilder(scope, "Identity").Input(input));
+}
+
+Output StopGradient(const Scope& scope, const Input& input) {
+  return FirstOutput(NodeBuilder(scope, "StopGradient").Input(input));
+}
+
+Output NoOp(const Scope& scope) {
+  Node* node = NodeBuilder(scope, "NoOp").Finalize();
+  return node ? Output(node, 0) : Output();
+}
+
+Output Reshape(const Scope& scope, const Input& tensor, const Input& shape) {
+  return FirstOutput(NodeBuilder(scope, "Reshape").Input(tensor).Input(shape));
+}
+
+Output Shape(const Scope& scope, const Input& input, DataType out_type) {
+  return FirstOutput(NodeBuilder(scope, "Shape").Input(input).Attr("out_type", out_type));
+}
+
+Output Size(const Scope& scope, const Input& input, DataType out_type) {
+  return FirstOutput(NodeBuilder(scope, "Size").Input(input).Attr("out_type", out_type));
+}
+
+Output Rank(const Scope& scope, const Input& input) {
+  return FirstOutput(NodeBuilder(scope, "Rank").Input(input));
+}
+
+Output ExpandDims(const Scope& scope, const Input& input, const Input& axis) {
+  return FirstOutput(NodeBuilder(scope, "ExpandDims").Input(input).Input(axis));
+}
+
+Output Squeeze(const Scope& scope, const Input& input, const std::vector<int64_t>& axes) {
+  return FirstOutput(NodeBuilder(scope, "Squeeze").Input(input).Attr("squeeze_dims", axes));
+}
+
+Output Fill(const Scope& scope, const Input& dims, const Input& value) {
+  return FirstOutput(NodeBuilder(scope, "Fill").Input(dims).Input(value));
+}
+
+Output ZerosLike(const Scope& scope, const Input& x) {
+  return FirstOutput(NodeBuilder(scope, "ZerosLike").Input(x));
+}
+
+Output OnesLike(const Scope& scope, const Input& x) {
+  return FirstOutput(NodeBuilder(scope, "OnesLike").Input(x));
+}
+
+Output Transpose(const Scope& scope, const Input& x, const Input& perm) {
+  return FirstOutput(NodeBuilder(scope, "Transpose").Input(x).Input(perm));
+}
+
+Output Concat(const Scope& scope, const std::vector<Output>& values, const Input& axis) {
+  return FirstOutput(NodeBuilder(scope, "ConcatV2").InputList(values).Input(axis));
+}
+
+Output Slice(const Scope& scope, const Input& input, const Input& begin, const Input& size) {
+  return FirstOutput(NodeBuilder(scope, "Slice").Input(input).Input(begin).Input(size));
+}
+
+Output BroadcastTo(const Scope& scope, const Input& input, const Input& shape) {
+  return FirstOutput(NodeBuilder(scope, "BroadcastTo").Input(input).Input(shape));
+}
+
+Output Tile(const Scope& scope, const Input& input, const Input& multiples) {
+  return FirstOutput(NodeBuilder(scope, "Tile").Input(input).Input(multiples));
+}
+
+}  // namespace weft::ops

@@ -1,0 +1,38 @@
+// Typed builders for the array ops (see ops/array_ops.cc for their semantics). Each returns the
+// op's output; after an error in the scope it returns an empty Output and the scope keeps the
+// error.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "weft/graph/builder/node_builder.h"
+
+namespace weft::ops {
+
+// A constant; `value` may be a Tensor or a C++ literal (2.0f, {1, 2, 3}).
+Output Const(const Scope& scope, const Input& value);
+// A value fed at Run time; `shape` may leave dims unknown (-1) or be entirely unknown.
+Output Placeholder(const Scope& scope, DataType dtype, const PartialShape& shape = PartialShape());
+Output Identity(const Scope& scope, const Input& input);
+Output StopGradient(const Scope& scope, const Input& input);
+// An op that does nothing; used to group control dependencies (a training step's target).
+Output NoOp(const Scope& scope);
+
+Output Reshape(const Scope& scope, const Input& tensor, const Input& shape);
+Output Shape(const Scope& scope, const Input& input, DataType out_type = DataType::kInt32);
+Output Size(const Scope& scope, const Input& input, DataType out_type = DataType::kInt32);
+Output Rank(const Scope& scope, const Input& input);
+Output ExpandDims(const Scope& scope, const Input& input, const Input& axis);
+Output Squeeze(const Scope& scope, const Input& input, const std::vector<int64_t>& axes = {});
+Output Fill(const Scope& scope, const Input& dims, const Input& value);
+Output ZerosLike(const Scope& scope, const Input& x);
+Output OnesLike(const Scope& scope, const Input& x);
+Output Transpose(const Scope& scope, const Input& x, const Input& perm);
+// ConcatV2: joins `values` along `axis`.
+Output Concat(const Scope& scope, const std::vector<Output>& values, const Input& axis);
+Output Slice(const Scope& scope, const Input& input, const Input& begin, const Input& size);
+Output BroadcastTo(const Scope& scope, const Input& input, const Input& shape);
+Output Tile(const Scope& scope, const Input& input, const Input& multiples);
+
+}  // namespace weft::ops

@@ -1,0 +1,54 @@
+// Typed builders for the math ops (see ops/math_ops.cc for their semantics). Binary ops
+// broadcast like NumPy. Each returns the op's output; after an error in the scope it returns an
+// empty Output and the scope keeps the error.
+#pragma once
+
+#include <utility>
+#include <vector>
+
+#include "weft/graph/builder/node_builder.h"
+
+namespace weft::ops {
+
+Output Add(const Scope& scope, const Input& x, const Input& y);
+Output Sub(const Scope& scope, const Input& x, const Input& y);
+Output Mul(const Scope& scope, const Input& x, const Input& y);
+Output Div(const Scope& scope, const Input& x, const Input& y);
+Output Maximum(const Scope& scope, const Input& x, const Input& y);
+Output Equal(const Scope& scope, const Input& x, const Input& y);
+
+Output Neg(const Scope& scope, const Input& x);
+Output Square(const Scope& scope, const Input& x);
+Output Sqrt(const Scope& scope, const Input& x);
+Output Exp(const Scope& scope, const Input& x);
+Output Log(const Scope& scope, const Input& x);
+Output Reciprocal(const Scope& scope, const Input& x);
+
+Output AddN(const Scope& scope, const std::vector<Output>& inputs);
+
+struct MatMulAttrs {
+  bool transpose_a = false;
+  bool transpose_b = false;
+};
+Output MatMul(const Scope& scope, const Input& a, const Input& b, const MatMulAttrs& attrs = {});
+
+struct ReductionAttrs {
+  bool keep_dims = false;
+};
+// Reduce over `axis` (a scalar or a vector of dims; negative dims count from the end).
+Output Sum(const Scope& scope, const Input& input, const Input& axis,
+           const ReductionAttrs& attrs = {});
+Output Mean(const Scope& scope, const Input& input, const Input& axis,
+            const ReductionAttrs& attrs = {});
+Output Max(const Scope& scope, const Input& input, const Input& axis,
+           const ReductionAttrs& attrs = {});
+Output ArgMax(const Scope& scope, const Input& input, const Input& dimension,
+              DataType output_type = DataType::kInt64);
+
+Output Cast(const Scope& scope, const Input& x, DataType dtype);
+
+// The axes to sum the gradients of a broadcasting binary op over: {r0 for x, r1 for y}.
+std::pair<Output, Output> BroadcastGradientArgs(const Scope& scope, const Input& s0,
+                                                const Input& s1);
+
+}  // namespace weft::ops

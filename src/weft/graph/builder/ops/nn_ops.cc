@@ -1,0 +1,91 @@
+#include "weft/graph/builder/ops/nn_ops.h"
+
+#include "weft/graph/builder/ops/op_helpers.h"
+
+namespace weft::ops {
+namespace {
+
+NodeBuilder& WindowAttrs(NodeBuilder& builder, const std::vector<int64_t>& strides,
+                         const std::string& padding) {
+  return builder.Attr("strides", strides).Attr("padding", std::string_view(padding));
+}
+
+}  // namespace
+
+Output BiasAdd(const Scope& scope, const Input& value, const Input& bias) {
+  return FirstOutput(NodeBuilder(scope, "BiasAdd").Input(value).Input(bias));
+}
+Output BiasAddGrad(const Scope& scope, const Input& out_backprop) {
+  return FirstOutput(NodeBuilder(scope, "BiasAddGrad").Input(out_backprop));
+}
+Output Relu(const Scope& scope, const Input& features) {
+  return FirstOutput(NodeBuilder(scope, "Relu").Input(features));
+}
+Output ReluGrad(const Scope& scope, const Input& gradients, const Input& features) {
+  return FirstOutput(NodeBuilder(scope, "ReluGrad").Input(gradients).Input(features));
+}
+Output Sigmoid(const Scope& scope, const Input& x) {
+  return FirstOutput(NodeBuilder(scope, "Sigmoid").Input(x));
+}
+Output SigmoidGrad(const Scope& scope, const Input& y, const Input& dy) {
+  return FirstOutput(NodeBuilder(scope, "SigmoidGrad").Input(y).Input(dy));
+}
+Output Tanh(const Scope& scope, const Input& x) {
+  return FirstOutput(NodeBuilder(scope, "Tanh").Input(x));
+}
+Output TanhGrad(const Scope& scope, const Input& y, const Input& dy) {
+  return FirstOutput(NodeBuilder(scope, "TanhGrad").Input(y).Input(dy));
+}
+Output Softmax(const Scope& scope, const Input& logits) {
+  return FirstOutput(NodeBuilder(scope, "Softmax").Input(logits));
+}
+Output LogSoftmax(const Scope& scope, const Input& logits) {
+  return FirstOutput(NodeBuilder(scope, "LogSoftmax").Input(logits));
+}
+
+SparseSoftmaxCrossEntropyWithLogitsOutputs SparseSoftmaxCrossEntropyWithLogits(
+    const Scope& scope, const Input& features, const Input& labels) {
+  NodeBuilder builder(scope, "SparseSoftmaxCrossEntropyWithLogits");
+  auto outputs = TwoOutputs(builder.Input(features).Input(labels));
+  return {outputs.first, outputs.second};
+}
+
+Output Conv2D(const Scope& scope, const Input& input, const Input& filter,
+              const std::vector<int64_t>& strides, const std::string& padding) {
+  NodeBuilder builder(scope, "Conv2D");
+  builder.Input(input).Input(filter);
+  return FirstOutput(WindowAttrs(builder, strides, padding));
+}
+
+Output Conv2DBackpropInput(const Scope& scope, const Input& input_sizes, const Input& filter,
+                           const Input& out_backprop, const std::vector<int64_t>& strides,
+                           const std::string& padding) {
+  NodeBuilder builder(scope, "Conv2DBackpropInput");
+  builder.Input(input_sizes).Input(filter).Input(out_backprop);
+  return FirstOutput(WindowAttrs(builder, strides, padding));
+}
+
+Output Conv2DBackpropFilter(const Scope& scope, const Input& input, const Input& filter_sizes,
+                            const Input& out_backprop, const std::vector<int64_t>& strides,
+                            const std::string& padding) {
+  NodeBuilder builder(scope, "Conv2DBackpropFilter");
+  builder.Input(input).Input(filter_sizes).Input(out_backprop);
+  return FirstOutput(WindowAttrs(builder, strides, padding));
+}
+
+Output MaxPool(const Scope& scope, const Input& input, const std::vector<int64_t>& ksize,
+               const std::vector<int64_t>& strides, const std::string& padding) {
+  NodeBuilder builder(scope, "MaxPool");
+  builder.Input(input).Attr("ksize", ksize);
+  return FirstOutput(WindowAttrs(builder, strides, padding));
+}
+
+Output MaxPoolGrad(const Scope& scope, const Input& orig_input, const Input& orig_output,
+                   const Input& grad, const std::vector<int64_t>& ksize,
+                   const std::vector<int64_t>& strides, const std::string& padding) {
+  NodeBuilder builder(scope, "MaxPoolGrad");
+  builder.Input(orig_input).Input(orig_output).Input(grad).Attr("ksize", ksize);
+  return FirstOutput(WindowAttrs(builder, strides, padding));
+}
+
+}  // namespace weft::ops

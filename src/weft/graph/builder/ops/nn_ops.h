@@ -1,0 +1,47 @@
+// Typed builders for the neural-network ops (see ops/nn_ops.cc for their semantics). Images are
+// NHWC, filters [height, width, in_channels, out_channels]. After an error in the scope each
+// returns an empty Output and the scope keeps the error.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "weft/graph/builder/node_builder.h"
+
+namespace weft::ops {
+
+Output BiasAdd(const Scope& scope, const Input& value, const Input& bias);
+Output BiasAddGrad(const Scope& scope, const Input& out_backprop);
+Output Relu(const Scope& scope, const Input& features);
+Output ReluGrad(const Scope& scope, const Input& gradients, const Input& features);
+Output Sigmoid(const Scope& scope, const Input& x);
+Output SigmoidGrad(const Scope& scope, const Input& y, const Input& dy);
+Output Tanh(const Scope& scope, const Input& x);
+Output TanhGrad(const Scope& scope, const Input& y, const Input& dy);
+Output Softmax(const Scope& scope, const Input& logits);
+Output LogSoftmax(const Scope& scope, const Input& logits);
+
+struct SparseSoftmaxCrossEntropyWithLogitsOutputs {
+  Output loss;      // [batch]
+  Output backprop;  // [batch, classes]: gradient of loss with respect to features
+};
+SparseSoftmaxCrossEntropyWithLogitsOutputs SparseSoftmaxCrossEntropyWithLogits(
+    const Scope& scope, const Input& features, const Input& labels);
+
+// Window attrs shared by convolution and pooling: strides is [1, stride_h, stride_w, 1];
+// padding is "SAME" or "VALID".
+Output Conv2D(const Scope& scope, const Input& input, const Input& filter,
+              const std::vector<int64_t>& strides, const std::string& padding);
+Output Conv2DBackpropInput(const Scope& scope, const Input& input_sizes, const Input& filter,
+                           const Input& out_backprop, const std::vector<int64_t>& strides,
+                           const std::string& padding);
+Output Conv2DBackpropFilter(const Scope& scope, const Input& input, const Input& filter_sizes,
+                            const Input& out_backprop, const std::vector<int64_t>& strides,
+                            const std::string& padding);
+Output MaxPool(const Scope& scope, const Input& input, const std::vector<int64_t>& ksize,
+               const std::vector<int64_t>& strides, const std::string& padding);
+Output MaxPoolGrad(const Scope& scope, const Input& orig_input, const Input& orig_output,
+                   const Input& grad, const std::vector<int64_t>& ksize,
+                   const std::vector<int64_t>& strides, const std::string& padding);
+
+}  // namespace weft::ops

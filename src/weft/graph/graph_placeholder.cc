@@ -1,1 +1,0 @@
-// graph layer: filled in by the Graph work

@@ -1,0 +1,105 @@
+#include "weft/graph/graph.h"
+
+#include <gtest/gtest.h>
+
+#include "weft/framework/attr_value_util.h"
+#include "weft/ops/register_ops.h"
+
+namespace weft {
+namespace {
+
+proto::NodeDef Def(const std::string& name, const std::string& op,
+                   std::map<std::string, proto::AttrValue> attrs = {}) {
+  proto::NodeDef def;
+  def.set_name(name);
+  def.set_op(op);
+  for (auto& [key, value] : attrs) (*def.mutable_attr())[key] = value;
+  return def;
+}
+
+class GraphTest : public ::testing::Test {
+ protected:
+  GraphTest() : graph_(ops::AllOps()) {}
+  Node* Placeholder(const std::string& name, DataType type, PartialShape shape) {
+    auto node = graph_.AddNode(
+        Def(name, "Placeholder", {{"dtype", MakeAttrValue(type)}, {"shape", MakeAttrValue(shape)}}),
+        {});
+    EXPECT_TRUE(node.ok()) << node.status();
+    return *node;
+  }
+  Graph graph_;
+};
+
+TEST_F(GraphTest, AddNodeFillsDefaultsTypesAndShapes) {
+  Node* a = Placeholder("a", DataType::kFloat, PartialShape({-1, 4}));
+  Node* b = Placeholder("b", DataType::kFloat, PartialShape({4, 6}));
+  auto mm = graph_.AddNode(Def("mm", "MatMul"), {{a, 0}, {b, 0}});
+  ASSERT_FALSE(mm.ok());  // T is not set on the NodeDef
+  auto product = graph_.AddNode(Def("mm", "MatMul", {{"T", MakeAttrValue(DataType::kFloat)}}),
+                                {{a, 0}, {b, 0}});
+  ASSERT_TRUE(product.ok()) << product.status();
+  EXPECT_FALSE((*product)->def().attr().at("transpose_a").b());
+  EXPECT_EQ((*product)->output_type(0), DataType::kFloat);
+  EXPECT_EQ((*product)->output_shape(0), PartialShape({-1, 6}));
+  EXPECT_EQ((*product)->in_edges().size(), 2u);
+  EXPECT_EQ(a->out_edges().size(), 1u);
+}
+
+TEST_F(GraphTest, ShapeMismatchIsCaughtWhenTheNodeIsAdded) {
+  Node* a = Placeholder("a", DataType::kFloat, PartialShape({3, 4}));
+  Node* b = Placeholder("b", DataType::kFloat, PartialShape({5, 6}));
+  auto mm = graph_.AddNode(Def("mm", "MatMul", {{"T", MakeAttrValue(DataType::kFloat)}}),
+                           {{a, 0}, {b, 0}});
+  ASSERT_FALSE(mm.ok());
+  EXPECT_TRUE(IsInvalidArgument(mm.status()));
+  EXPECT_NE(mm.status().message().find("node 'mm' (MatMul)"), std::string::npos) << mm.status();
+  EXPECT_NE(mm.status().message().find("4"), std::string::npos);
+  EXPECT_EQ(graph_.FindNode("mm"), nullptr);  // the graph is unchanged
+}
+
+TEST_F(GraphTest, InputDtypeMustMatchTheOp) {
+  Node* a = Placeholder("a", DataType::kInt32, PartialShape({2}));
+  Node* b = Placeholder("b", DataType::kFloat, PartialShape({2}));
+  auto add =
+      graph_.AddNode(Def("add", "Add", {{"T", MakeAttrValue(DataType::kFloat)}}), {{a, 0}, {b, 0}});
+  ASSERT_FALSE(add.ok());
+  EXPECT_NE(add.status().message().find("input 0 ('a') is int32"), std::string::npos)
+      << add.status();
+}
+
+TEST_F(GraphTest, UnknownOpAndDuplicateNamesAreRefused) {
+  auto unknown = graph_.AddNode(Def("x", "Frobnicate"), {});
+  EXPECT_TRUE(IsNotFound(unknown.status()));
+  EXPECT_NE(unknown.status().message().find("'Frobnicate'"), std::string::npos);
+  Placeholder("p", DataType::kFloat, PartialShape());
+  auto again =
+      graph_.AddNode(Def("p", "Placeholder", {{"dtype", MakeAttrValue(DataType::kFloat)}}), {});
+  EXPECT_NE(again.status().message().find("duplicate node name 'p'"), std::string::npos);
+}
+
+TEST_F(GraphTest, RemoveNodeDropsItsEdges) {
+  Node* a = Placeholder("a", DataType::kFloat, PartialShape({2}));
+  auto id = graph_.AddNode(Def("id", "Identity"), {{a, 0}});
+  ASSERT_FALSE(id.ok());  // T missing: Identity needs it
+  auto identity =
+      graph_.AddNode(Def("id", "Identity", {{"T", MakeAttrValue(DataType::kFloat)}}), {{a, 0}});
+  ASSERT_TRUE(identity.ok());
+  graph_.RemoveNode(*identity);
+  EXPECT_TRUE(a->out_edges().empty());
+  EXPECT_EQ(graph_.num_nodes(), 1);
+  EXPECT_EQ(graph_.FindNode("id"), nullptr);
+}
+
+TEST_F(GraphTest, FindCycleReportsAControlLoop) {
+  Node* a = Placeholder("a", DataType::kFloat, PartialShape({2}));
+  auto b = graph_.AddNode(Def("b", "Identity", {{"T", MakeAttrValue(DataType::kFloat)}}), {{a, 0}});
+  auto c =
+      graph_.AddNode(Def("c", "Identity", {{"T", MakeAttrValue(DataType::kFloat)}}), {{*b, 0}});
+  EXPECT_TRUE(FindCycle(graph_).empty());
+  graph_.AddControlEdge(*c, *b);
+  std::vector<std::string> cycle = FindCycle(graph_);
+  EXPECT_EQ(cycle, (std::vector<std::string>{"b", "c"}));
+}
+
+}  // namespace
+}  // namespace weft

@@ -1,0 +1,161 @@
+#include "weft/graph/prune.h"
+
+#include <map>
+#include <set>
+
+#include "weft/framework/attr_value_util.h"
+#include "weft/framework/node_def_util.h"
+
+namespace weft {
+namespace {
+
+struct ResolvedTensor {
+  Node* node = nullptr;
+  int index = 0;
+};
+
+StatusOr<ResolvedTensor> ResolveTensor(const Graph& graph, const std::string& name,
+                                       std::string_view role) {
+  StatusOr<TensorId> id = ParseTensorName(name);
+  if (!id.ok() || id->is_control()) {
+    return InvalidArgument(role, " '", name, "' is not a tensor name (\"node\" or \"node:index\")");
+  }
+  Node* node = graph.FindNode(id->node);
+  if (node == nullptr) return NotFound(role, " '", name, "' names no node in the graph");
+  if (id->index >= node->num_outputs()) {
+    return InvalidArgument(role, " '", name, "' names output ", id->index, ", but node '",
+                           node->name(), "' (", node->type_string(), ") has ", node->num_outputs(),
+                           " outputs");
+  }
+  return ResolvedTensor{node, id->index};
+}
+
+// A name used neither in `graph` nor in `step`, starting from `base`.
+std::string UniqueName(const Graph& graph, const Graph& step, const std::string& base) {
+  std::string name = base;
+  for (int i = 1; graph.FindNode(name) != nullptr || step.FindNode(name) != nullptr; ++i) {
+    name = StrCat(base, "_", i);
+  }
+  return name;
+}
+
+const std::string& DeviceOf(const Node* node) {
+  return node->assigned_device_name().empty() ? node->requested_device()
+                                              : node->assigned_device_name();
+}
+
+}  // namespace
+
+Status ValidateStepSignature(const Graph& graph, const StepSignature& signature) {
+  std::set<std::pair<int, int>> fed;
+  for (const std::string& feed : signature.feeds) {
+    WEFT_ASSIGN_OR_RETURN(ResolvedTensor tensor, ResolveTensor(graph, feed, "feed"));
+    if (!fed.emplace(tensor.node->id(), tensor.index).second) {
+      return InvalidArgument("feed '", feed, "' names a tensor that is fed twice");
+    }
+  }
+  for (const std::string& fetch : signature.fetches) {
+    WEFT_RETURN_IF_ERROR(ResolveTensor(graph, fetch, "fetch").status());
+  }
+  for (const std::string& target : signature.targets) {
+    if (graph.FindNode(target) == nullptr) {
+      return NotFound("target '", target, "' names no node in the graph");
+    }
+  }
+  return Status::OK();
+}
+
+StatusOr<std::unique_ptr<Graph>> BuildStepGraph(const Graph& graph,
+                                                const StepSignature& signature) {
+  WEFT_RETURN_IF_ERROR(ValidateStepSignature(graph, signature));
+  std::map<std::pair<int, int>, int> feed_index;  // (node id, output) -> argument index
+  std::vector<ResolvedTensor> feeds, fetches;
+  for (size_t i = 0; i < signature.feeds.size(); ++i) {
+    feeds.push_back(ResolveTensor(graph, signature.feeds[i], "feed").value());
+    feed_index[{feeds.back().node->id(), feeds.back().index}] = static_cast<int>(i);
+  }
+  for (const std::string& fetch : signature.fetches) {
+    fetches.push_back(ResolveTensor(graph, fetch, "fetch").value());
+  }
+
+  // Walk backwards from what the step must produce; stop at fed tensors.
+  std::vector<bool> needed(graph.num_node_ids(), false);
+  std::vector<Node*> stack;
+  auto need = [&](Node* node) {
+    if (!needed[node->id()]) {
+      needed[node->id()] = true;
+      stack.push_back(node);
+    }
+  };
+  for (const ResolvedTensor& fetch : fetches) {
+    if (!feed_index.contains({fetch.node->id(), fetch.index})) need(fetch.node);
+  }
+  for (const std::string& target : signature.targets) need(graph.FindNode(target));
+  while (!stack.empty()) {
+    Node* node = stack.back();
+    stack.pop_back();
+    for (const Edge* edge : node->in_edges()) {
+      if (!edge->IsControlEdge() && feed_index.contains({edge->src->id(), edge->src_output})) {
+        continue;
+      }
+      need(edge->src);
+    }
+  }
+
+  auto step = std::make_unique<Graph>(graph.op_registry());
+  std::vector<Node*> args;
+  for (size_t i = 0; i < feeds.size(); ++i) {
+    const ResolvedTensor& feed = feeds[i];
+    proto::NodeDef def;
+    def.set_name(UniqueName(graph, *step, StrCat("_arg_", feed.node->name(), "_", feed.index)));
+    def.set_op("_Arg");
+    def.set_device(DeviceOf(feed.node));
+    (*def.mutable_attr())["T"] = MakeAttrValue(feed.node->output_type(feed.index));
+    (*def.mutable_attr())["index"] = MakeAttrValue(static_cast<int64_t>(i));
+    (*def.mutable_attr())["shape"] = MakeAttrValue(feed.node->output_shape(feed.index));
+    WEFT_ASSIGN_OR_RETURN(Node * arg, step->AddNode(std::move(def), {}));
+    arg->set_assigned_device_name(feed.node->assigned_device_name());
+    args.push_back(arg);
+  }
+  // Node ids follow insertion order, which is a topological order of `graph`.
+  std::vector<Node*> copy_of(graph.num_node_ids(), nullptr);
+  auto source_of = [&](Node* node, int index) -> NodeOutput {
+    auto it = feed_index.find({node->id(), index});
+    if (it != feed_index.end()) return {args[it->second], 0};
+    return {copy_of[node->id()], index};
+  };
+  for (Node* node : graph.nodes()) {
+    if (!needed[node->id()]) continue;
+    std::vector<NodeOutput> inputs(node->num_inputs());
+    std::vector<Node*> controls;
+    for (const Edge* edge : node->in_edges()) {
+      if (edge->IsControlEdge()) {
+        WEFT_CHECK(copy_of[edge->src->id()] != nullptr);
+        controls.push_back(copy_of[edge->src->id()]);
+      } else {
+        inputs[edge->dst_input] = source_of(edge->src, edge->src_output);
+        WEFT_CHECK(inputs[edge->dst_input].node != nullptr)
+            << "input of " << node->name() << " not copied before it";
+      }
+    }
+    WEFT_ASSIGN_OR_RETURN(Node * copy, step->AddNode(node->def(), inputs, controls));
+    copy->set_assigned_device_name(node->assigned_device_name());
+    copy_of[node->id()] = copy;
+  }
+  for (size_t i = 0; i < fetches.size(); ++i) {
+    const ResolvedTensor& fetch = fetches[i];
+    proto::NodeDef def;
+    def.set_name(
+        UniqueName(graph, *step, StrCat("_retval_", fetch.node->name(), "_", fetch.index)));
+    def.set_op("_Retval");
+    def.set_device(DeviceOf(fetch.node));
+    (*def.mutable_attr())["T"] = MakeAttrValue(fetch.node->output_type(fetch.index));
+    (*def.mutable_attr())["index"] = MakeAttrValue(static_cast<int64_t>(i));
+    WEFT_ASSIGN_OR_RETURN(Node * retval,
+                          step->AddNode(std::move(def), {source_of(fetch.node, fetch.index)}));
+    retval->set_assigned_device_name(fetch.node->assigned_device_name());
+  }
+  return step;
+}
+
+}  // namespace weft

@@ -1,0 +1,199 @@
+#include "weft/runtime/direct_session.h"
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+
+#include "weft/core/notification.h"
+#include "weft/core/thread_pool.h"
+#include "weft/graph/graph_def_io.h"
+#include "weft/graph/prune.h"
+#include "weft/kernels/register_kernels.h"
+#include "weft/ops/register_ops.h"
+#include "weft/runtime/cpu_device.h"
+#include "weft/runtime/executor/executor.h"
+
+namespace weft {
+namespace {
+
+constexpr char kLocalCpuName[] = "/job:localhost/replica:0/task:0/device:CPU:0";
+
+int ThreadsOrDefault(int requested) { return requested > 0 ? requested : NumSchedulableCpus(); }
+
+// What a cached signature needs at Run time: its executor and what each feed must look like.
+struct PreparedStep {
+  std::unique_ptr<Executor> executor;
+  std::vector<DataType> feed_types;
+  std::vector<PartialShape> feed_shapes;
+};
+
+class DirectSession final : public Session {
+ public:
+  explicit DirectSession(const SessionOptions& options)
+      : options_(options),
+        op_registry_(options.op_registry ? *options.op_registry : ops::AllOps()),
+        kernel_registry_(options.kernel_registry ? *options.kernel_registry
+                                                 : kernels::AllKernels()),
+        device_(std::make_unique<CpuDevice>(
+            kLocalCpuName, ThreadsOrDefault(options.config.intra_op_parallelism_threads()))),
+        inter_op_pool_(std::make_unique<ThreadPool>(
+            "inter_op", ThreadsOrDefault(options.config.inter_op_parallelism_threads()))),
+        graph_(std::make_unique<Graph>(op_registry_)) {
+    ConfigureBlasThreads(device_->intra_op_threads());
+  }
+
+  ~DirectSession() override { Close().IgnoreError(); }
+
+  Status Create(const proto::GraphDef& graph_def) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    WEFT_RETURN_IF_ERROR(CheckOpen());
+    if (graph_->num_nodes() > 0) {
+      return AlreadyExists("a graph has already been created for this session");
+    }
+    return ExtendLocked(graph_def);
+  }
+
+  Status Extend(const proto::GraphDef& graph_def) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    WEFT_RETURN_IF_ERROR(CheckOpen());
+    return ExtendLocked(graph_def);
+  }
+
+  Status Run(const NamedTensorList& inputs, const std::vector<std::string>& output_names,
+             const std::vector<std::string>& target_names, std::vector<Tensor>* outputs) override {
+    return Run(proto::RunOptions(), inputs, output_names, target_names, outputs, nullptr);
+  }
+
+  Status Run(const proto::RunOptions& run_options, const NamedTensorList& inputs,
+             const std::vector<std::string>& output_names,
+             const std::vector<std::string>& target_names, std::vector<Tensor>* outputs,
+             proto::RunMetadata* run_metadata) override {
+    StepSignature signature;
+    for (const auto& [name, value] : inputs) signature.feeds.push_back(name);
+    signature.fetches = output_names;
+    signature.targets = target_names;
+    WEFT_ASSIGN_OR_RETURN(const PreparedStep* step, GetOrPrepare(signature));
+
+    std::vector<Tensor> args;
+    args.reserve(inputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const Tensor& value = inputs[i].second;
+      if (value.dtype() != step->feed_types[i]) {
+        return InvalidArgument("feed '", inputs[i].first, "' is ", DataTypeName(value.dtype()),
+                               ", but the graph expects ", DataTypeName(step->feed_types[i]));
+      }
+      if (!step->feed_shapes[i].IsCompatibleWith(value.shape())) {
+        return InvalidArgument("feed '", inputs[i].first, "' has shape ", value.shape(),
+                               ", which is not compatible with the graph's ",
+                               step->feed_shapes[i].DebugString());
+      }
+      args.push_back(value);
+    }
+
+    CallFrame call_frame(std::move(args), static_cast<int>(output_names.size()));
+    CancellationManager cancellation;
+    StepStatsCollector stats;
+    Executor::Args executor_args;
+    executor_args.step_id = next_step_id_.fetch_add(1);
+    executor_args.call_frame = &call_frame;
+    executor_args.cancellation_manager = &cancellation;
+    executor_args.runner = [pool = inter_op_pool_.get()](std::function<void()> fn) {
+      pool->Schedule(std::move(fn));
+    };
+    bool tracing = run_options.trace_level() != proto::RunOptions::NO_TRACE;
+    if (tracing) executor_args.stats = &stats;
+
+    Notification finished;
+    Status status;
+    step->executor->RunAsync(executor_args, [&](const Status& step_status) {
+      status = step_status;
+      finished.Notify();
+    });
+    int64_t timeout_ms = run_options.timeout_in_ms() > 0
+                             ? run_options.timeout_in_ms()
+                             : options_.config.operation_timeout_in_ms();
+    if (timeout_ms > 0 &&
+        !finished.WaitForNotificationWithTimeout(std::chrono::milliseconds(timeout_ms))) {
+      cancellation.StartCancel();
+      finished.WaitForNotification();
+      return DeadlineExceeded("step ", executor_args.step_id, " did not finish within ", timeout_ms,
+                              " ms");
+    }
+    finished.WaitForNotification();
+    WEFT_RETURN_IF_ERROR(status);
+    if (tracing && run_metadata != nullptr) stats.Finalize(run_metadata->mutable_step_stats());
+    WEFT_ASSIGN_OR_RETURN(*outputs, call_frame.ConsumeRetvals());
+    return Status::OK();
+  }
+
+  Status Close() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
+    return Status::OK();
+  }
+
+ private:
+  Status CheckOpen() const {
+    if (closed_) return FailedPrecondition("the session has been closed");
+    return Status::OK();
+  }
+
+  // Imports into a copy so that a bad GraphDef leaves the session's graph as it was.
+  Status ExtendLocked(const proto::GraphDef& graph_def) {
+    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Graph> extended, CopyGraph(*graph_));
+    WEFT_RETURN_IF_ERROR(ImportGraphDef(graph_def, extended.get()));
+    graph_ = std::move(extended);
+    return Status::OK();
+  }
+
+  StatusOr<const PreparedStep*> GetOrPrepare(const StepSignature& signature) {
+    std::string key = StrCat(StrJoin(signature.feeds, ","), "->", StrJoin(signature.fetches, ","),
+                             "/", StrJoin(signature.targets, ","));
+    std::lock_guard<std::mutex> lock(mu_);
+    WEFT_RETURN_IF_ERROR(CheckOpen());
+    auto it = prepared_.find(key);
+    if (it != prepared_.end()) return it->second.get();
+
+    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Graph> step_graph, BuildStepGraph(*graph_, signature));
+    auto step = std::make_unique<PreparedStep>();
+    for (Node* node : step_graph->nodes()) {
+      if (node->type_string() != "_Arg") continue;
+      int64_t index = 0;
+      WEFT_RETURN_IF_ERROR(GetNodeAttr(node->def(), "index", &index));
+      if (static_cast<size_t>(index) >= step->feed_types.size()) {
+        step->feed_types.resize(index + 1);
+        step->feed_shapes.resize(index + 1);
+      }
+      step->feed_types[index] = node->output_type(0);
+      step->feed_shapes[index] = node->output_shape(0);
+    }
+    ExecutorParams params;
+    params.device = device_.get();
+    params.kernels = &kernel_registry_;
+    WEFT_ASSIGN_OR_RETURN(step->executor, Executor::Create(params, std::move(step_graph)));
+    const PreparedStep* prepared = step.get();
+    prepared_.emplace(std::move(key), std::move(step));
+    return prepared;
+  }
+
+  const SessionOptions options_;
+  const OpRegistry& op_registry_;
+  const KernelRegistry& kernel_registry_;
+  const std::unique_ptr<CpuDevice> device_;
+  const std::unique_ptr<ThreadPool> inter_op_pool_;
+  std::atomic<int64_t> next_step_id_{1};
+
+  std::mutex mu_;
+  std::unique_ptr<Graph> graph_;                                   // guarded by mu_
+  std::map<std::string, std::unique_ptr<PreparedStep>> prepared_;  // guarded by mu_
+  bool closed_ = false;                                            // guarded by mu_
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Session>> NewDirectSession(const SessionOptions& options) {
+  return std::unique_ptr<Session>(new DirectSession(options));
+}
+
+}  // namespace weft

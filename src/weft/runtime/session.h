@@ -1,0 +1,67 @@
+// Session: how a client runs a graph. Create() hands it a GraphDef, Extend() adds nodes, Run()
+// feeds tensors by name, computes the fetched tensors and runs the target nodes for their effects.
+// NewSession picks the implementation from SessionOptions::target: "" runs in this process
+// (DirectSession); other schemes ("grpc://...") come from factories registered at start-up.
+// Every Session is safe to Run from many threads at once.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "weft/config.pb.h"
+#include "weft/core/tensor.h"
+#include "weft/framework/kernel_registry.h"
+#include "weft/framework/op_registry.h"
+#include "weft/graph.pb.h"
+
+namespace weft {
+
+using NamedTensorList = std::vector<std::pair<std::string, Tensor>>;
+
+struct SessionOptions {
+  // "" for an in-process session; "grpc://host:port" for a cluster (when its factory is linked).
+  std::string target;
+  proto::ConfigProto config;
+  // Registries to build graphs and kernels from; null means every op and kernel of Weft.
+  const OpRegistry* op_registry = nullptr;
+  const KernelRegistry* kernel_registry = nullptr;
+};
+
+class Session {
+ public:
+  virtual ~Session() = default;
+
+  // Sets the session's graph; AlreadyExists when one was already created.
+  virtual Status Create(const proto::GraphDef& graph) = 0;
+  // Adds nodes to the graph; they may read existing nodes. All-or-nothing.
+  virtual Status Extend(const proto::GraphDef& graph) = 0;
+
+  // Feeds `inputs` (tensor name -> value), returns the tensors named by `output_names` in that
+  // order in `outputs`, and runs `target_names` for their effects.
+  virtual Status Run(const NamedTensorList& inputs, const std::vector<std::string>& output_names,
+                     const std::vector<std::string>& target_names,
+                     std::vector<Tensor>* outputs) = 0;
+  // As above, with per-call options (deadline, tracing) and metadata back (step stats).
+  virtual Status Run(const proto::RunOptions& run_options, const NamedTensorList& inputs,
+                     const std::vector<std::string>& output_names,
+                     const std::vector<std::string>& target_names, std::vector<Tensor>* outputs,
+                     proto::RunMetadata* run_metadata) = 0;
+
+  // Releases the session's resources; later calls fail with FailedPrecondition.
+  virtual Status Close() = 0;
+};
+
+using SessionFactory =
+    std::function<StatusOr<std::unique_ptr<Session>>(const SessionOptions& options)>;
+
+// Makes `factory` serve targets starting with `scheme` (for example "grpc://"). Call at start-up,
+// before NewSession; thread-safe.
+void RegisterSessionFactory(const std::string& scheme, SessionFactory factory);
+
+// A new session for `options.target`; InvalidArgument naming the target when no factory serves it.
+StatusOr<std::unique_ptr<Session>> NewSession(const SessionOptions& options);
+
+}  // namespace weft

@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""Checks that each layer of src/weft includes only the layers DESIGN.md allows it to use.
+
+Prints every offending include and exits 1 when there is one; run by ctest as check_layers.
+"""
+import pathlib
+import re
+import sys
+
+ALLOWED = {
+    "core": {"core"},
+    "framework": {"framework", "core"},
+    "ops": {"ops", "framework", "core"},
+    "kernels": {"kernels", "ops", "framework", "core"},
+    "graph": {"graph", "ops", "framework", "core"},
+    "runtime": {"runtime", "graph", "kernels", "ops", "framework", "core"},
+    "distributed": {"distributed", "runtime", "graph", "kernels", "ops", "framework", "core"},
+    "distribute": {"distribute", "distributed", "runtime", "graph", "kernels", "ops", "framework",
+                   "core"},
+    "train": {"train", "distribute", "distributed", "runtime", "graph", "kernels", "ops",
+              "framework", "core"},
+}
+INCLUDE = re.compile(r'#include\s+"weft/([a-z_]+)/')
+
+
+def main():
+    root = pathlib.Path(__file__).resolve().parent.parent / "src" / "weft"
+    problems = []
+    for path in sorted(root.rglob("*")):
+        if path.suffix not in (".h", ".cc"):
+            continue
+        layer = path.relative_to(root).parts[0]
+        allowed = ALLOWED.get(layer)
+        if allowed is None:  # cli and testing may use anything
+            continue
+        is_rpc = "rpc" in path.relative_to(root).parts
+        # Tests and their helpers link the testing layer and may include anything.
+        is_test = path.name.endswith(("_test.cc", "_test_util.h", "_test_util.cc"))
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if "grpc" in line and line.startswith("#include") and not is_rpc:
+                problems.append(f"{path}:{number}: gRPC outside distributed/rpc: {line}")
+            match = INCLUDE.match(line)
+            if match and not is_test and match.group(1) not in allowed:
+                problems.append(f"{path}:{number}: layer '{layer}' may not include {line}")
+    for problem in problems:
+        print(problem)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
