@@ -13,9 +13,14 @@ def medians(path):
     return result
 
 
+def load_json(path):
+    with open(path) as f:
+        return json.loads(f.read().strip().splitlines()[-1])
+
+
 def main():
     kind, path = sys.argv[1], sys.argv[2]
-    runs = medians(path)
+    runs = medians(path) if kind != "train" else {}
     if kind == "executor":
         for metric, run in (("executor_overhead_us_per_node", "BM_ExecutorChain"),
                             ("executor_fan_us_per_node", "BM_ExecutorFan")):
@@ -28,6 +33,14 @@ def main():
         print(f"METRIC matmul1024_weft_gflops {weft:.1f} GFLOP/s")
         print(f"METRIC matmul1024_openblas_gflops {blas:.1f} GFLOP/s")
         print(f"RATIO matmul1024_vs_openblas {weft / blas:.3f}")
+    elif kind == "train":
+        for model in ("mlp", "cnn"):
+            weft = load_json(f"{path}/weft_{model}.json")["train_images_per_sec"]
+            torch = max(load_json(f"{path}/torch_{model}_{t}.json")["train_images_per_sec"]
+                        for t in (1, 2))
+            print(f"METRIC train_{model}_weft_images_per_sec {weft:.0f} images/s")
+            print(f"METRIC train_{model}_torch_images_per_sec {torch:.0f} images/s")
+            print(f"RATIO train_{model}_vs_torch {weft / torch:.3f}")
     else:
         raise SystemExit(f"unknown kind {kind}")
 

@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # Runs Weft's benchmarks and prints `METRIC <name> <value> <unit>` and `RATIO <name> <value>` lines
-# (a RATIO above 1 means Weft is better). Usage: bench/run.sh [executor] [matmul] (all when none).
+# (a RATIO above 1 means Weft is better). Usage: bench/run.sh [executor] [matmul] [train]
+# (all when none). `train` needs PyTorch (Debian's python3-torch) for the peer side.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Debian's OpenBLAS misdetects newer Xeons; pick its kernels as the weft binary does.
+if [[ -z "${OPENBLAS_CORETYPE:-}" ]]; then
+  if grep -q -w avx512bw /proc/cpuinfo; then export OPENBLAS_CORETYPE=SkylakeX
+  else export OPENBLAS_CORETYPE=Haswell; fi
+fi
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build --target executor_bench matmul_bench >/dev/null
+cmake --build build --target executor_bench matmul_bench weft >/dev/null
 names=("$@")
-[[ ${#names[@]} -eq 0 ]] && names=(executor matmul)
+[[ ${#names[@]} -eq 0 ]] && names=(executor matmul train)
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
@@ -22,6 +28,19 @@ for name in "${names[@]}"; do
         --benchmark_report_aggregates_only=true >"$out/matmul.json"
       python3 bench/report.py matmul "$out/matmul.json"
       ;;
-    *) echo "unknown benchmark '$name' (known: executor matmul)" >&2; exit 2 ;;
+    train)
+      # W1: one epoch of the MLP; W2: a fixed 100 steps of the CNN. PyTorch at 1 and 2 threads,
+      # its better figure counts; Weft free to use both cores.
+      build/bin/weft train --model mlp --epochs 1 --json | tail -n 1 >"$out/weft_mlp.json"
+      build/bin/weft train --model cnn --epochs 1 --max-steps 100 --json | tail -n 1 >"$out/weft_cnn.json"
+      for threads in 1 2; do
+        /usr/bin/python3 bench/torch_train.py --model mlp --threads $threads --epochs 1 \
+          >"$out/torch_mlp_$threads.json"
+        /usr/bin/python3 bench/torch_train.py --model cnn --threads $threads --max-steps 100 \
+          >"$out/torch_cnn_$threads.json"
+      done
+      python3 bench/report.py train "$out"
+      ;;
+    *) echo "unknown benchmark '$name' (known: executor matmul train)" >&2; exit 2 ;;
   esac
 done

@@ -23,7 +23,9 @@ function(weft_test name)
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 300)
   endif()
-  set_tests_properties(${name} PROPERTIES TIMEOUT ${ARG_TIMEOUT})
+  # OpenBLAS reads its kernel choice at load time; see src/weft/cli/blas_environment.h.
+  set_tests_properties(${name} PROPERTIES TIMEOUT ${ARG_TIMEOUT}
+                       ENVIRONMENT "OPENBLAS_CORETYPE=${WEFT_OPENBLAS_CORETYPE}")
 endfunction()
 
 # weft_bench(NAME SOURCES ... DEPS ...): a Google Benchmark program under build/bench.

@@ -1,9 +1,14 @@
 // DeviceBase: what a kernel may ask of the device it runs on — its name and type, and the CPU
 // worker threads for intra-op parallelism (an Eigen ThreadPoolDevice). Runtime devices derive from
-// it; tests can use it directly. Immutable after construction; safe from any thread.
+// it; tests can use it directly. Each device owns a ResourceMgr holding the resources (variables)
+// that live on it. Immutable after construction (the ResourceMgr synchronises itself); safe from
+// any thread.
 #pragma once
 
+#include <memory>
 #include <string>
+
+#include "weft/framework/resource_mgr.h"
 
 namespace Eigen {
 struct ThreadPoolDevice;
@@ -14,7 +19,9 @@ namespace weft {
 class DeviceBase {
  public:
   DeviceBase(std::string name, std::string device_type)
-      : name_(std::move(name)), device_type_(std::move(device_type)) {}
+      : name_(std::move(name)),
+        device_type_(std::move(device_type)),
+        resource_manager_(std::make_unique<ResourceMgr>()) {}
   virtual ~DeviceBase() = default;
   DeviceBase(const DeviceBase&) = delete;
   DeviceBase& operator=(const DeviceBase&) = delete;
@@ -28,6 +35,9 @@ class DeviceBase {
   const Eigen::ThreadPoolDevice* eigen_cpu_device() const { return eigen_cpu_device_; }
   int intra_op_threads() const { return intra_op_threads_; }
 
+  // The resources (variables) living on this device; owned by the device, never null.
+  ResourceMgr* resource_manager() const { return resource_manager_.get(); }
+
  protected:
   void set_eigen_cpu_device(const Eigen::ThreadPoolDevice* device, int threads) {
     eigen_cpu_device_ = device;
@@ -37,6 +47,7 @@ class DeviceBase {
  private:
   const std::string name_;
   const std::string device_type_;
+  const std::unique_ptr<ResourceMgr> resource_manager_;
   const Eigen::ThreadPoolDevice* eigen_cpu_device_ = nullptr;
   int intra_op_threads_ = 1;
 };

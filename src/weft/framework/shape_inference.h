@@ -22,6 +22,16 @@ class InferenceContext {
                    std::vector<PartialShape> input_shapes, std::vector<const Tensor*> input_tensors,
                    int num_outputs);
 
+  // For resource inputs: the declared shape of the value behind the handle (a variable's shape),
+  // which ReadVariableOp reports as its output shape. Unknown when not set.
+  void set_input_handle_shapes(std::vector<PartialShape> shapes) {
+    input_handle_shapes_ = std::move(shapes);
+  }
+  PartialShape input_handle_shape(int i) const {
+    return i < static_cast<int>(input_handle_shapes_.size()) ? input_handle_shapes_[i]
+                                                             : PartialShape::UnknownRank();
+  }
+
   const proto::NodeDef& node_def() const { return node_; }
   const OpDef& op_def() const { return op_; }
   int num_inputs() const { return static_cast<int>(inputs_.size()); }
@@ -58,6 +68,7 @@ class InferenceContext {
   const OpDef& op_;
   std::vector<PartialShape> inputs_;
   std::vector<const Tensor*> input_tensors_;
+  std::vector<PartialShape> input_handle_shapes_;
   std::vector<PartialShape> outputs_;
 };
 

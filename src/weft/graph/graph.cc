@@ -40,7 +40,7 @@ StatusOr<Node*> Graph::AddNode(proto::NodeDef def, const std::vector<NodeOutput>
 
   auto node = std::unique_ptr<Node>(new Node());
   WEFT_RETURN_IF_ERROR(InOutTypesForNode(def, **op, &node->input_types_, &node->output_types_));
-  std::vector<PartialShape> input_shapes;
+  std::vector<PartialShape> input_shapes, input_handle_shapes;
   std::vector<const Tensor*> input_values;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const NodeOutput& input = inputs[i];
@@ -56,6 +56,7 @@ StatusOr<Node*> Graph::AddNode(proto::NodeDef def, const std::vector<NodeOutput>
                              DataTypeName(node->input_types_[i]));
     }
     input_shapes.push_back(input.node->output_shape(input.index));
+    input_handle_shapes.push_back(input.node->output_handle_shape(input.index));
     input_values.push_back(input.node->constant_value_.get());
   }
   if (def.op() == "Const") {
@@ -65,10 +66,22 @@ StatusOr<Node*> Graph::AddNode(proto::NodeDef def, const std::vector<NodeOutput>
   }
   InferenceContext inference(def, **op, std::move(input_shapes), std::move(input_values),
                              node->num_outputs());
+  inference.set_input_handle_shapes(input_handle_shapes);
   if ((*op)->shape_fn) {
     WEFT_RETURN_IF_ERROR((*op)->shape_fn(inference));
   }
   node->output_shapes_ = inference.outputs();
+  // A variable's handle carries its declared shape; ops that pass a handle on keep it.
+  node->output_handle_shapes_.assign(node->num_outputs(), PartialShape::UnknownRank());
+  for (int i = 0; i < node->num_outputs(); ++i) {
+    if (node->output_types_[i] != DataType::kResource) continue;
+    if (def.op() == "VarHandleOp") {
+      PartialShape declared;
+      if (GetNodeAttr(def, "shape", &declared).ok()) node->output_handle_shapes_[i] = declared;
+    } else if (!input_handle_shapes.empty() && node->input_types_[0] == DataType::kResource) {
+      node->output_handle_shapes_[i] = input_handle_shapes[0];
+    }
+  }
 
   node->id_ = static_cast<int>(nodes_.size());
   node->op_def_ = *op;

@@ -49,6 +49,8 @@ class Node {
   const std::vector<DataType>& output_types() const { return output_types_; }
   // Shapes from shape inference when the node was added.
   const PartialShape& output_shape(int i) const { return output_shapes_[i]; }
+  // For a resource output: the shape of the value behind the handle (a variable's declared shape).
+  const PartialShape& output_handle_shape(int i) const { return output_handle_shapes_[i]; }
 
   const std::vector<const Edge*>& in_edges() const { return in_edges_; }
   const std::vector<const Edge*>& out_edges() const { return out_edges_; }
@@ -70,6 +72,7 @@ class Node {
   std::vector<DataType> input_types_;
   std::vector<DataType> output_types_;
   std::vector<PartialShape> output_shapes_;
+  std::vector<PartialShape> output_handle_shapes_;
   std::vector<const Edge*> in_edges_;
   std::vector<const Edge*> out_edges_;
   std::string assigned_device_name_;

@@ -7,6 +7,7 @@ void RegisterAllKernels(KernelRegistry& registry) {
   RegisterMathKernels(registry);
   RegisterNnKernels(registry);
   RegisterFunctionKernels(registry);
+  RegisterStateKernels(registry);
 }
 
 const KernelRegistry& AllKernels() {

@@ -10,6 +10,7 @@ void RegisterArrayKernels(KernelRegistry& registry);     // array/
 void RegisterMathKernels(KernelRegistry& registry);      // math/
 void RegisterNnKernels(KernelRegistry& registry);        // nn/
 void RegisterFunctionKernels(KernelRegistry& registry);  // function/: _Arg, _Retval
+void RegisterStateKernels(KernelRegistry& registry);     // state/: variables, random, optimizers
 
 // Calls every Register...Kernels function above.
 void RegisterAllKernels(KernelRegistry& registry);

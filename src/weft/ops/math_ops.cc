@@ -1,8 +1,196 @@
+// Math ops: elementwise arithmetic with NumPy broadcasting, unary functions, AddN, MatMul, Cast
+// and BroadcastGradientArgs. Reductions (Sum, Mean, Max, ArgMax) live in reduction_ops.cc.
+#include <algorithm>
+#include <vector>
+
 #include "weft/framework/shape_inference.h"
 #include "weft/ops/register_ops.h"
 
 namespace weft::ops {
 
-void RegisterMathOps(OpRegistry& registry) { (void)registry; }
+void RegisterReductionOps(OpRegistry& registry);  // reduction_ops.cc
+
+namespace {
+
+void RegisterBinaryOps(OpRegistry& registry) {
+  struct Binary {
+    const char* name;
+    const char* doc;
+  };
+  for (const Binary& op : {Binary{"Add", "x + y elementwise, with NumPy broadcasting."},
+                           Binary{"Sub", "x - y elementwise, with NumPy broadcasting."},
+                           Binary{"Mul", "x * y elementwise, with NumPy broadcasting."},
+                           Binary{"Div", "x / y elementwise (integers truncate), broadcasting."},
+                           Binary{"Maximum", "max(x, y) elementwise, with NumPy broadcasting."}}) {
+    registry.RegisterOrDie(OpDefBuilder(op.name)
+                               .Input("x: T")
+                               .Input("y: T")
+                               .Output("z: T")
+                               .Attr("T: {float32, float64, int32, int64}")
+                               .SetShapeFn(shape_fn::BroadcastBinaryOp)
+                               .Doc(op.doc));
+  }
+  registry.RegisterOrDie(OpDefBuilder("Equal")
+                             .Input("x: T")
+                             .Input("y: T")
+                             .Output("z: bool")
+                             .Attr("T: {float32, float64, int32, int64, bool}")
+                             .SetShapeFn(shape_fn::BroadcastBinaryOp)
+                             .Doc("x == y elementwise, with NumPy broadcasting."));
+}
+
+void RegisterUnaryOps(OpRegistry& registry) {
+  struct Unary {
+    const char* name;
+    const char* types;
+    const char* doc;
+  };
+  constexpr const char* kAll = "T: {float32, float64, int32, int64}";
+  constexpr const char* kFloat = "T: {float32, float64}";
+  for (const Unary& op :
+       {Unary{"Neg", kAll, "-x elementwise."}, Unary{"Square", kAll, "x * x elementwise."},
+        Unary{"Sqrt", kFloat, "Square root of x elementwise."},
+        Unary{"Exp", kFloat, "e to the power x elementwise."},
+        Unary{"Log", kFloat, "Natural logarithm of x elementwise."},
+        Unary{"Reciprocal", kFloat, "1 / x elementwise."}}) {
+    registry.RegisterOrDie(OpDefBuilder(op.name)
+                               .Input("x: T")
+                               .Output("y: T")
+                               .Attr(op.types)
+                               .SetShapeFn(shape_fn::UnchangedShape)
+                               .Doc(op.doc));
+  }
+}
+
+// AddN: every input must have the same shape; the output has the merged (most known) shape.
+Status AddNShape(InferenceContext& context) {
+  PartialShape merged = context.input(0);
+  for (int i = 1; i < context.num_inputs(); ++i) {
+    StatusOr<PartialShape> next = merged.Merge(context.input(i));
+    if (!next.ok()) {
+      return context.Error("all inputs must have the same shape, but input 0 is ",
+                           context.input(0).DebugString(), " and input ", i, " is ",
+                           context.input(i).DebugString());
+    }
+    merged = std::move(next).value();
+  }
+  context.set_output(0, merged);
+  return Status::OK();
+}
+
+// MatMul: a [M,K] (or [K,M] with transpose_a) times b [K,N] (or [N,K]) -> [M,N].
+Status MatMulShape(InferenceContext& context) {
+  WEFT_RETURN_IF_ERROR(context.WithRank(0, 2));
+  WEFT_RETURN_IF_ERROR(context.WithRank(1, 2));
+  bool transpose_a = false, transpose_b = false;
+  WEFT_RETURN_IF_ERROR(context.GetAttr("transpose_a", &transpose_a));
+  WEFT_RETURN_IF_ERROR(context.GetAttr("transpose_b", &transpose_b));
+  const PartialShape& a = context.input(0);
+  const PartialShape& b = context.input(1);
+  auto dim = [](const PartialShape& s, int i) {
+    return s.rank_known() ? s.dim(i) : PartialShape::kUnknownDim;
+  };
+  int64_t m = dim(a, transpose_a ? 1 : 0), k_a = dim(a, transpose_a ? 0 : 1);
+  int64_t k_b = dim(b, transpose_b ? 1 : 0), n = dim(b, transpose_b ? 0 : 1);
+  if (k_a >= 0 && k_b >= 0 && k_a != k_b) {
+    return context.Error("inner dimensions must be equal, but are ", k_a, " and ", k_b, " for ",
+                         a.DebugString(), " x ", b.DebugString(),
+                         transpose_a || transpose_b ? StrCat(" (transpose_a=", transpose_a,
+                                                             ", transpose_b=", transpose_b, ")")
+                                                    : "");
+  }
+  context.set_output(0, PartialShape({m, n}));
+  return Status::OK();
+}
+
+// Reads a known int32/int64 vector input; false when its value is unknown.
+bool KnownIntVector(const InferenceContext& context, int i, std::vector<int64_t>* values) {
+  const Tensor* t = context.input_tensor(i);
+  if (t == nullptr) return false;
+  values->clear();
+  if (t->dtype() == DataType::kInt32) {
+    for (int32_t v : t->flat<int32_t>()) values->push_back(v);
+  } else {
+    for (int64_t v : t->flat<int64_t>()) values->push_back(v);
+  }
+  return true;
+}
+
+// The number of gradient reduction axes for each side of a broadcast of s0 with s1 (the kernel
+// computes the axes themselves); InvalidArgument when the shapes cannot be broadcast.
+Status GradientAxisCounts(const InferenceContext& context, const std::vector<int64_t>& s0,
+                          const std::vector<int64_t>& s1, int64_t* n0, int64_t* n1) {
+  *n0 = *n1 = 0;
+  if (s0 == s1) return Status::OK();
+  size_t rank = std::max(s0.size(), s1.size());
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t d0 = i < rank - s0.size() ? 1 : s0[i - (rank - s0.size())];
+    int64_t d1 = i < rank - s1.size() ? 1 : s1[i - (rank - s1.size())];
+    if (d0 != 1 && d1 != 1 && d0 != d1) {
+      return context.Error("incompatible shapes: [", StrJoin(s0, ","), "] vs. [", StrJoin(s1, ","),
+                           "]");
+    }
+    if (d0 == 1) ++*n0;
+    if (d1 == 1) ++*n1;
+  }
+  return Status::OK();
+}
+
+Status BroadcastGradientArgsShape(InferenceContext& context) {
+  WEFT_RETURN_IF_ERROR(context.WithRank(0, 1));
+  WEFT_RETURN_IF_ERROR(context.WithRank(1, 1));
+  std::vector<int64_t> s0, s1;
+  if (KnownIntVector(context, 0, &s0) && KnownIntVector(context, 1, &s1)) {
+    int64_t n0 = 0, n1 = 0;
+    WEFT_RETURN_IF_ERROR(GradientAxisCounts(context, s0, s1, &n0, &n1));
+    context.set_output(0, PartialShape({n0}));
+    context.set_output(1, PartialShape({n1}));
+    return Status::OK();
+  }
+  context.set_output(0, PartialShape::UnknownOfRank(1));
+  context.set_output(1, PartialShape::UnknownOfRank(1));
+  return Status::OK();
+}
+
+}  // namespace
+
+void RegisterMathOps(OpRegistry& registry) {
+  RegisterBinaryOps(registry);
+  RegisterUnaryOps(registry);
+  registry.RegisterOrDie(OpDefBuilder("AddN")
+                             .Input("inputs: N * T")
+                             .Output("sum: T")
+                             .Attr("N: int >= 1")
+                             .Attr("T: {float32, float64, int32, int64}")
+                             .SetShapeFn(AddNShape)
+                             .Doc("Elementwise sum of N tensors of the same shape."));
+  registry.RegisterOrDie(OpDefBuilder("MatMul")
+                             .Input("a: T")
+                             .Input("b: T")
+                             .Output("product: T")
+                             .Attr("transpose_a: bool = false")
+                             .Attr("transpose_b: bool = false")
+                             .Attr("T: {float32, float64, int32, int64}")
+                             .SetShapeFn(MatMulShape)
+                             .Doc("Matrix product of a and b, each optionally transposed."));
+  registry.RegisterOrDie(OpDefBuilder("Cast")
+                             .Input("x: SrcT")
+                             .Output("y: DstT")
+                             .Attr("SrcT: {float32, float64, int32, int64, uint8, bool}")
+                             .Attr("DstT: {float32, float64, int32, int64, uint8, bool}")
+                             .Attr("Truncate: bool = false")
+                             .SetShapeFn(shape_fn::UnchangedShape)
+                             .Doc("Converts x elementwise to DstT (C++ conversion rules)."));
+  registry.RegisterOrDie(
+      OpDefBuilder("BroadcastGradientArgs")
+          .Input("s0: T")
+          .Input("s1: T")
+          .Output("r0: T")
+          .Output("r1: T")
+          .Attr("T: {int32, int64}")
+          .SetShapeFn(BroadcastGradientArgsShape)
+          .Doc("Axes to sum the gradients of a broadcasting binary op over, for each input."));
+  RegisterReductionOps(registry);
+}
 
 }  // namespace weft::ops

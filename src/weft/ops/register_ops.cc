@@ -7,6 +7,9 @@ void RegisterAllOps(OpRegistry& registry) {
   RegisterMathOps(registry);
   RegisterNnOps(registry);
   RegisterFunctionOps(registry);
+  RegisterStateOps(registry);
+  RegisterRandomOps(registry);
+  RegisterTrainingOps(registry);
 }
 
 const OpRegistry& AllOps() {

@@ -10,6 +10,9 @@ void RegisterArrayOps(OpRegistry& registry);     // array_ops.cc
 void RegisterMathOps(OpRegistry& registry);      // math_ops.cc
 void RegisterNnOps(OpRegistry& registry);        // nn_ops.cc
 void RegisterFunctionOps(OpRegistry& registry);  // function_ops.cc: _Arg, _Retval
+void RegisterStateOps(OpRegistry& registry);     // state_ops.cc: resource variables
+void RegisterRandomOps(OpRegistry& registry);    // random_ops.cc
+void RegisterTrainingOps(OpRegistry& registry);  // training_ops.cc: optimizer updates
 
 // Calls every Register...Ops function above.
 void RegisterAllOps(OpRegistry& registry);

@@ -5,4 +5,7 @@
 #include "weft/graph/builder/ops/array_ops.h"
 #include "weft/graph/builder/ops/math_ops.h"
 #include "weft/graph/builder/ops/nn_ops.h"
+#include "weft/graph/builder/ops/random_ops.h"
+#include "weft/graph/builder/ops/state_ops.h"
+#include "weft/graph/builder/ops/training_ops.h"
 #include "weft/graph/builder/scope.h"

@@ -1,7 +1,20 @@
+// RegisterMathKernels: every CPU kernel of the math family (see math_kernels.h).
+#include "weft/kernels/math/math_kernels.h"
 #include "weft/kernels/register_kernels.h"
 
 namespace weft::kernels {
 
-void RegisterMathKernels(KernelRegistry& registry) { (void)registry; }
+void RegisterMathKernels(KernelRegistry& registry) {
+  RegisterCwiseArithKernels(registry);
+  RegisterCwiseDivMaxKernels(registry);
+  RegisterCwiseEqualKernels(registry);
+  RegisterCwiseUnaryKernels(registry);
+  RegisterAddNKernels(registry);
+  RegisterMatMulKernels(registry);
+  RegisterReductionKernels(registry);
+  RegisterArgMaxKernels(registry);
+  RegisterCastKernels(registry);
+  RegisterBroadcastGradientArgsKernels(registry);
+}
 
 }  // namespace weft::kernels

@@ -1,2 +1,26 @@
-# Nn kernels: sources and tests, included by kernels/CMakeLists.txt.
-list(APPEND WEFT_KERNEL_SOURCES nn/register_nn_kernels.cc)
+# Nn kernels: sources and tests, included by kernels/CMakeLists.txt (paths relative to kernels/).
+list(APPEND WEFT_KERNEL_SOURCES
+  nn/activation_ops.cc
+  nn/bias_add_ops.cc
+  nn/conv_common.cc
+  nn/conv_grad_ops.cc
+  nn/conv_ops.cc
+  nn/pooling_ops.cc
+  nn/register_nn_kernels.cc
+  nn/softmax_ops.cc
+  nn/sparse_xent_op.cc
+  nn/window_geometry.cc)
+
+weft_test(kernels_nn_test
+  SOURCES
+    nn/activation_ops_test.cc
+    nn/bias_add_ops_test.cc
+    nn/conv_common_test.cc
+    nn/conv_grad_ops_test.cc
+    nn/conv_ops_test.cc
+    nn/nn_shape_fns_test.cc
+    nn/pooling_ops_test.cc
+    nn/softmax_ops_test.cc
+    nn/sparse_xent_op_test.cc
+    nn/window_geometry_test.cc
+  DEPS weft_kernel_testing)

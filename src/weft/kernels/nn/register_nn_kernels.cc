@@ -1,7 +1,17 @@
+// RegisterNnKernels: the list of the nn family's kernel files.
+#include "weft/kernels/nn/nn_kernels.h"
 #include "weft/kernels/register_kernels.h"
 
 namespace weft::kernels {
 
-void RegisterNnKernels(KernelRegistry& registry) { (void)registry; }
+void RegisterNnKernels(KernelRegistry& registry) {
+  RegisterActivationKernels(registry);
+  RegisterBiasAddKernels(registry);
+  RegisterSoftmaxKernels(registry);
+  RegisterSparseXentKernels(registry);
+  RegisterConvKernels(registry);
+  RegisterConvGradKernels(registry);
+  RegisterPoolingKernels(registry);
+}
 
 }  // namespace weft::kernels

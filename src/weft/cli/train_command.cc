@@ -1,0 +1,132 @@
+#include "weft/cli/train_command.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include "weft/train/data/fashion_mnist.h"
+#include "weft/train/train_loop.h"
+
+namespace weft::cli {
+namespace {
+
+std::string FormatSeconds(double seconds) {
+  int total = static_cast<int>(std::lround(seconds));
+  char text[32];
+  std::snprintf(text, sizeof(text), "%d:%02d", total / 60, total % 60);
+  return text;
+}
+
+// Redraws one line: [=====>     ] step/steps loss images/s ETA.
+void DrawProgressBar(const train::TrainProgress& progress, bool final) {
+  constexpr int kWidth = 30;
+  double fraction = progress.steps_in_epoch > 0
+                        ? static_cast<double>(progress.step_in_epoch) / progress.steps_in_epoch
+                        : 1.0;
+  int filled = static_cast<int>(fraction * kWidth);
+  std::string bar(filled, '=');
+  if (filled < kWidth) bar += '>';
+  bar.resize(kWidth, ' ');
+  std::fprintf(stdout, "\repoch %d/%d [%s] %lld/%lld loss %.4f  %.0f images/s  ETA %s   ",
+               progress.epoch, progress.epochs, bar.c_str(),
+               static_cast<long long>(progress.step_in_epoch),
+               static_cast<long long>(progress.steps_in_epoch), progress.loss,
+               progress.images_per_sec, FormatSeconds(progress.eta_seconds).c_str());
+  if (final) std::fputc('\n', stdout);
+  std::fflush(stdout);
+}
+
+void PrintEpochLine(const train::TrainProgress& progress) {
+  std::fprintf(stdout, "epoch %d/%d: %lld steps, loss %.4f, %.0f images/s\n", progress.epoch,
+               progress.epochs, static_cast<long long>(progress.step_in_epoch), progress.loss,
+               progress.images_per_sec);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+CLI::App* AddTrainCommand(CLI::App& app, TrainFlags& flags) {
+  CLI::App* train = app.add_subcommand("train", "Train a model on Fashion-MNIST");
+  train->add_option("--model", flags.model, "Model to train")
+      ->check(CLI::IsMember({"mlp", "cnn"}))
+      ->capture_default_str();
+  train->add_option("--epochs", flags.epochs, "Passes over the training set")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  train->add_option("--max-steps", flags.max_steps, "Stop after this many steps (-1: no limit)")
+      ->capture_default_str();
+  train->add_option("--batch-size", flags.batch_size, "Examples per step")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  train->add_option("--optimizer", flags.optimizer, "Update rule")
+      ->check(CLI::IsMember({"sgd", "momentum", "adam"}))
+      ->capture_default_str();
+  train->add_option("--lr", flags.learning_rate, "Learning rate")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  train->add_option("--seed", flags.seed, "Seed of initial weights and shuffling")
+      ->capture_default_str();
+  train->add_option("--data", flags.data_dir, "Fashion-MNIST directory (IDX files)")
+      ->default_str(train::kDefaultFashionMnistDir);
+  train->add_option("--threads", flags.threads, "Threads per pool (0: one per core)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  train->add_flag("--json", flags.json, "End with one JSON summary line");
+  return train;
+}
+
+int RunTrainCommand(const TrainFlags& flags) {
+  train::TrainOptions options;
+  StatusOr<train::ModelKind> model = train::ParseModelKind(flags.model);
+  if (!model.ok()) {
+    std::fprintf(stderr, "weft train: %s\n", model.status().message().c_str());
+    return 2;
+  }
+  options.model = *model;
+  options.epochs = flags.epochs;
+  options.max_steps = flags.max_steps;
+  options.batch_size = flags.batch_size;
+  options.optimizer = flags.optimizer;
+  options.learning_rate = flags.learning_rate;
+  options.seed = flags.seed;
+  options.data_dir = flags.data_dir;
+  options.inter_op_threads = flags.threads;
+  options.intra_op_threads = flags.threads;
+
+  bool terminal = isatty(fileno(stdout)) != 0;
+  train::TrainCallbacks callbacks;
+  if (terminal) {
+    callbacks.on_step = [](const train::TrainProgress& p) {
+      if (p.step_in_epoch % 10 == 0) DrawProgressBar(p, false);
+    };
+    callbacks.on_epoch_end = [](const train::TrainProgress& p) { DrawProgressBar(p, true); };
+  } else {
+    callbacks.on_epoch_end = PrintEpochLine;
+  }
+  StatusOr<train::TrainSummary> summary = train::Train(options, callbacks);
+  if (!summary.ok()) {
+    std::fprintf(stderr, "weft train: %s\n", summary.status().ToString().c_str());
+    bool bad_input = IsNotFound(summary.status()) || IsInvalidArgument(summary.status());
+    return bad_input ? 2 : 1;
+  }
+  std::fprintf(stdout, "test accuracy %.4f, final loss %.4f, %.0f training images/s, %lld steps\n",
+               summary->test_accuracy, summary->final_loss, summary->train_images_per_sec,
+               static_cast<long long>(summary->steps));
+  if (flags.json) {
+    nlohmann::json json = {{"model", flags.model},
+                           {"test_accuracy", summary->test_accuracy},
+                           {"final_loss", summary->final_loss},
+                           {"train_images_per_sec", summary->train_images_per_sec},
+                           {"steps", summary->steps},
+                           {"replicas", summary->replicas},
+                           {"wall_seconds", summary->wall_seconds},
+                           {"batch_size", flags.batch_size},
+                           {"optimizer", flags.optimizer}};
+    std::fprintf(stdout, "%s\n", json.dump().c_str());
+  }
+  return 0;
+}
+
+}  // namespace weft::cli

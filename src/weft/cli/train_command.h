@@ -1,0 +1,28 @@
+// `weft train`: flags, progress display and the JSON summary around train::Train.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace weft::cli {
+
+struct TrainFlags {
+  std::string model = "mlp";
+  int epochs = 3;
+  int64_t max_steps = -1;
+  int batch_size = 128;
+  std::string optimizer = "momentum";
+  double learning_rate = 0.05;
+  int64_t seed = 1;
+  std::string data_dir;
+  bool json = false;
+  int threads = 0;
+};
+
+// Declares the subcommand and its flags on `app`; the flags are written into `flags`.
+CLI::App* AddTrainCommand(CLI::App& app, TrainFlags& flags);
+
+// Runs the training; returns the process exit code (0 ok, 1 failed, 2 bad input such as a
+// missing data directory).
+int RunTrainCommand(const TrainFlags& flags);
+
+}  // namespace weft::cli

@@ -1,0 +1,96 @@
+// Variable: a resource variable in a graph being built — its VarHandleOp, the AssignVariableOp
+// that initializes it from an Initializer, and reads. Node names follow the reference system:
+// Variable::Create(scope, "w", ...) in scope "dense" makes the handle "dense/w" (which is also
+// the variable's name in its device's ResourceMgr), the initial value under
+// "dense/w/Initializer/..." and the initializer "dense/w/Assign". Run initializer() once per
+// session before reading:
+//
+//   Variable w = Variable::Create(root.NewSubScope("dense"), "w", {784, 256}, DataType::kFloat,
+//                                 Initializer::GlorotUniform(/*seed=*/7));
+//   auto y = ops::MatMul(root, x, w.Read(root));
+//   session->Run({}, {}, {w.initializer().node()->name()}, &outputs);
+//
+// A Variable is a small value (Outputs into the graph); like Scope, not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "weft/graph/builder/node_builder.h"
+
+namespace weft {
+
+// How a variable gets its first value. Random initializers with seed 0 draw different values in
+// every session; with a nonzero seed, the same values (also for two variables given the same
+// seed, as in the reference system).
+class Initializer {
+ public:
+  static Initializer Zeros();
+  static Initializer Ones();
+  static Initializer Constant(double value);
+  // Uniform in [minval, maxval).
+  static Initializer RandomUniform(double minval, double maxval, int64_t seed = 0);
+  static Initializer RandomNormal(double mean, double stddev, int64_t seed = 0);
+  // Normal(mean, stddev) redrawn beyond two stddev.
+  static Initializer TruncatedNormal(double stddev, int64_t seed = 0, double mean = 0);
+  // Uniform in [-limit, limit), limit = sqrt(6 / (fan_in + fan_out)); see Fans().
+  static Initializer GlorotUniform(int64_t seed = 0);
+
+  // The initial value of a variable of `shape` and `dtype`, built in `scope`. Constant
+  // initializers serve every numeric dtype; random ones float32 and float64 only (else an error
+  // recorded in the scope).
+  Output Build(const Scope& scope, const TensorShape& shape, DataType dtype) const;
+
+  // {fan_in, fan_out} of a weight of `shape`: [in, out] -> {in, out}; for rank >= 3 (a conv
+  // filter [H, W, in, out]) both are multiplied by the receptive field H*W; rank 1 -> {n, n};
+  // rank 0 -> {1, 1}.
+  static std::pair<int64_t, int64_t> Fans(const TensorShape& shape);
+
+ private:
+  enum class Kind { kConstant, kUniform, kNormal, kTruncatedNormal, kGlorotUniform };
+  Initializer(Kind kind, double a, double b, int64_t seed)
+      : kind_(kind), a_(a), b_(b), seed_(seed) {}
+
+  Kind kind_;
+  double a_;  // constant value | minval | mean
+  double b_;  // maxval | stddev
+  int64_t seed_;
+};
+
+class Variable {
+ public:
+  // An empty Variable (as returned after an error in the scope).
+  Variable() = default;
+
+  // Builds the handle, the initial value and the initializer in `scope`. Errors go to the scope
+  // (the returned Variable is then empty).
+  static Variable Create(const Scope& scope, std::string_view name, const TensorShape& shape,
+                         DataType dtype, const Initializer& initializer);
+
+  // The VarHandleOp's output (a resource tensor).
+  Output handle() const { return handle_; }
+  // A ReadVariableOp of this variable built in `scope`.
+  Output Read(const Scope& scope) const;
+  // The AssignVariableOp setting the initial value (no outputs; run it as a target).
+  Output initializer() const { return initializer_; }
+  // AssignVariableOp / AssignAddVariableOp / AssignSubVariableOp of this variable in `scope`.
+  Output Assign(const Scope& scope, const Input& value) const;
+  Output AssignAdd(const Scope& scope, const Input& value) const;
+  Output AssignSub(const Scope& scope, const Input& value) const;
+
+  // The handle node's name, which is also the variable's name on its device.
+  const std::string& name() const { return name_; }
+  DataType dtype() const { return dtype_; }
+  const TensorShape& shape() const { return shape_; }
+  explicit operator bool() const { return static_cast<bool>(handle_); }
+
+ private:
+  Output handle_;
+  Output initializer_;
+  std::string name_;
+  DataType dtype_ = DataType::kInvalid;
+  TensorShape shape_;
+};
+
+}  // namespace weft

@@ -1,0 +1,229 @@
+// Gradient functions of the array ops: the reshaping ops (the gradient is reshaped back to the
+// input's shape), Transpose (by the inverse permutation), ConcatV2 (a Slice per input), Slice
+// (padded back with zeros: Weft has no Pad op, so the zeros are joined on with ConcatV2 one dim at
+// a time), Tile and BroadcastTo (summed over the copies) and Fill (the sum of the gradient).
+// Constants, placeholders, shape metadata, variable reads and random draws block gradients.
+//
+// Index inputs (perm, axis, begin, multiples) are used as constants when they are Consts, and
+// otherwise computed in the graph; either way the rank of the data must be known when the
+// gradient is built.
+#include "weft/graph/gradients/gradients.h"
+#include "weft/graph/gradients/internal/grad_helpers.h"
+
+namespace weft {
+namespace {
+
+using grad_internal::AxisMask;
+using grad_internal::ConstantInts;
+using grad_internal::InputOf;
+using grad_internal::IntVector;
+using grad_internal::ScalarOf;
+using grad_internal::ShapeOf;
+using grad_internal::SumToShapeOf;
+using grad_internal::ToInt32;
+
+using Grads = std::vector<Output>;
+
+// The rank of `t`, or Unimplemented naming the op whose gradient needs it.
+StatusOr<int> KnownRank(const Node* op, const Output& t) {
+  if (t.shape().rank_known()) return t.shape().rank();
+  return Unimplemented("the gradient of ", op->type_string(), " needs the rank of '", t.name(),
+                       "', which is unknown when the graph is built");
+}
+
+// An int32 vector of `rank` zeros with `value` at `axis`.
+Output OneHot(const Scope& scope, int rank, int64_t axis, int64_t value) {
+  std::vector<int64_t> values(rank, 0);
+  values[axis] = value;
+  return IntVector(scope, values);
+}
+
+Status IdentityGrad(const Scope&, Node*, const Grads& dz, Grads* dx) {
+  *dx = {dz[0]};
+  return Status::OK();
+}
+
+// Reshape, ExpandDims and Squeeze keep the elements in order: reshape the gradient back.
+Status ReshapeBackGrad(const Scope& scope, Node* op, const Grads& dz, Grads* dx) {
+  Output input = InputOf(op, 0);
+  dx->assign(op->num_inputs(), Output());
+  (*dx)[0] = ops::Reshape(scope, dz[0], ShapeOf(scope, input));
+  return scope.status();
+}
+
+// y = transpose(x, perm): dx = transpose(dy, inverse(perm)).
+Status TransposeGrad(const Scope& scope, Node* op, const Grads& dz, Grads* dx) {
+  Output perm = InputOf(op, 1);
+  Output inverse;
+  if (std::optional<std::vector<int64_t>> values = ConstantInts(perm)) {
+    std::vector<int64_t> inv(values->size());
+    for (size_t i = 0; i < values->size(); ++i) inv[(*values)[i]] = static_cast<int64_t>(i);
+    inverse = IntVector(scope, inv);
+  } else {
+    WEFT_ASSIGN_OR_RETURN(int rank, KnownRank(op, InputOf(op, 0)));
+    std::vector<int32_t> iota(rank);
+    for (int i = 0; i < rank; ++i) iota[i] = i;
+    // hit[i, j] = (perm[i] == j); inverse[j] = sum_i i * hit[i, j].
+    Output column = ops::Reshape(scope, ToInt32(scope, perm), IntVector(scope, {rank, 1}));
+    Output hit =
+        ops::Cast(scope,
+                  ops::Equal(scope, column,
+                             ops::Const(scope, Tensor::FromVector(iota, TensorShape({1, rank})))),
+                  DataType::kInt32);
+    Output rows = ops::Const(scope, Tensor::FromVector(iota, TensorShape({rank, 1})));
+    inverse = ops::Sum(scope, ops::Mul(scope, hit, rows), IntVector(scope, {0}));
+  }
+  *dx = {ops::Transpose(scope, dz[0], inverse), Output()};
+  return scope.status();
+}
+
+// Each input gets the slice of the gradient at its offset along the axis. Offsets are constants
+// while the sizes along the axis are known, and computed from Shape nodes from there on.
+Status ConcatGrad(const Scope& scope, Node* op, const Grads& dz, Grads* dx) {
+  const int n = op->num_inputs() - 1;
+  Output axis = InputOf(op, n);
+  WEFT_ASSIGN_OR_RETURN(int rank, KnownRank(op, Output(op, 0)));
+  std::optional<int64_t> static_axis;
+  if (std::optional<std::vector<int64_t>> values = ConstantInts(axis)) {
+    static_axis = (*values)[0] < 0 ? (*values)[0] + rank : (*values)[0];
+  }
+  std::optional<int64_t> static_offset;
+  if (static_axis) static_offset = 0;
+  Output mask, offset;  // dynamic: the axis as a one-hot mask, and the begin of the next input
+  dx->assign(n + 1, Output());
+  for (int i = 0; i < n; ++i) {
+    Output x = InputOf(op, i);
+    Output begin = static_offset ? OneHot(scope, rank, *static_axis, *static_offset) : offset;
+    if (!begin) begin = IntVector(scope, std::vector<int64_t>(rank, 0));
+    (*dx)[i] = ops::Slice(scope, dz[0], begin, ShapeOf(scope, x));
+    if (i == n - 1) break;
+    const PartialShape shape = x.shape();
+    if (static_offset && shape.rank_known() && shape.dim(static_cast<int>(*static_axis)) >= 0) {
+      *static_offset += shape.dim(static_cast<int>(*static_axis));
+      continue;
+    }
+    if (!mask) mask = AxisMask(scope, axis, rank);
+    offset = ops::Add(scope, begin, ops::Mul(scope, ShapeOf(scope, x), mask));
+    static_offset.reset();
+  }
+  return scope.status();
+}
+
+// The gradient of a slice, padded with zeros back to the input's shape: for each dim, zeros for
+// the `before` elements and the `after` elements are joined on either side with ConcatV2. With
+// constant begin and known shapes, dims without padding are skipped and all shapes are Consts.
+Status SliceGrad(const Scope& scope, Node* op, const Grads& dz, Grads* dx) {
+  Output input = InputOf(op, 0), begin = InputOf(op, 1), output(op, 0);
+  WEFT_ASSIGN_OR_RETURN(int rank, KnownRank(op, input));
+  Output zero;  // the fill value, built once when first needed
+  auto zeros = [&](const Output& shape) {
+    if (!zero) zero = ops::Const(scope, ScalarOf(input.dtype(), 0));
+    return ops::Fill(scope, shape, zero);
+  };
+  const PartialShape in_shape = input.shape(), out_shape = output.shape();
+  std::optional<std::vector<int64_t>> begin_values = ConstantInts(begin);
+  const bool is_static = begin_values && in_shape.IsFullyDefined() && out_shape.IsFullyDefined();
+  Output before, after;  // dynamic: int32 [rank] vectors
+  if (!is_static) {
+    before = ToInt32(scope, begin);
+    after = ops::Sub(scope, ops::Sub(scope, ShapeOf(scope, input), before), ShapeOf(scope, output));
+  }
+  std::vector<int64_t> dims = out_shape.dims();  // static: the shape of `padded` so far
+  Output padded = dz[0];
+  for (int d = 0; d < rank; ++d) {
+    std::vector<Output> parts;
+    if (is_static) {
+      const int64_t pad_before = (*begin_values)[d];
+      const int64_t pad_after = in_shape.dim(d) - pad_before - out_shape.dim(d);
+      if (pad_before == 0 && pad_after == 0) continue;
+      std::vector<int64_t> zeros_dims = dims;
+      if (pad_before > 0) {
+        zeros_dims[d] = pad_before;
+        parts.push_back(zeros(IntVector(scope, zeros_dims)));
+      }
+      parts.push_back(padded);
+      if (pad_after > 0) {
+        zeros_dims[d] = pad_after;
+        parts.push_back(zeros(IntVector(scope, zeros_dims)));
+      }
+      dims[d] = in_shape.dim(d);
+    } else {
+      Output mask = OneHot(scope, rank, d, 1);
+      Output shape = ops::Shape(scope, padded);
+      Output others = ops::Sub(scope, shape, ops::Mul(scope, shape, mask));  // 0 at d
+      parts = {zeros(ops::Add(scope, others, ops::Mul(scope, before, mask))), padded,
+               zeros(ops::Add(scope, others, ops::Mul(scope, after, mask)))};
+    }
+    padded = ops::Concat(scope, parts, d);
+  }
+  *dx = {padded, Output(), Output()};
+  return scope.status();
+}
+
+// tile(x, m) viewed as [m0, d0, m1, d1, ...]: summing over the m axes gives x's gradient.
+Status TileGrad(const Scope& scope, Node* op, const Grads& dz, Grads* dx) {
+  Output input = InputOf(op, 0), multiples = InputOf(op, 1);
+  WEFT_ASSIGN_OR_RETURN(int rank, KnownRank(op, input));
+  if (rank == 0) {
+    *dx = {dz[0], Output()};
+    return Status::OK();
+  }
+  Output split_shape;
+  std::optional<std::vector<int64_t>> m = ConstantInts(multiples);
+  if (m && input.shape().IsFullyDefined()) {
+    std::vector<int64_t> dims;
+    for (int i = 0; i < rank; ++i) {
+      dims.push_back((*m)[i]);
+      dims.push_back(input.shape().dim(i));
+    }
+    split_shape = IntVector(scope, dims);
+  } else {
+    Output column_shape = IntVector(scope, {-1, 1});
+    Output pairs = ops::Concat(scope,
+                               {ops::Reshape(scope, ToInt32(scope, multiples), column_shape),
+                                ops::Reshape(scope, ShapeOf(scope, input), column_shape)},
+                               1);
+    split_shape = ops::Reshape(scope, pairs, IntVector(scope, {-1}));
+  }
+  std::vector<int64_t> axes;
+  for (int i = 0; i < rank; ++i) axes.push_back(2 * i);
+  *dx = {ops::Sum(scope, ops::Reshape(scope, dz[0], split_shape), IntVector(scope, axes)),
+         Output()};
+  return scope.status();
+}
+
+Status BroadcastToGrad(const Scope& scope, Node* op, const Grads& dz, Grads* dx) {
+  *dx = {SumToShapeOf(scope, dz[0], InputOf(op, 0)), Output()};
+  return scope.status();
+}
+
+// Every output element is the value: its gradient is the sum of the output's gradient.
+Status FillGrad(const Scope& scope, Node*, const Grads& dz, Grads* dx) {
+  Output flat = ops::Reshape(scope, dz[0], IntVector(scope, {-1}));
+  *dx = {Output(), ops::Sum(scope, flat, 0)};
+  return scope.status();
+}
+
+}  // namespace
+
+void RegisterArrayGradients(GradientRegistry& registry) {
+  registry.Register("Identity", IdentityGrad);
+  registry.Register("Reshape", ReshapeBackGrad);
+  registry.Register("ExpandDims", ReshapeBackGrad);
+  registry.Register("Squeeze", ReshapeBackGrad);
+  registry.Register("Transpose", TransposeGrad);
+  registry.Register("ConcatV2", ConcatGrad);
+  registry.Register("Slice", SliceGrad);
+  registry.Register("Tile", TileGrad);
+  registry.Register("BroadcastTo", BroadcastToGrad);
+  registry.Register("Fill", FillGrad);
+  // Nothing flows into a resource: a variable's gradient is that of its read's output.
+  for (const char* op :
+       {"Const", "Placeholder", "StopGradient", "NoOp", "Shape", "Size", "Rank", "ZerosLike",
+        "OnesLike", "_Arg", "_Retval", "VarHandleOp", "ReadVariableOp", "VarIsInitializedOp",
+        "RandomUniform", "RandomStandardNormal", "TruncatedNormal"}) {
+    registry.RegisterNoGradient(op);
+  }
+}
+
+}  // namespace weft

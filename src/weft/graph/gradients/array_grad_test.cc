@@ -1,0 +1,268 @@
+// Numeric checks of the array gradients in float64: the reshaping ops, Transpose, ConcatV2, Slice,
+// Tile, BroadcastTo and Fill, each with constant index inputs and known shapes (the static paths)
+// and with fed index inputs or unknown dims (the graph-computed paths); and the ops that block
+// gradients.
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "weft/graph/gradients/gradients.h"
+#include "weft/testing/gradient_checker.h"
+#include "weft/testing/tensor_matchers.h"
+
+namespace weft {
+namespace {
+
+using testing::Float64Placeholder;
+using testing::GradientCheckOptions;
+using testing::GradientNear;
+using testing::RandomTensor;
+using testing::RunGraph;
+using testing::ShapeKnowledge;
+
+constexpr double kTolerance = 1e-6;
+constexpr ShapeKnowledge kKnowledges[] = {ShapeKnowledge::kFull, ShapeKnowledge::kRankOnly,
+                                          ShapeKnowledge::kNone};
+
+// An int32 index input: a Const, or a placeholder fed with `values` through `options`.
+Output IndexInput(const Scope& scope, const Tensor& values, bool fed,
+                  GradientCheckOptions* options) {
+  if (!fed) return ops::Const(scope, values);
+  Output placeholder = ops::Placeholder(scope, values.dtype());
+  options->extra_feeds.emplace_back(placeholder.name(), values);
+  return placeholder;
+}
+
+Tensor Ints(const std::vector<int32_t>& values) { return Tensor::FromVector(values); }
+
+TEST(ArrayGradTest, Identity) {
+  Scope root = Scope::NewRootScope();
+  Output x = Float64Placeholder(root.WithOpName("x"), TensorShape({2, 3}));
+  EXPECT_TRUE(GradientNear(root, {x}, {RandomTensor({2, 3}, -1, 1, 1)}, ops::Identity(root, x),
+                           kTolerance));
+}
+
+TEST(ArrayGradTest, Reshape) {
+  for (ShapeKnowledge knowledge : kKnowledges) {
+    for (const Tensor& target : {Ints({3, 2}), Ints({-1}), Ints({1, 6, 1})}) {
+      for (bool fed : {false, true}) {
+        Scope root = Scope::NewRootScope();
+        GradientCheckOptions options;
+        Output x = Float64Placeholder(root.WithOpName("x"), TensorShape({2, 3}), knowledge);
+        Output y = ops::Reshape(root, x, IndexInput(root, target, fed, &options));
+        EXPECT_TRUE(
+            GradientNear(root, {x}, {RandomTensor({2, 3}, -1, 1, 2)}, y, kTolerance, options))
+            << target.DebugString();
+      }
+    }
+  }
+}
+
+TEST(ArrayGradTest, ExpandDims) {
+  for (ShapeKnowledge knowledge : kKnowledges) {
+    for (int axis : {0, 1, 2, -1}) {
+      Scope root = Scope::NewRootScope();
+      Output x = Float64Placeholder(root.WithOpName("x"), TensorShape({2, 3}), knowledge);
+      EXPECT_TRUE(GradientNear(root, {x}, {RandomTensor({2, 3}, -1, 1, 3)},
+                               ops::ExpandDims(root, x, axis), kTolerance))
+          << "axis " << axis;
+    }
+  }
+}
+
+TEST(ArrayGradTest, Squeeze) {
+  const TensorShape shape({1, 2, 1, 3});
+  for (ShapeKnowledge knowledge : kKnowledges) {
+    for (const std::vector<int64_t>& axes :
+         {std::vector<int64_t>{}, std::vector<int64_t>{0}, std::vector<int64_t>{-2, 0}}) {
+      if (knowledge != ShapeKnowledge::kFull && axes.empty()) continue;  // needs known dims
+      Scope root = Scope::NewRootScope();
+      Output x = Float64Placeholder(root.WithOpName("x"), shape, knowledge);
+      EXPECT_TRUE(GradientNear(root, {x}, {RandomTensor(shape, -1, 1, 4)},
+                               ops::Squeeze(root, x, axes), kTolerance))
+          << "axes [" << StrJoin(axes, ",") << "]";
+    }
+  }
+}
+
+TEST(ArrayGradTest, Transpose) {
+  struct Case {
+    TensorShape shape;
+    std::vector<int32_t> perm;
+  };
+  const Case cases[] = {
+      {{2, 3}, {1, 0}}, {{2, 3, 4}, {2, 0, 1}}, {{2, 3, 4}, {1, 2, 0}}, {{2, 3}, {0, 1}}, {{}, {}}};
+  for (const Case& c : cases) {
+    for (ShapeKnowledge knowledge : {ShapeKnowledge::kFull, ShapeKnowledge::kRankOnly}) {
+      for (bool fed : {false, true}) {
+        Scope root = Scope::NewRootScope();
+        GradientCheckOptions options;
+        Output x = Float64Placeholder(root.WithOpName("x"), c.shape, knowledge);
+        Output y = ops::Transpose(root, x, IndexInput(root, Ints(c.perm), fed, &options));
+        EXPECT_TRUE(
+            GradientNear(root, {x}, {RandomTensor(c.shape, -1, 1, 5)}, y, kTolerance, options))
+            << c.shape << " perm [" << StrJoin(c.perm, ",") << "] fed " << fed;
+      }
+    }
+  }
+  // An int64 permutation.
+  Scope root = Scope::NewRootScope();
+  Output x = Float64Placeholder(root.WithOpName("x"), TensorShape({2, 3, 4}));
+  Output y = ops::Transpose(root, x, Tensor::FromVector<int64_t>({2, 1, 0}));
+  EXPECT_TRUE(GradientNear(root, {x}, {RandomTensor({2, 3, 4}, -1, 1, 6)}, y, kTolerance));
+}
+
+TEST(ArrayGradTest, ConcatV2) {
+  struct Case {
+    std::vector<TensorShape> shapes;
+    int axis;
+  };
+  const Case cases[] = {{{{2, 1}, {2, 3}, {2, 2}}, 1},
+                        {{{2, 1}, {2, 3}, {2, 2}}, -1},
+                        {{{1, 3}, {2, 3}}, 0},
+                        {{{2, 0, 2}, {2, 2, 2}, {2, 1, 2}}, 1}};
+  for (const Case& c : cases) {
+    // Known shapes, rank-only shapes, one unknown in the middle (offsets turn dynamic), fed axis.
+    for (int mode = 0; mode < 4; ++mode) {
+      Scope root = Scope::NewRootScope();
+      GradientCheckOptions options;
+      std::vector<Output> xs;
+      std::vector<Tensor> values;
+      for (size_t i = 0; i < c.shapes.size(); ++i) {
+        ShapeKnowledge knowledge = ShapeKnowledge::kFull;
+        if (mode == 1 || (mode == 2 && i == 1)) knowledge = ShapeKnowledge::kRankOnly;
+        xs.push_back(Float64Placeholder(root.WithOpName("x"), c.shapes[i], knowledge));
+        values.push_back(RandomTensor(c.shapes[i], -1, 1, 7 + i));
+      }
+      Output axis = IndexInput(root, Tensor::Scalar<int32_t>(c.axis), mode == 3, &options);
+      Output y = ops::Concat(root, xs, axis);
+      EXPECT_TRUE(GradientNear(root, xs, values, y, kTolerance, options))
+          << "axis " << c.axis << " mode " << mode;
+    }
+  }
+}
+
+TEST(ArrayGradTest, Slice) {
+  struct Case {
+    TensorShape shape;
+    std::vector<int32_t> begin, size;
+  };
+  const Case cases[] = {{{4, 5}, {1, 2}, {2, -1}},
+                        {{3, 4, 2}, {0, 1, 0}, {3, 2, 1}},
+                        {{3, 4, 2}, {0, 0, 0}, {3, 4, 2}},
+                        {{4}, {1}, {0}},
+                        {{5}, {4}, {1}}};
+  for (const Case& c : cases) {
+    for (ShapeKnowledge knowledge : {ShapeKnowledge::kFull, ShapeKnowledge::kRankOnly}) {
+      for (bool fed : {false, true}) {
+        Scope root = Scope::NewRootScope();
+        GradientCheckOptions options;
+        Output x = Float64Placeholder(root.WithOpName("x"), c.shape, knowledge);
+        Output y = ops::Slice(root, x, IndexInput(root, Ints(c.begin), fed, &options),
+                              IndexInput(root, Ints(c.size), fed, &options));
+        EXPECT_TRUE(
+            GradientNear(root, {x}, {RandomTensor(c.shape, -1, 1, 10)}, y, kTolerance, options))
+            << c.shape << " begin [" << StrJoin(c.begin, ",") << "] size [" << StrJoin(c.size, ",")
+            << "] fed " << fed;
+      }
+    }
+  }
+  // int64 begin and size.
+  Scope root = Scope::NewRootScope();
+  Output x =
+      Float64Placeholder(root.WithOpName("x"), TensorShape({3, 4}), ShapeKnowledge::kRankOnly);
+  Output y =
+      ops::Slice(root, x, Tensor::FromVector<int64_t>({1, 1}), Tensor::FromVector<int64_t>({2, 2}));
+  EXPECT_TRUE(GradientNear(root, {x}, {RandomTensor({3, 4}, -1, 1, 11)}, y, kTolerance));
+}
+
+TEST(ArrayGradTest, Tile) {
+  struct Case {
+    TensorShape shape;
+    std::vector<int32_t> multiples;
+  };
+  const Case cases[] = {
+      {{2, 3}, {2, 1}}, {{2, 3}, {1, 3}}, {{2, 3}, {2, 2}}, {{2, 1, 2}, {1, 3, 2}}, {{3}, {1}}};
+  for (const Case& c : cases) {
+    for (ShapeKnowledge knowledge : {ShapeKnowledge::kFull, ShapeKnowledge::kRankOnly}) {
+      for (bool fed : {false, true}) {
+        Scope root = Scope::NewRootScope();
+        GradientCheckOptions options;
+        Output x = Float64Placeholder(root.WithOpName("x"), c.shape, knowledge);
+        Output y = ops::Tile(root, x, IndexInput(root, Ints(c.multiples), fed, &options));
+        EXPECT_TRUE(
+            GradientNear(root, {x}, {RandomTensor(c.shape, -1, 1, 12)}, y, kTolerance, options))
+            << c.shape << " multiples [" << StrJoin(c.multiples, ",") << "] fed " << fed;
+      }
+    }
+  }
+}
+
+TEST(ArrayGradTest, BroadcastTo) {
+  struct Case {
+    TensorShape shape;
+    std::vector<int32_t> target;
+  };
+  const Case cases[] = {{{3}, {2, 3}}, {{2, 1}, {2, 3}}, {{1}, {2, 2, 2}},
+                        {{}, {2, 2}},  {{2, 3}, {2, 3}}, {{1, 3}, {2, 1, 3}}};
+  for (const Case& c : cases) {
+    for (ShapeKnowledge knowledge : kKnowledges) {
+      for (bool fed : {false, true}) {
+        Scope root = Scope::NewRootScope();
+        GradientCheckOptions options;
+        Output x = Float64Placeholder(root.WithOpName("x"), c.shape, knowledge);
+        Output y = ops::BroadcastTo(root, x, IndexInput(root, Ints(c.target), fed, &options));
+        EXPECT_TRUE(
+            GradientNear(root, {x}, {RandomTensor(c.shape, -1, 1, 13)}, y, kTolerance, options))
+            << c.shape << " to [" << StrJoin(c.target, ",") << "] fed " << fed;
+      }
+    }
+  }
+}
+
+TEST(ArrayGradTest, Fill) {
+  for (bool fed : {false, true}) {
+    Scope root = Scope::NewRootScope();
+    GradientCheckOptions options;
+    Output value = Float64Placeholder(root.WithOpName("value"), TensorShape({}));
+    Output y = ops::Fill(root, IndexInput(root, Ints({2, 3}), fed, &options), value);
+    EXPECT_TRUE(GradientNear(root, {value}, {RandomTensor({}, -1, 1, 14)}, y, kTolerance, options))
+        << "fed " << fed;
+  }
+}
+
+TEST(ArrayGradTest, StopGradientBlocks) {
+  Scope root = Scope::NewRootScope();
+  Output x = ops::Placeholder(root, DataType::kDouble, PartialShape({2}));
+  std::vector<Output> grads;
+  ASSERT_TRUE(
+      AddSymbolicGradients(root, {ops::Mul(root, x, ops::StopGradient(root, x))}, {x}, &grads)
+          .ok());
+  StatusOr<std::vector<Tensor>> values =
+      RunGraph(root, {{x.name(), Tensor::FromVector<double>({3, -2})}}, grads);
+  ASSERT_TRUE(values.ok()) << values.status();
+  EXPECT_TENSOR_NEAR((*values)[0], Tensor::FromVector<double>({3, -2}));  // x, not 2x
+}
+
+TEST(ArrayGradTest, SourcesAndStateOpsBlockGradients) {
+  for (const char* op :
+       {"Const", "Placeholder", "StopGradient", "NoOp", "Shape", "_Arg", "_Retval", "VarHandleOp",
+        "ReadVariableOp", "RandomUniform", "RandomStandardNormal", "TruncatedNormal"}) {
+    StatusOr<const GradFunc*> fn = AllGradients().Lookup(op);
+    ASSERT_TRUE(fn.ok()) << op << ": " << fn.status();
+    EXPECT_FALSE(**fn) << op;
+  }
+}
+
+TEST(ArrayGradTest, EveryArrayOpWithAGradientIsRegistered) {
+  for (const char* op : {"Identity", "Reshape", "ExpandDims", "Squeeze", "Transpose", "ConcatV2",
+                         "Slice", "Tile", "BroadcastTo", "Fill"}) {
+    StatusOr<const GradFunc*> fn = AllGradients().Lookup(op);
+    ASSERT_TRUE(fn.ok()) << op << ": " << fn.status();
+    EXPECT_TRUE(**fn) << op;
+  }
+}
+
+}  // namespace
+}  // namespace weft

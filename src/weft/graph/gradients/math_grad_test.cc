@@ -1,0 +1,286 @@
+// Numeric checks of the math gradients in float64: broadcasting binary ops (shapes known, rank
+// only, unknown), unary functions, AddN, every MatMul transpose combination, Sum/Mean/Max over
+// several axes with and without keep_dims (constant and fed axes), Max ties, Cast, and the ops
+// that block gradients.
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "weft/graph/gradients/gradients.h"
+#include "weft/testing/gradient_checker.h"
+#include "weft/testing/tensor_matchers.h"
+
+namespace weft {
+namespace {
+
+using testing::Float64Placeholder;
+using testing::GradientCheckOptions;
+using testing::GradientNear;
+using testing::RandomTensor;
+using testing::RunGraph;
+using testing::ShapeKnowledge;
+
+constexpr double kTolerance = 1e-6;
+constexpr ShapeKnowledge kKnowledges[] = {ShapeKnowledge::kFull, ShapeKnowledge::kRankOnly,
+                                          ShapeKnowledge::kNone};
+
+using BinaryOp = Output (*)(const Scope&, const Input&, const Input&);
+using UnaryOp = Output (*)(const Scope&, const Input&);
+
+struct ShapePair {
+  TensorShape x, y;
+};
+
+const std::vector<ShapePair>& BroadcastCases() {
+  static const auto* cases =
+      new std::vector<ShapePair>{{{2, 3}, {2, 3}},    {{2, 3}, {3}},    {{3}, {2, 3}},
+                                 {{2, 1}, {1, 3}},    {{}, {2, 3}},     {{2, 3}, {}},
+                                 {{2, 1, 3}, {4, 1}}, {{2, 3}, {1, 1}}, {{1}, {1}},
+                                 {{2, 0, 3}, {1, 3}}, {{}, {}}};
+  return *cases;
+}
+
+// Checks op(x, y) for every broadcasting case and every shape knowledge; values in [lo, hi).
+void CheckBinary(const char* name, BinaryOp op, double lo, double hi) {
+  for (const ShapePair& shapes : BroadcastCases()) {
+    for (ShapeKnowledge knowledge : kKnowledges) {
+      Scope root = Scope::NewRootScope();
+      Output x = Float64Placeholder(root.WithOpName("x"), shapes.x, knowledge);
+      Output y = Float64Placeholder(root.WithOpName("y"), shapes.y, knowledge);
+      Output z = op(root, x, y);
+      EXPECT_TRUE(GradientNear(
+          root, {x, y}, {RandomTensor(shapes.x, lo, hi, 1), RandomTensor(shapes.y, lo, hi, 2)}, z,
+          kTolerance))
+          << name << " " << shapes.x << " and " << shapes.y << ", knowledge "
+          << static_cast<int>(knowledge);
+    }
+  }
+}
+
+TEST(MathGradTest, Add) { CheckBinary("Add", ops::Add, -1, 1); }
+TEST(MathGradTest, Sub) { CheckBinary("Sub", ops::Sub, -1, 1); }
+TEST(MathGradTest, Mul) { CheckBinary("Mul", ops::Mul, -1, 1); }
+TEST(MathGradTest, Div) { CheckBinary("Div", ops::Div, 0.5, 2); }
+TEST(MathGradTest, Maximum) { CheckBinary("Maximum", ops::Maximum, -1, 1); }
+
+TEST(MathGradTest, MaximumGivesTiesToX) {
+  Scope root = Scope::NewRootScope();
+  Output x = ops::Placeholder(root, DataType::kDouble, PartialShape({3}));
+  Output y = ops::Placeholder(root, DataType::kDouble, PartialShape({3}));
+  std::vector<Output> grads;
+  ASSERT_TRUE(AddSymbolicGradients(root, {ops::Maximum(root, x, y)}, {x, y}, &grads).ok());
+  StatusOr<std::vector<Tensor>> values =
+      RunGraph(root,
+               {{x.name(), Tensor::FromVector<double>({1, 2, 3})},
+                {y.name(), Tensor::FromVector<double>({0, 2, 4})}},
+               grads);
+  ASSERT_TRUE(values.ok()) << values.status();
+  EXPECT_TENSOR_NEAR((*values)[0], Tensor::FromVector<double>({1, 1, 0}));
+  EXPECT_TENSOR_NEAR((*values)[1], Tensor::FromVector<double>({0, 0, 1}));
+}
+
+void CheckUnary(const char* name, UnaryOp op, double lo, double hi) {
+  for (const TensorShape& shape : {TensorShape({2, 3}), TensorShape({}), TensorShape({0})}) {
+    Scope root = Scope::NewRootScope();
+    Output x = Float64Placeholder(root.WithOpName("x"), shape);
+    EXPECT_TRUE(GradientNear(root, {x}, {RandomTensor(shape, lo, hi, 3)}, op(root, x), kTolerance))
+        << name << " " << shape;
+  }
+}
+
+TEST(MathGradTest, Neg) { CheckUnary("Neg", ops::Neg, -1, 1); }
+TEST(MathGradTest, Square) { CheckUnary("Square", ops::Square, -2, 2); }
+TEST(MathGradTest, Sqrt) { CheckUnary("Sqrt", ops::Sqrt, 0.5, 2); }
+TEST(MathGradTest, Exp) { CheckUnary("Exp", ops::Exp, -2, 2); }
+TEST(MathGradTest, Log) { CheckUnary("Log", ops::Log, 0.5, 2); }
+TEST(MathGradTest, Reciprocal) { CheckUnary("Reciprocal", ops::Reciprocal, 0.5, 2); }
+
+TEST(MathGradTest, AddN) {
+  Scope root = Scope::NewRootScope();
+  TensorShape shape({2, 3});
+  Output a = Float64Placeholder(root.WithOpName("a"), shape);
+  Output b = Float64Placeholder(root.WithOpName("b"), shape, ShapeKnowledge::kNone);
+  Output c = Float64Placeholder(root.WithOpName("c"), shape);
+  Output sum = ops::AddN(root, {a, b, c, a});  // a counted twice
+  EXPECT_TRUE(GradientNear(
+      root, {a, b, c},
+      {RandomTensor(shape, -1, 1, 4), RandomTensor(shape, -1, 1, 5), RandomTensor(shape, -1, 1, 6)},
+      sum, kTolerance));
+}
+
+TEST(MathGradTest, MatMulEveryTransposeCombination) {
+  for (bool transpose_a : {false, true}) {
+    for (bool transpose_b : {false, true}) {
+      for (ShapeKnowledge knowledge : kKnowledges) {
+        // [3, 4] x [4, 2], with each operand stored transposed when asked.
+        TensorShape a_shape = transpose_a ? TensorShape({4, 3}) : TensorShape({3, 4});
+        TensorShape b_shape = transpose_b ? TensorShape({2, 4}) : TensorShape({4, 2});
+        Scope root = Scope::NewRootScope();
+        Output a = Float64Placeholder(root.WithOpName("a"), a_shape, knowledge);
+        Output b = Float64Placeholder(root.WithOpName("b"), b_shape, knowledge);
+        Output product = ops::MatMul(root, a, b, {transpose_a, transpose_b});
+        EXPECT_TRUE(GradientNear(root, {a, b},
+                                 {RandomTensor(a_shape, -1, 1, 7), RandomTensor(b_shape, -1, 1, 8)},
+                                 product, kTolerance))
+            << "transpose_a " << transpose_a << " transpose_b " << transpose_b;
+      }
+    }
+  }
+}
+
+using ReductionOp = Output (*)(const Scope&, const Input&, const Input&,
+                               const ops::ReductionAttrs&);
+
+const std::vector<std::vector<int>>& AxesCases() {
+  static const auto* cases = new std::vector<std::vector<int>>{
+      {0}, {1}, {2}, {-1}, {0, 2}, {-3, 1}, {}, {0, 1, 2}, {1, -2}};
+  return *cases;
+}
+
+// Checks a reduction of a [2, 3, 4] input over each set of axes, with and without keep_dims,
+// for a known and a rank-only input shape, with constant axes and with axes fed at run time.
+void CheckReduction(const char* name, ReductionOp op) {
+  const TensorShape shape({2, 3, 4});
+  for (const std::vector<int>& axes : AxesCases()) {
+    for (bool keep_dims : {false, true}) {
+      for (ShapeKnowledge knowledge : {ShapeKnowledge::kFull, ShapeKnowledge::kRankOnly}) {
+        for (bool fed_axes : {false, true}) {
+          Scope root = Scope::NewRootScope();
+          Output x = Float64Placeholder(root.WithOpName("x"), shape, knowledge);
+          Tensor axes_value =
+              Tensor::FromVector<int32_t>(std::vector<int32_t>(axes.begin(), axes.end()));
+          GradientCheckOptions options;
+          Output axes_input;
+          if (fed_axes) {
+            axes_input = ops::Placeholder(root.WithOpName("axes"), DataType::kInt32);
+            options.extra_feeds.emplace_back(axes_input.name(), axes_value);
+          } else {
+            axes_input = ops::Const(root, axes_value);
+          }
+          Output y = op(root, x, axes_input, {keep_dims});
+          EXPECT_TRUE(
+              GradientNear(root, {x}, {RandomTensor(shape, -1, 1, 9)}, y, kTolerance, options))
+              << name << " axes [" << StrJoin(axes, ",") << "] keep_dims " << keep_dims
+              << " knowledge " << static_cast<int>(knowledge) << " fed_axes " << fed_axes;
+        }
+      }
+    }
+  }
+}
+
+TEST(MathGradTest, Sum) { CheckReduction("Sum", ops::Sum); }
+TEST(MathGradTest, Mean) { CheckReduction("Mean", ops::Mean); }
+TEST(MathGradTest, Max) { CheckReduction("Max", ops::Max); }
+
+TEST(MathGradTest, ReductionOverScalarAxisAndInt64Axes) {
+  for (ReductionOp op : {ReductionOp(ops::Sum), ReductionOp(ops::Mean), ReductionOp(ops::Max)}) {
+    Scope root = Scope::NewRootScope();
+    const TensorShape shape({3, 4});
+    Output x = Float64Placeholder(root.WithOpName("x"), shape, ShapeKnowledge::kRankOnly);
+    Output y =
+        ops::Add(root, op(root, x, 1, {}), op(root, x, Tensor::FromVector<int64_t>({0, 1}), {}));
+    EXPECT_TRUE(GradientNear(root, {x}, {RandomTensor(shape, -1, 1, 10)}, y, kTolerance));
+  }
+}
+
+TEST(MathGradTest, MaxSplitsTheGradientAmongTies) {
+  Scope root = Scope::NewRootScope();
+  Output x = ops::Placeholder(root, DataType::kDouble, PartialShape({2, 3}));
+  Output row_max = ops::Max(root, x, 1);
+  Output all_max = ops::Max(root, x, {0, 1});
+  std::vector<Output> row_grads, all_grads;
+  ASSERT_TRUE(AddSymbolicGradients(root, {row_max}, {x}, &row_grads).ok());
+  ASSERT_TRUE(AddSymbolicGradients(root, {all_max}, {x}, &all_grads).ok());
+  StatusOr<std::vector<Tensor>> values = RunGraph(
+      root, {{x.name(), Tensor::FromVector<double>({1, 3, 3, 2, 2, 0}, TensorShape({2, 3}))}},
+      {row_grads[0], all_grads[0]});
+  ASSERT_TRUE(values.ok()) << values.status();
+  EXPECT_TENSOR_NEAR((*values)[0],
+                     Tensor::FromVector<double>({0, 0.5, 0.5, 0.5, 0.5, 0}, TensorShape({2, 3})));
+  EXPECT_TENSOR_NEAR((*values)[1],
+                     Tensor::FromVector<double>({0, 0.5, 0.5, 0, 0, 0}, TensorShape({2, 3})));
+}
+
+TEST(MathGradTest, ReductionOfUnknownRankWithoutKeepDimsIsUnimplemented) {
+  Scope root = Scope::NewRootScope();
+  Output x = ops::Placeholder(root.WithOpName("x"), DataType::kDouble);
+  Output y = ops::Sum(root, x, 0);
+  std::vector<Output> grads;
+  Status status = AddSymbolicGradients(root, {y}, {x}, &grads);
+  EXPECT_TRUE(IsUnimplemented(status)) << status;
+  EXPECT_NE(status.message().find("rank"), std::string::npos) << status;
+}
+
+TEST(MathGradTest, ReductionOfUnknownRankWithKeepDims) {
+  Scope root = Scope::NewRootScope();
+  const TensorShape shape({2, 3});
+  Output x = Float64Placeholder(root.WithOpName("x"), shape, ShapeKnowledge::kNone);
+  Output y = ops::Add(root, ops::Sum(root, x, 0, {.keep_dims = true}),
+                      ops::Max(root, x, 1, {.keep_dims = true}));
+  EXPECT_TRUE(GradientNear(root, {x}, {RandomTensor(shape, -1, 1, 11)}, y, kTolerance));
+}
+
+TEST(MathGradTest, CastBetweenFloatTypes) {
+  const TensorShape shape({2, 3});
+  {
+    Scope root = Scope::NewRootScope();
+    Output x = Float64Placeholder(root.WithOpName("x"), shape);
+    Output y = ops::Cast(root, ops::Mul(root, x, x), DataType::kDouble);
+    EXPECT_TRUE(GradientNear(root, {x}, {RandomTensor(shape, -1, 1, 12)}, y, kTolerance));
+  }
+  {
+    // Through float32: the numeric estimate needs a step float32 can resolve.
+    Scope root = Scope::NewRootScope();
+    Output x = Float64Placeholder(root.WithOpName("x"), shape);
+    Output narrow = ops::Mul(root, ops::Cast(root, x, DataType::kFloat), 3.0f);
+    Output y = ops::Cast(root, narrow, DataType::kDouble);
+    GradientCheckOptions options;
+    options.delta = 1e-2;
+    EXPECT_TRUE(GradientNear(root, {x}, {RandomTensor(shape, -1, 1, 13)}, y, 1e-3, options));
+  }
+}
+
+TEST(MathGradTest, CastThroughIntegersGivesNoGradient) {
+  Scope root = Scope::NewRootScope();
+  Output x = ops::Placeholder(root, DataType::kDouble, PartialShape({2}));
+  Output rounded = ops::Cast(root, ops::Cast(root, x, DataType::kInt32), DataType::kDouble);
+  std::vector<Output> grads;
+  ASSERT_TRUE(AddSymbolicGradients(root, {ops::Add(root, rounded, x)}, {x}, &grads).ok());
+  StatusOr<std::vector<Tensor>> values =
+      RunGraph(root, {{x.name(), Tensor::FromVector<double>({1.5, -2.5})}}, grads);
+  ASSERT_TRUE(values.ok()) << values.status();
+  EXPECT_TENSOR_NEAR((*values)[0], Tensor::FromVector<double>({1, 1}));
+}
+
+TEST(MathGradTest, ComparisonIndexAndMetadataOpsBlockGradients) {
+  for (const char* op : {"Equal", "ArgMax", "BroadcastGradientArgs", "Shape", "Size", "Rank",
+                         "ZerosLike", "OnesLike"}) {
+    StatusOr<const GradFunc*> fn = AllGradients().Lookup(op);
+    ASSERT_TRUE(fn.ok()) << op << ": " << fn.status();
+    EXPECT_FALSE(**fn) << op;
+  }
+  // x * (x == c) and x + zeros_like(x): the mask and the zeros pass nothing back.
+  Scope root = Scope::NewRootScope();
+  Output x = ops::Placeholder(root, DataType::kDouble, PartialShape({3}));
+  Output mask = ops::Cast(root, ops::Equal(root, x, 2.0), DataType::kDouble);
+  Output y = ops::Add(root, ops::Mul(root, x, mask), ops::ZerosLike(root, x));
+  std::vector<Output> grads;
+  ASSERT_TRUE(AddSymbolicGradients(root, {y}, {x}, &grads).ok());
+  StatusOr<std::vector<Tensor>> values =
+      RunGraph(root, {{x.name(), Tensor::FromVector<double>({1, 2, 3})}}, grads);
+  ASSERT_TRUE(values.ok()) << values.status();
+  EXPECT_TENSOR_NEAR((*values)[0], Tensor::FromVector<double>({0, 1, 0}));
+}
+
+TEST(MathGradTest, EveryMathOpWithAGradientIsRegistered) {
+  for (const char* op : {"Add", "Sub", "Mul", "Div", "Maximum", "Neg", "Square", "Sqrt", "Exp",
+                         "Log", "Reciprocal", "AddN", "MatMul", "Sum", "Mean", "Max", "Cast"}) {
+    StatusOr<const GradFunc*> fn = AllGradients().Lookup(op);
+    ASSERT_TRUE(fn.ok()) << op << ": " << fn.status();
+    EXPECT_TRUE(**fn) << op;
+  }
+}
+
+}  // namespace
+}  // namespace weft

@@ -1,0 +1,170 @@
+// Numeric checks of the neural-network gradients in float64: BiasAdd, the activations (Relu away
+// from its kink), Softmax, LogSoftmax, sparse softmax cross-entropy, Conv2D (SAME/VALID, stride
+// 1/2) and MaxPool (SAME/VALID, overlapping windows).
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "weft/graph/gradients/gradients.h"
+#include "weft/testing/gradient_checker.h"
+#include "weft/testing/tensor_matchers.h"
+
+namespace weft {
+namespace {
+
+using testing::Float64Placeholder;
+using testing::GradientNear;
+using testing::RandomTensor;
+using testing::RunGraph;
+using testing::ShapeKnowledge;
+
+constexpr double kTolerance = 1e-6;
+
+TEST(NnGradTest, BiasAdd) {
+  for (const TensorShape& shape : {TensorShape({2, 3}), TensorShape({1, 2, 2, 3})}) {
+    for (ShapeKnowledge knowledge : {ShapeKnowledge::kFull, ShapeKnowledge::kNone}) {
+      Scope root = Scope::NewRootScope();
+      Output value = Float64Placeholder(root.WithOpName("value"), shape, knowledge);
+      Output bias = Float64Placeholder(root.WithOpName("bias"), TensorShape({3}), knowledge);
+      EXPECT_TRUE(GradientNear(root, {value, bias},
+                               {RandomTensor(shape, -1, 1, 1), RandomTensor({3}, -1, 1, 2)},
+                               ops::BiasAdd(root, value, bias), kTolerance))
+          << shape;
+    }
+  }
+}
+
+// Values in [0.1, 1) with random signs: away from Relu's kink at 0.
+Tensor AwayFromZero(const TensorShape& shape, uint64_t seed) {
+  Tensor t = RandomTensor(shape, 0.1, 1, seed);
+  Tensor signs = RandomTensor(shape, -1, 1, seed + 1);
+  for (int64_t i = 0; i < t.NumElements(); ++i) {
+    if (signs.flat<double>()[i] < 0) t.flat<double>()[i] *= -1;
+  }
+  return t;
+}
+
+TEST(NnGradTest, Relu) {
+  Scope root = Scope::NewRootScope();
+  const TensorShape shape({3, 4});
+  Output x = Float64Placeholder(root.WithOpName("x"), shape);
+  EXPECT_TRUE(GradientNear(root, {x}, {AwayFromZero(shape, 3)}, ops::Relu(root, x), kTolerance));
+}
+
+TEST(NnGradTest, ReluPassesNothingWhereTheInputIsNegative) {
+  Scope root = Scope::NewRootScope();
+  Output x = ops::Placeholder(root, DataType::kDouble, PartialShape({3}));
+  std::vector<Output> grads;
+  ASSERT_TRUE(AddSymbolicGradients(root, {ops::Relu(root, x)}, {x}, &grads).ok());
+  StatusOr<std::vector<Tensor>> values =
+      RunGraph(root, {{x.name(), Tensor::FromVector<double>({-1, 2, -3})}}, grads);
+  ASSERT_TRUE(values.ok()) << values.status();
+  EXPECT_TENSOR_NEAR((*values)[0], Tensor::FromVector<double>({0, 1, 0}));
+}
+
+using UnaryOp = Output (*)(const Scope&, const Input&);
+
+void CheckUnary(const char* name, UnaryOp op, const TensorShape& shape) {
+  Scope root = Scope::NewRootScope();
+  Output x = Float64Placeholder(root.WithOpName("x"), shape);
+  EXPECT_TRUE(GradientNear(root, {x}, {RandomTensor(shape, -2, 2, 4)}, op(root, x), kTolerance))
+      << name << " " << shape;
+}
+
+TEST(NnGradTest, SigmoidAndTanh) {
+  for (const TensorShape& shape : {TensorShape({2, 3}), TensorShape({})}) {
+    CheckUnary("Sigmoid", ops::Sigmoid, shape);
+    CheckUnary("Tanh", ops::Tanh, shape);
+  }
+}
+
+TEST(NnGradTest, SoftmaxAndLogSoftmax) {
+  for (const TensorShape& shape : {TensorShape({2, 4}), TensorShape({5}), TensorShape({2, 2, 3})}) {
+    CheckUnary("Softmax", ops::Softmax, shape);
+    CheckUnary("LogSoftmax", ops::LogSoftmax, shape);
+  }
+}
+
+TEST(NnGradTest, SparseSoftmaxCrossEntropyWithLogits) {
+  for (DataType label_type : {DataType::kInt64, DataType::kInt32}) {
+    Scope root = Scope::NewRootScope();
+    const TensorShape shape({3, 4});
+    Output features = Float64Placeholder(root.WithOpName("features"), shape);
+    Tensor labels = label_type == DataType::kInt64 ? Tensor::FromVector<int64_t>({0, 3, 1})
+                                                   : Tensor::FromVector<int32_t>({0, 3, 1});
+    Output loss =
+        ops::SparseSoftmaxCrossEntropyWithLogits(root, features, ops::Const(root, labels)).loss;
+    EXPECT_TRUE(GradientNear(root, {features}, {RandomTensor(shape, -2, 2, 5)}, loss, kTolerance))
+        << DataTypeName(label_type);
+  }
+}
+
+TEST(NnGradTest, SparseSoftmaxCrossEntropyBackpropOutputIsUnimplemented) {
+  Scope root = Scope::NewRootScope();
+  Output features = ops::Placeholder(root, DataType::kDouble, PartialShape({2, 3}));
+  auto xent = ops::SparseSoftmaxCrossEntropyWithLogits(root, features, {1, 2});
+  std::vector<Output> grads;
+  Status status =
+      AddSymbolicGradients(root, {ops::Sum(root, xent.backprop, {0, 1})}, {features}, &grads);
+  EXPECT_TRUE(IsUnimplemented(status)) << status;
+  EXPECT_NE(status.message().find("SparseSoftmaxCrossEntropyWithLogits"), std::string::npos)
+      << status;
+}
+
+struct WindowCase {
+  TensorShape input;
+  TensorShape window;  // conv: the filter; pool: [1, kh, kw, 1]
+  int64_t stride;
+  const char* padding;
+};
+
+TEST(NnGradTest, Conv2D) {
+  const WindowCase cases[] = {
+      {{1, 5, 5, 2}, {3, 3, 2, 2}, 1, "SAME"}, {{1, 5, 5, 2}, {3, 3, 2, 2}, 1, "VALID"},
+      {{2, 5, 5, 1}, {3, 3, 1, 2}, 2, "SAME"}, {{2, 5, 5, 1}, {3, 3, 1, 2}, 2, "VALID"},
+      {{1, 6, 4, 1}, {2, 2, 1, 2}, 2, "SAME"}, {{1, 4, 6, 2}, {2, 3, 2, 1}, 1, "SAME"},
+  };
+  for (const WindowCase& c : cases) {
+    for (ShapeKnowledge knowledge : {ShapeKnowledge::kFull, ShapeKnowledge::kRankOnly}) {
+      Scope root = Scope::NewRootScope();
+      Output input = Float64Placeholder(root.WithOpName("input"), c.input, knowledge);
+      Output filter = Float64Placeholder(root.WithOpName("filter"), c.window, knowledge);
+      Output y = ops::Conv2D(root, input, filter, {1, c.stride, c.stride, 1}, c.padding);
+      EXPECT_TRUE(GradientNear(root, {input, filter},
+                               {RandomTensor(c.input, -1, 1, 6), RandomTensor(c.window, -1, 1, 7)},
+                               y, kTolerance))
+          << c.input << " * " << c.window << " stride " << c.stride << " " << c.padding;
+    }
+  }
+}
+
+TEST(NnGradTest, MaxPool) {
+  const WindowCase cases[] = {
+      {{1, 4, 4, 2}, {1, 2, 2, 1}, 2, "VALID"}, {{1, 4, 4, 2}, {1, 2, 2, 1}, 2, "SAME"},
+      {{2, 5, 5, 1}, {1, 3, 3, 1}, 2, "SAME"},  {{2, 5, 5, 1}, {1, 3, 3, 1}, 2, "VALID"},
+      {{1, 4, 5, 2}, {1, 2, 2, 1}, 1, "VALID"},  // overlapping windows
+      {{1, 3, 3, 1}, {1, 2, 2, 1}, 1, "SAME"},
+  };
+  for (const WindowCase& c : cases) {
+    Scope root = Scope::NewRootScope();
+    Output input = Float64Placeholder(root.WithOpName("input"), c.input);
+    std::vector<int64_t> ksize = c.window.dim_sizes();
+    Output y = ops::MaxPool(root, input, ksize, {1, c.stride, c.stride, 1}, c.padding);
+    // Continuous random values: no ties within a window, where MaxPool has no derivative.
+    EXPECT_TRUE(GradientNear(root, {input}, {RandomTensor(c.input, -1, 1, 8)}, y, kTolerance))
+        << c.input << " window " << c.window << " stride " << c.stride << " " << c.padding;
+  }
+}
+
+TEST(NnGradTest, EveryNnOpWithAGradientIsRegistered) {
+  for (const char* op : {"BiasAdd", "Relu", "Sigmoid", "Tanh", "Softmax", "LogSoftmax",
+                         "SparseSoftmaxCrossEntropyWithLogits", "Conv2D", "MaxPool"}) {
+    StatusOr<const GradFunc*> fn = AllGradients().Lookup(op);
+    ASSERT_TRUE(fn.ok()) << op << ": " << fn.status();
+    EXPECT_TRUE(**fn) << op;
+  }
+}
+
+}  // namespace
+}  // namespace weft

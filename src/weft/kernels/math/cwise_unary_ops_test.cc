@@ -1,0 +1,113 @@
+// Tests for the unary kernels (Neg, Square, Sqrt, Exp, Log, Reciprocal): hand values, a reference
+// loop on several shapes (rank 0, empty, thread pool sized), buffer reuse, unregistered dtypes.
+#include <cmath>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "weft/kernels/math/math_test_util.h"
+#include "weft/testing/tensor_matchers.h"
+
+namespace weft::kernels {
+namespace {
+
+using test::RandomTensor;
+using weft::testing::KernelRunner;
+
+TEST(CwiseUnaryOpsTest, HandValues) {
+  KernelRunner runner;
+  auto run = [&](const std::string& op, Tensor x) {
+    StatusOr<Tensor> y = runner.RunOne(op, {std::move(x)});
+    EXPECT_TRUE(y.ok()) << op << ": " << y.status();
+    return y.ok() ? *y : Tensor();
+  };
+  EXPECT_TENSOR_EQ(run("Neg", Tensor::FromVector<int32_t>({1, -2, 0})),
+                   Tensor::FromVector<int32_t>({-1, 2, 0}));
+  EXPECT_TENSOR_EQ(run("Square", Tensor::FromVector<int64_t>({3, -4})),
+                   Tensor::FromVector<int64_t>({9, 16}));
+  EXPECT_TENSOR_EQ(run("Sqrt", Tensor::FromVector<float>({4, 9, 0})),
+                   Tensor::FromVector<float>({2, 3, 0}));
+  EXPECT_TENSOR_NEAR(run("Exp", Tensor::FromVector<double>({0, 1})),
+                     Tensor::FromVector<double>({1, 2.718281828459045}), 1e-12, 1e-12);
+  EXPECT_TENSOR_NEAR(run("Log", Tensor::FromVector<float>({1, 2.718281828f})),
+                     Tensor::FromVector<float>({0, 1}), 1e-6, 1e-6);
+  EXPECT_TENSOR_EQ(run("Reciprocal", Tensor::FromVector<double>({2, -4, 0.5})),
+                   Tensor::FromVector<double>({0.5, -0.25, 2}));
+  EXPECT_TENSOR_EQ(run("Neg", Tensor::Scalar<float>(1.5f)), Tensor::Scalar<float>(-1.5f));
+}
+
+template <typename T, typename Fn>
+void CheckUnary(KernelRunner& runner, const std::string& op, Fn fn, double lo, double hi,
+                double tolerance) {
+  uint32_t seed = 300;
+  for (const TensorShape& shape : {TensorShape({}), TensorShape({0}), TensorShape({3, 5}),
+                                   TensorShape({2, 3, 7}), TensorShape({200, 180})}) {
+    Tensor x = RandomTensor<T>(shape, seed++, lo, hi);
+    Tensor expected(x.dtype(), x.shape());
+    for (int64_t i = 0; i < x.NumElements(); ++i) {
+      expected.data<T>()[i] = fn(x.data<T>()[i]);
+    }
+    StatusOr<Tensor> y = runner.RunOne(op, {x});
+    ASSERT_TRUE(y.ok()) << op << ": " << y.status();
+    if constexpr (std::is_floating_point_v<T>) {
+      EXPECT_TENSOR_NEAR(*y, expected, tolerance, tolerance) << op << " " << shape;
+    } else {
+      EXPECT_TENSOR_EQ(*y, expected) << op << " " << shape;
+    }
+  }
+}
+
+TEST(CwiseUnaryOpsTest, MatchesReferenceLoop) {
+  KernelRunner runner;
+  CheckUnary<float>(
+      runner, "Neg", [](float v) { return -v; }, -10, 10, 0);
+  CheckUnary<int64_t>(
+      runner, "Neg", [](int64_t v) { return -v; }, -10, 10, 0);
+  CheckUnary<double>(
+      runner, "Square", [](double v) { return v * v; }, -10, 10, 0);
+  CheckUnary<int32_t>(
+      runner, "Square", [](int32_t v) { return v * v; }, -100, 100, 0);
+  CheckUnary<float>(
+      runner, "Sqrt", [](float v) { return std::sqrt(v); }, 0, 100, 1e-6);
+  CheckUnary<double>(
+      runner, "Sqrt", [](double v) { return std::sqrt(v); }, 0, 100, 1e-14);
+  CheckUnary<float>(
+      runner, "Exp", [](float v) { return std::exp(v); }, -10, 10, 1e-6);
+  CheckUnary<double>(
+      runner, "Exp", [](double v) { return std::exp(v); }, -10, 10, 1e-14);
+  CheckUnary<float>(
+      runner, "Log", [](float v) { return std::log(v); }, 1e-3, 100, 1e-6);
+  CheckUnary<double>(
+      runner, "Log", [](double v) { return std::log(v); }, 1e-3, 100, 1e-14);
+  CheckUnary<float>(
+      runner, "Reciprocal", [](float v) { return 1 / v; }, 0.5, 10, 1e-6);
+  CheckUnary<double>(
+      runner, "Reciprocal", [](double v) { return 1 / v; }, 0.5, 10, 1e-14);
+}
+
+TEST(CwiseUnaryOpsTest, ReusesTheInputBufferWhenNoOneElseHoldsIt) {
+  KernelRunner runner;
+  Tensor x = RandomTensor<float>(TensorShape({16}), 5);
+  const void* data = x.raw_data();
+  std::vector<Tensor> inputs;
+  inputs.push_back(std::move(x));
+  StatusOr<Tensor> y = runner.RunOne("Exp", std::move(inputs));
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->raw_data(), data);
+  // A held input is left untouched.
+  Tensor held = Tensor::FromVector<float>({1, 2});
+  StatusOr<Tensor> z = runner.RunOne("Neg", {held});
+  ASSERT_TRUE(z.ok()) << z.status();
+  EXPECT_FALSE(z->SharesBufferWith(held));
+  EXPECT_TENSOR_EQ(held, Tensor::FromVector<float>({1, 2}));
+}
+
+TEST(CwiseUnaryOpsTest, UnregisteredDtypesAreErrors) {
+  KernelRunner runner;
+  EXPECT_FALSE(runner.RunOne("Sqrt", {Tensor::FromVector<int32_t>({4})}).ok());
+  EXPECT_FALSE(runner.RunOne("Log", {Tensor::FromVector<int64_t>({4})}).ok());
+  EXPECT_FALSE(runner.RunOne("Neg", {Tensor::FromVector<bool>({true})}).ok());
+}
+
+}  // namespace
+}  // namespace weft::kernels

@@ -1,0 +1,108 @@
+// CPU kernel for MatMul: a [M,K] (or [K,M] with transpose_a) times b [K,N] (or [N,K] with
+// transpose_b) -> [M,N]. float32 and float64 call OpenBLAS's gemm (its thread count is set by the
+// runtime, never here); int32 and int64 use Eigen's matrix product on the calling thread.
+#include <algorithm>
+#include <limits>
+#include <type_traits>
+
+#include <Eigen/Core>
+#include <cblas.h>
+
+#include "weft/framework/node_def_util.h"
+#include "weft/kernels/math/math_kernels.h"
+
+namespace weft::kernels {
+namespace {
+
+template <typename T>
+using RowMajorMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// C = op(A) * op(B) for integer types. A is [a_rows, a_cols] as stored.
+template <typename T>
+void IntegerMatMul(const T* a, int64_t a_rows, int64_t a_cols, bool transpose_a, const T* b,
+                   int64_t b_rows, int64_t b_cols, bool transpose_b, T* c, int64_t m, int64_t n) {
+  Eigen::Map<const RowMajorMatrix<T>> am(a, a_rows, a_cols);
+  Eigen::Map<const RowMajorMatrix<T>> bm(b, b_rows, b_cols);
+  Eigen::Map<RowMajorMatrix<T>> cm(c, m, n);
+  if (transpose_a && transpose_b) {
+    cm.noalias() = am.transpose() * bm.transpose();
+  } else if (transpose_a) {
+    cm.noalias() = am.transpose() * bm;
+  } else if (transpose_b) {
+    cm.noalias() = am * bm.transpose();
+  } else {
+    cm.noalias() = am * bm;
+  }
+}
+
+template <typename T>
+class MatMulOp final : public OpKernel {
+ public:
+  explicit MatMulOp(OpKernelConstruction* context) : OpKernel(context) {
+    context->SetStatus(context->GetAttr("transpose_a", &transpose_a_));
+    context->SetStatus(context->GetAttr("transpose_b", &transpose_b_));
+  }
+
+  Status Compute(OpKernelContext* context) override {
+    const Tensor& a = context->input(0);
+    const Tensor& b = context->input(1);
+    if (a.dims() != 2 || b.dims() != 2) {
+      return InvalidArgument(FormatNodeForError(def()), ": inputs must be matrices, but are ",
+                             a.shape(), " and ", b.shape());
+    }
+    const int64_t m = a.dim_size(transpose_a_ ? 1 : 0), k = a.dim_size(transpose_a_ ? 0 : 1);
+    const int64_t k_b = b.dim_size(transpose_b_ ? 1 : 0), n = b.dim_size(transpose_b_ ? 0 : 1);
+    if (k != k_b) {
+      return InvalidArgument(FormatNodeForError(def()),
+                             ": inner dimensions must be equal, but are ", k, " and ", k_b, " for ",
+                             a.shape(), " x ", b.shape());
+    }
+    Tensor* out = nullptr;
+    WEFT_RETURN_IF_ERROR(context->AllocateOutput(0, TensorShape({m, n}), &out));
+    if (m == 0 || n == 0) return Status::OK();
+    T* c = out->data<T>();
+    if (k == 0) {
+      std::fill_n(c, m * n, T{0});
+      return Status::OK();
+    }
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      constexpr int64_t kMaxBlasDim = std::numeric_limits<blasint>::max();
+      if (std::max({m, n, k, a.dim_size(1), b.dim_size(1)}) > kMaxBlasDim) {
+        return InvalidArgument(FormatNodeForError(def()), ": dimensions of ", a.shape(), " x ",
+                               b.shape(), " exceed what BLAS can index");
+      }
+      const CBLAS_TRANSPOSE ta = transpose_a_ ? CblasTrans : CblasNoTrans;
+      const CBLAS_TRANSPOSE tb = transpose_b_ ? CblasTrans : CblasNoTrans;
+      const auto lda = static_cast<blasint>(a.dim_size(1));
+      const auto ldb = static_cast<blasint>(b.dim_size(1));
+      if constexpr (std::is_same_v<T, float>) {
+        cblas_sgemm(CblasRowMajor, ta, tb, static_cast<blasint>(m), static_cast<blasint>(n),
+                    static_cast<blasint>(k), 1.0f, a.data<float>(), lda, b.data<float>(), ldb, 0.0f,
+                    c, static_cast<blasint>(n));
+      } else {
+        cblas_dgemm(CblasRowMajor, ta, tb, static_cast<blasint>(m), static_cast<blasint>(n),
+                    static_cast<blasint>(k), 1.0, a.data<double>(), lda, b.data<double>(), ldb, 0.0,
+                    c, static_cast<blasint>(n));
+      }
+    } else {
+      IntegerMatMul(a.data<T>(), a.dim_size(0), a.dim_size(1), transpose_a_, b.data<T>(),
+                    b.dim_size(0), b.dim_size(1), transpose_b_, c, m, n);
+    }
+    return Status::OK();
+  }
+
+ private:
+  bool transpose_a_ = false;
+  bool transpose_b_ = false;
+};
+
+}  // namespace
+
+void RegisterMatMulKernels(KernelRegistry& registry) {
+  registry.Register<MatMulOp<float>>(KernelDef("MatMul", "CPU").TypeConstraint<float>("T"));
+  registry.Register<MatMulOp<double>>(KernelDef("MatMul", "CPU").TypeConstraint<double>("T"));
+  registry.Register<MatMulOp<int32_t>>(KernelDef("MatMul", "CPU").TypeConstraint<int32_t>("T"));
+  registry.Register<MatMulOp<int64_t>>(KernelDef("MatMul", "CPU").TypeConstraint<int64_t>("T"));
+}
+
+}  // namespace weft::kernels

@@ -1,0 +1,78 @@
+// Conv2D on CPU, NHWC input and [KH, KW, Cin, Cout] filter:
+//   output[n, oh, ow, co] = sum_{kh, kw, ci} input[n, oh*sh - pad_top + kh, ow*sw - pad_left + kw,
+//   ci]
+//                                            * filter[kh, kw, ci, co]
+// computed chunk by chunk (see conv_common.h): im2col of a chunk of output rows into a small
+// buffer, then one GEMM [rows, KH*KW*Cin] x [KH*KW*Cin, Cout] into the output. A 1x1 stride-1
+// convolution skips im2col: the input rows are the patches.
+#include <algorithm>
+
+#include "weft/kernels/eigen_support.h"
+#include "weft/kernels/nn/conv_common.h"
+#include "weft/kernels/nn/gemm.h"
+#include "weft/kernels/nn/im2col.h"
+#include "weft/kernels/nn/nn_kernels.h"
+
+namespace weft::kernels {
+namespace {
+
+template <typename T>
+class Conv2DOp final : public OpKernel {
+ public:
+  explicit Conv2DOp(OpKernelConstruction* context) : OpKernel(context) {
+    context->SetStatus(ReadConvAttrs(*context, &attrs_));
+  }
+
+  Status Compute(OpKernelContext* context) override {
+    const Tensor& input = context->input(0);
+    const Tensor& filter = context->input(1);
+    WEFT_RETURN_IF_ERROR(CheckConvShapes(def(), input.shape(), filter.shape()));
+    WEFT_ASSIGN_OR_RETURN(SpatialGeometry g,
+                          ComputeSpatialGeometry(def(), input.shape(), filter.dim_size(0),
+                                                 filter.dim_size(1), attrs_));
+    const int64_t out_depth = filter.dim_size(3);
+    Tensor* output = nullptr;
+    WEFT_RETURN_IF_ERROR(context->AllocateOutput(0, g.OutputShape(out_depth), &output));
+    if (output->NumElements() == 0) return Status::OK();
+
+    const bool pointwise = IsPointwise(g);
+    const ConvPlan plan = PlanConvChunks(g, sizeof(T), context->device()->intra_op_threads(),
+                                         /*whole_images=*/false);
+    Tensor col;
+    if (!pointwise) {
+      WEFT_ASSIGN_OR_RETURN(col,
+                            Tensor::Allocate(DataTypeToEnum<T>::value,
+                                             TensorShape({plan.num_tasks, plan.ColElements(g)})));
+    }
+    const int64_t patch = g.patch_size();
+    const T* in = input.data<T>();
+    const T* weights = filter.data<T>();
+    T* out = output->data<T>();
+    RunChunks(context, plan, [&](int64_t first, int64_t last, int64_t task, bool) {
+      const T* patches = in + first * g.out_cols * patch;  // pointwise: the input rows
+      if (!pointwise) {
+        T* buffer = col.data<T>() + task * plan.ColElements(g);
+        ForInChunk(context, plan, last - first, static_cast<double>(g.out_cols * patch),
+                   [&](int64_t begin, int64_t end) {
+                     Im2Col(in, g, first, first + begin, first + end, buffer);
+                   });
+        patches = buffer;
+      }
+      Gemm(GemmDims{.m = (last - first) * g.out_cols, .n = out_depth, .k = patch}, T(1), patches,
+           patch, weights, out_depth, T(0), out + first * g.out_cols * out_depth, out_depth);
+    });
+    return Status::OK();
+  }
+
+ private:
+  WindowAttrs attrs_;
+};
+
+}  // namespace
+
+void RegisterConvKernels(KernelRegistry& registry) {
+  registry.Register<Conv2DOp<float>>(KernelDef("Conv2D", "CPU").TypeConstraint<float>("T"));
+  registry.Register<Conv2DOp<double>>(KernelDef("Conv2D", "CPU").TypeConstraint<double>("T"));
+}
+
+}  // namespace weft::kernels

@@ -1,0 +1,16 @@
+// The nn kernel family's files, each with one Register function; RegisterNnKernels calls them all.
+#pragma once
+
+#include "weft/framework/kernel_registry.h"
+
+namespace weft::kernels {
+
+void RegisterActivationKernels(KernelRegistry& registry);  // activation_ops.cc
+void RegisterBiasAddKernels(KernelRegistry& registry);     // bias_add_ops.cc
+void RegisterSoftmaxKernels(KernelRegistry& registry);     // softmax_ops.cc
+void RegisterSparseXentKernels(KernelRegistry& registry);  // sparse_xent_op.cc
+void RegisterConvKernels(KernelRegistry& registry);        // conv_ops.cc
+void RegisterConvGradKernels(KernelRegistry& registry);    // conv_grad_ops.cc
+void RegisterPoolingKernels(KernelRegistry& registry);     // pooling_ops.cc
+
+}  // namespace weft::kernels

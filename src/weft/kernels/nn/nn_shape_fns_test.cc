@@ -1,0 +1,154 @@
+// Tests for the nn ops' shape functions on partially known shapes (the kernel tests cover fully
+// known ones): unknown ranks and dims propagate, known dims are checked, constant sizes inputs are
+// read, and impossible combinations fail naming the node.
+#include "weft/kernels/nn/nn_test_util.h"
+
+namespace weft::testing {
+namespace {
+
+constexpr int64_t kUnknown = PartialShape::kUnknownDim;
+
+PartialShape Output(const StatusOr<std::vector<PartialShape>>& outputs, int i = 0) {
+  EXPECT_TRUE(outputs.ok()) << outputs.status();
+  return outputs.ok() ? (*outputs)[i] : PartialShape();
+}
+
+void ExpectShapeError(const StatusOr<std::vector<PartialShape>>& outputs,
+                      const std::string& fragment) {
+  ASSERT_FALSE(outputs.ok());
+  EXPECT_TRUE(IsInvalidArgument(outputs.status())) << outputs.status();
+  EXPECT_NE(outputs.status().message().find("node 'shape_test'"), std::string::npos)
+      << outputs.status();
+  EXPECT_NE(outputs.status().message().find(fragment), std::string::npos) << outputs.status();
+}
+
+TEST(NnShapeFnsTest, Conv2DOutputSizes) {
+  // The Fashion-MNIST CNN: 28x28x1 -> 28x28x32 (SAME), and the VALID/stride-2 variants.
+  EXPECT_EQ(Output(InferShapes("Conv2D", {{kUnknown, 28, 28, 1}, {5, 5, 1, 32}},
+                               ConvAttrs(1, 1, "SAME"))),
+            PartialShape({kUnknown, 28, 28, 32}));
+  EXPECT_EQ(
+      Output(InferShapes("Conv2D", {{8, 28, 28, 1}, {5, 5, 1, 32}}, ConvAttrs(1, 1, "VALID"))),
+      PartialShape({8, 24, 24, 32}));
+  EXPECT_EQ(
+      Output(InferShapes("Conv2D", {{8, 28, 27, 1}, {5, 4, 1, 32}}, ConvAttrs(2, 2, "VALID"))),
+      PartialShape({8, 12, 12, 32}));
+  EXPECT_EQ(Output(InferShapes("Conv2D", {{8, 7, 8, 1}, {3, 3, 1, 2}}, ConvAttrs(2, 3, "SAME"))),
+            PartialShape({8, 4, 3, 2}));
+  // Window larger than the input by less than a stride: VALID gives an empty output.
+  EXPECT_EQ(Output(InferShapes("Conv2D", {{1, 2, 2, 1}, {3, 3, 1, 1}}, ConvAttrs(2, 2, "VALID"))),
+            PartialShape({1, 0, 0, 1}));
+}
+
+TEST(NnShapeFnsTest, Conv2DPartialShapes) {
+  EXPECT_EQ(Output(InferShapes("Conv2D", {PartialShape(), {5, 5, 1, 32}}, ConvAttrs(1, 1, "SAME"))),
+            PartialShape({kUnknown, kUnknown, kUnknown, 32}));
+  EXPECT_EQ(
+      Output(InferShapes("Conv2D", {{4, 9, kUnknown, 3}, PartialShape()}, ConvAttrs(1, 1, "SAME"))),
+      PartialShape({4, 9, kUnknown, kUnknown}));
+  EXPECT_EQ(
+      Output(InferShapes("Conv2D", {{4, 9, 9, 3}, {kUnknown, 3, 3, 2}}, ConvAttrs(1, 1, "VALID"))),
+      PartialShape({4, kUnknown, 7, 2}));
+}
+
+TEST(NnShapeFnsTest, Conv2DErrors) {
+  ExpectShapeError(InferShapes("Conv2D", {{1, 5, 5, 3}, {3, 3, 4, 2}}, ConvAttrs(1, 1, "SAME")),
+                   "input depth and filter in_channels must be equal, but are 3 and 4");
+  ExpectShapeError(InferShapes("Conv2D", {{5, 5, 3}, {3, 3, 3, 2}}, ConvAttrs(1, 1, "SAME")),
+                   "input 0 must have rank 4");
+  ExpectShapeError(InferShapes("Conv2D", {{1, 2, 2, 1}, {5, 5, 1, 1}}, ConvAttrs(1, 1, "VALID")),
+                   "computed output size would be negative: -2");
+  AttrMap attrs = ConvAttrs(1, 1, "SAME");
+  attrs["strides"] = MakeAttrValue(std::vector<int64_t>{1, 1, 1, 1, 1});
+  ExpectShapeError(InferShapes("Conv2D", {PartialShape(), PartialShape()}, attrs),
+                   "strides must have 4 elements, but has 5");
+  attrs["strides"] = MakeAttrValue(std::vector<int64_t>{1, 1, 1, 2});
+  ExpectShapeError(InferShapes("Conv2D", {PartialShape(), PartialShape()}, attrs),
+                   "must be 1 in the batch and channel dimensions");
+}
+
+TEST(NnShapeFnsTest, Conv2DBackpropInputReadsConstantSizes) {
+  Tensor sizes = Sizes({4, 9, 9, 3});
+  EXPECT_EQ(Output(InferShapes("Conv2DBackpropInput", {{4}, {3, 3, 3, 2}, {kUnknown, 5, 5, 2}},
+                               ConvAttrs(2, 2, "SAME"), {&sizes})),
+            PartialShape({4, 9, 9, 3}));
+  // Without the value: batch from out_backprop, depth from the filter.
+  EXPECT_EQ(Output(InferShapes("Conv2DBackpropInput", {{4}, {3, 3, 3, 2}, {4, 5, 5, 2}},
+                               ConvAttrs(2, 2, "SAME"))),
+            PartialShape({4, kUnknown, kUnknown, 3}));
+  ExpectShapeError(InferShapes("Conv2DBackpropInput", {{4}, {3, 3, 3, 2}, {4, 4, 5, 2}},
+                               ConvAttrs(2, 2, "SAME"), {&sizes}),
+                   "out_backprop has shape [4,4,5,2], but the convolution");
+  ExpectShapeError(InferShapes("Conv2DBackpropInput", {{3}, {3, 3, 3, 2}, {4, 4, 5, 2}},
+                               ConvAttrs(2, 2, "SAME")),
+                   "input 0 must hold 4 sizes, but has shape [3]");
+}
+
+TEST(NnShapeFnsTest, Conv2DBackpropFilterReadsConstantSizes) {
+  Tensor sizes = Sizes({3, 3, 3, 2});
+  EXPECT_EQ(Output(InferShapes("Conv2DBackpropFilter", {{4, 9, 9, 3}, {4}, {4, 5, 5, 2}},
+                               ConvAttrs(2, 2, "SAME"), {nullptr, &sizes})),
+            PartialShape({3, 3, 3, 2}));
+  EXPECT_EQ(Output(InferShapes("Conv2DBackpropFilter", {{4, 9, 9, 3}, {4}, {4, 5, 5, 2}},
+                               ConvAttrs(2, 2, "SAME"))),
+            PartialShape({kUnknown, kUnknown, 3, 2}));
+  ExpectShapeError(InferShapes("Conv2DBackpropFilter", {{4, 9, 9, 3}, {4}, {4, 5, 5, 7}},
+                               ConvAttrs(2, 2, "SAME"), {nullptr, &sizes}),
+                   "out_backprop has shape [4,5,5,7]");
+}
+
+TEST(NnShapeFnsTest, MaxPool) {
+  EXPECT_EQ(Output(InferShapes("MaxPool", {{kUnknown, 28, 28, 32}}, PoolAttrs(2, 2, 2, 2, "SAME"))),
+            PartialShape({kUnknown, 14, 14, 32}));
+  EXPECT_EQ(Output(InferShapes("MaxPool", {{2, 7, 7, 3}}, PoolAttrs(2, 2, 2, 2, "SAME"))),
+            PartialShape({2, 4, 4, 3}));
+  EXPECT_EQ(Output(InferShapes("MaxPool", {{2, 7, 7, 3}}, PoolAttrs(3, 2, 2, 2, "VALID"))),
+            PartialShape({2, 3, 3, 3}));
+  EXPECT_EQ(Output(InferShapes("MaxPool", {PartialShape()}, PoolAttrs(3, 2, 2, 2, "VALID"))),
+            PartialShape({kUnknown, kUnknown, kUnknown, kUnknown}));
+  ExpectShapeError(InferShapes("MaxPool", {{2, 7, 7}}, PoolAttrs(2, 2, 2, 2, "SAME")),
+                   "input 0 must have rank 4");
+  EXPECT_EQ(Output(InferShapes("MaxPoolGrad", {{2, 7, 7, 3}, PartialShape(), {2, 4, 4, 3}},
+                               PoolAttrs(2, 2, 2, 2, "SAME"))),
+            PartialShape({2, 7, 7, 3}));
+  ExpectShapeError(InferShapes("MaxPoolGrad", {{2, 7, 7, 3}, {2, 4, 3, 3}, PartialShape()},
+                               PoolAttrs(2, 2, 2, 2, "SAME")),
+                   "orig_output has shape [2,4,3,3], but pooling orig_input gives shape [2,4,4,3]");
+}
+
+TEST(NnShapeFnsTest, BiasAdd) {
+  EXPECT_EQ(Output(InferShapes("BiasAdd", {{kUnknown, 5, kUnknown}, {7}}, {})),
+            PartialShape({kUnknown, 5, 7}));
+  EXPECT_EQ(Output(InferShapes("BiasAdd", {PartialShape(), {7}}, {})), PartialShape());
+  ExpectShapeError(InferShapes("BiasAdd", {{2, 5}, {7}}, {}),
+                   "last dimension of value and size of bias must be equal, but are 5 and 7");
+  EXPECT_EQ(Output(InferShapes("BiasAddGrad", {{kUnknown, 3, 8}}, {})), PartialShape({8}));
+  EXPECT_EQ(Output(InferShapes("BiasAddGrad", {PartialShape()}, {})), PartialShape({kUnknown}));
+}
+
+TEST(NnShapeFnsTest, ActivationGradsMergeTheirInputs) {
+  EXPECT_EQ(Output(InferShapes("ReluGrad", {{kUnknown, 3}, {4, kUnknown}}, {})),
+            PartialShape({4, 3}));
+  EXPECT_EQ(Output(InferShapes("TanhGrad", {PartialShape(), {4, 3}}, {})), PartialShape({4, 3}));
+  ExpectShapeError(InferShapes("SigmoidGrad", {{4, 3}, {4, 2}}, {}),
+                   "inputs must have the same shape, but are [4,3] and [4,2]");
+  EXPECT_EQ(Output(InferShapes("Relu", {{kUnknown, 3}}, {})), PartialShape({kUnknown, 3}));
+}
+
+TEST(NnShapeFnsTest, SoftmaxAndCrossEntropy) {
+  EXPECT_EQ(Output(InferShapes("Softmax", {{kUnknown, 10}}, {})), PartialShape({kUnknown, 10}));
+  ExpectShapeError(InferShapes("LogSoftmax", {PartialShape({})}, {}),
+                   "input 0 must have rank at least 1");
+  StatusOr<std::vector<PartialShape>> xent =
+      InferShapes("SparseSoftmaxCrossEntropyWithLogits", {{kUnknown, 10}, {128}}, {});
+  EXPECT_EQ(Output(xent, 0), PartialShape({128}));
+  EXPECT_EQ(Output(xent, 1), PartialShape({128, 10}));
+  xent = InferShapes("SparseSoftmaxCrossEntropyWithLogits", {PartialShape(), PartialShape()}, {});
+  EXPECT_EQ(Output(xent, 0), PartialShape({kUnknown}));
+  EXPECT_EQ(Output(xent, 1), PartialShape({kUnknown, kUnknown}));
+  ExpectShapeError(InferShapes("SparseSoftmaxCrossEntropyWithLogits", {{128, 10}, {64}}, {}),
+                   "batch sizes of features and labels must be equal, but are 128 and 64");
+}
+
+}  // namespace
+}  // namespace weft::testing

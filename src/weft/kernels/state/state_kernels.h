@@ -1,0 +1,16 @@
+// The state kernel families, one per file of this folder; RegisterStateKernels calls them all.
+#pragma once
+
+#include "weft/framework/kernel_registry.h"
+
+namespace weft::kernels::state {
+
+// variable_ops.cc: VarHandleOp, ReadVariableOp, AssignVariableOp, AssignAddVariableOp,
+// AssignSubVariableOp, VarIsInitializedOp, DestroyResourceOp.
+void RegisterVariableKernels(KernelRegistry& registry);
+// random_ops.cc: RandomUniform, RandomStandardNormal, TruncatedNormal.
+void RegisterRandomKernels(KernelRegistry& registry);
+// training_ops.cc: ResourceApplyGradientDescent, ResourceApplyMomentum, ResourceApplyAdam.
+void RegisterTrainingKernels(KernelRegistry& registry);
+
+}  // namespace weft::kernels::state

@@ -1,0 +1,90 @@
+// Resource-variable ops: VarHandleOp names a variable living in its device's ResourceMgr;
+// ReadVariableOp, AssignVariableOp, AssignAddVariableOp, AssignSubVariableOp, VarIsInitializedOp
+// and DestroyResourceOp act on it through that handle. All are stateful: two reads of one variable
+// are never merged. A read's shape is unknown here (shape functions see only the scalar handle).
+#include "weft/framework/shape_inference.h"
+#include "weft/ops/register_ops.h"
+
+namespace weft::ops {
+namespace {
+
+constexpr char kAddableTypes[] = "dtype: {float32, float64, int32, int64}";
+
+// Input 0 is a resource handle, which is a scalar.
+Status HandleIsScalar(InferenceContext& context) {
+  WEFT_RETURN_IF_ERROR(context.WithRank(0, 0));
+  return Status::OK();
+}
+
+Status AssignShape(InferenceContext& context) { return HandleIsScalar(context); }
+
+Status ReadShape(InferenceContext& context) {
+  WEFT_RETURN_IF_ERROR(HandleIsScalar(context));
+  context.set_output(0, context.input_handle_shape(0));
+  return Status::OK();
+}
+
+Status IsInitializedShape(InferenceContext& context) {
+  WEFT_RETURN_IF_ERROR(HandleIsScalar(context));
+  context.set_output(0, PartialShape({}));
+  return Status::OK();
+}
+
+}  // namespace
+
+void RegisterStateOps(OpRegistry& registry) {
+  registry.RegisterOrDie(OpDefBuilder("VarHandleOp")
+                             .Output("resource: resource")
+                             .Attr("container: string = ''")
+                             .Attr("shared_name: string = ''")
+                             .Attr("dtype: type")
+                             .Attr("shape: shape")
+                             .SetIsStateful()
+                             .SetShapeFn(shape_fn::ScalarShape)
+                             .Doc("A handle to the variable `shared_name` (default: the node's "
+                                  "name) in `container` on this node's device."));
+  registry.RegisterOrDie(OpDefBuilder("ReadVariableOp")
+                             .Input("resource: resource")
+                             .Output("value: dtype")
+                             .Attr("dtype: type")
+                             .SetIsStateful()
+                             .SetShapeFn(ReadShape)
+                             .Doc("The current value of a variable (shares its buffer; later "
+                                  "updates copy first)."));
+  registry.RegisterOrDie(OpDefBuilder("AssignVariableOp")
+                             .Input("resource: resource")
+                             .Input("value: dtype")
+                             .Attr("dtype: type")
+                             .SetIsStateful()
+                             .SetShapeFn(AssignShape)
+                             .Doc("Sets a variable to `value`, initializing it."));
+  registry.RegisterOrDie(OpDefBuilder("AssignAddVariableOp")
+                             .Input("resource: resource")
+                             .Input("value: dtype")
+                             .Attr(kAddableTypes)
+                             .SetIsStateful()
+                             .SetShapeFn(AssignShape)
+                             .Doc("Adds `value` to a variable in place."));
+  registry.RegisterOrDie(OpDefBuilder("AssignSubVariableOp")
+                             .Input("resource: resource")
+                             .Input("value: dtype")
+                             .Attr(kAddableTypes)
+                             .SetIsStateful()
+                             .SetShapeFn(AssignShape)
+                             .Doc("Subtracts `value` from a variable in place."));
+  registry.RegisterOrDie(OpDefBuilder("VarIsInitializedOp")
+                             .Input("resource: resource")
+                             .Output("is_initialized: bool")
+                             .SetIsStateful()
+                             .SetShapeFn(IsInitializedShape)
+                             .Doc("Whether the variable exists and has been assigned a value."));
+  registry.RegisterOrDie(OpDefBuilder("DestroyResourceOp")
+                             .Input("resource: resource")
+                             .Attr("ignore_lookup_error: bool = true")
+                             .SetIsStateful()
+                             .SetShapeFn(AssignShape)
+                             .Doc("Deletes the resource; a missing one is an error only when "
+                                  "`ignore_lookup_error` is false."));
+}
+
+}  // namespace weft::ops

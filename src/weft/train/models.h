@@ -1,0 +1,33 @@
+// The standard Fashion-MNIST models (DESIGN.md workloads W1 and W2), built with the public builder
+// API: an MLP 784-256-256-10 with ReLU, and a CNN conv5x5x32-ReLU-maxpool2, conv5x5x64-ReLU-
+// maxpool2, dense 1024-ReLU, dense 10. Loss is the mean sparse softmax cross-entropy. Weights are
+// Glorot-uniform (seeded: the same seed builds the same initial values), biases zero.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "weft/graph/builder/ops.h"
+#include "weft/graph/builder/variable.h"
+
+namespace weft::train {
+
+enum class ModelKind { kMlp, kCnn };
+
+// "mlp" / "cnn"; InvalidArgument naming the unknown model.
+StatusOr<ModelKind> ParseModelKind(const std::string& name);
+
+struct Model {
+  Output images;   // Placeholder float32 [?, 784], pixels in [0, 1]
+  Output labels;   // Placeholder int64 [?], classes in [0, 10)
+  Output logits;   // float32 [?, 10]
+  Output loss;     // float32 scalar: mean cross-entropy over the batch
+  Output correct;  // int64 scalar: examples of the batch whose argmax is the label
+  std::vector<Variable> variables;
+  std::vector<Output> initializers;  // run once before training
+};
+
+// Builds the forward graph of `kind` in `scope`; errors are those of the scope.
+StatusOr<Model> BuildModel(const Scope& scope, ModelKind kind, int64_t seed);
+
+}  // namespace weft::train

@@ -1,0 +1,182 @@
+#include "weft/train/optimizer.h"
+
+#include "weft/graph/gradients/gradients.h"
+
+namespace weft::train {
+namespace {
+
+// Every ReadVariableOp of `variable` in the graph.
+std::vector<Output> ReadsOf(const Variable& variable) {
+  std::vector<Output> reads;
+  for (const Edge* edge : variable.handle().node()->out_edges()) {
+    if (!edge->IsControlEdge() && edge->dst->type_string() == "ReadVariableOp") {
+      reads.push_back(Output(edge->dst, 0));
+    }
+  }
+  return reads;
+}
+
+class GradientDescentOptimizer final : public Optimizer {
+ public:
+  explicit GradientDescentOptimizer(double learning_rate) : learning_rate_(learning_rate) {}
+  std::string name() const override { return "GradientDescent"; }
+
+ protected:
+  Output ApplyOne(const Scope& scope, const Variable& variable, const Output& gradient) override {
+    return ops::ResourceApplyGradientDescent(scope, variable.handle(), learning_rate_, gradient);
+  }
+
+ private:
+  const double learning_rate_;
+};
+
+class MomentumOptimizer final : public Optimizer {
+ public:
+  MomentumOptimizer(double learning_rate, double momentum, bool use_nesterov)
+      : learning_rate_(learning_rate), momentum_(momentum), use_nesterov_(use_nesterov) {}
+  std::string name() const override { return "Momentum"; }
+
+ protected:
+  Output ApplyOne(const Scope& scope, const Variable& variable, const Output& gradient) override {
+    Variable accumulator = CreateSlot(scope, variable, "Momentum");
+    return ops::ResourceApplyMomentum(scope, variable.handle(), accumulator.handle(),
+                                      learning_rate_, gradient, momentum_,
+                                      {.use_nesterov = use_nesterov_});
+  }
+
+ private:
+  const double learning_rate_;
+  const double momentum_;
+  const bool use_nesterov_;
+};
+
+class AdamOptimizer final : public Optimizer {
+ public:
+  AdamOptimizer(double learning_rate, double beta1, double beta2, double epsilon)
+      : learning_rate_(learning_rate), beta1_(beta1), beta2_(beta2), epsilon_(epsilon) {}
+  std::string name() const override { return "Adam"; }
+
+ protected:
+  Output ApplyOne(const Scope& scope, const Variable& variable, const Output& gradient) override {
+    Variable m = CreateSlot(scope, variable, "Adam_m");
+    Variable v = CreateSlot(scope, variable, "Adam_v");
+    return ops::ResourceApplyAdam(scope, variable.handle(), m.handle(), v.handle(),
+                                  beta1_power_.Read(scope), beta2_power_.Read(scope),
+                                  learning_rate_, beta1_, beta2_, epsilon_, gradient);
+  }
+
+  void CreateSharedSlots(const Scope& scope, DataType dtype) override {
+    beta1_power_ = CreateScalar(scope, "beta1_power", dtype, beta1_);
+    beta2_power_ = CreateScalar(scope, "beta2_power", dtype, beta2_);
+  }
+
+  // The powers advance once every update of the step has read them.
+  std::vector<Output> Finish(const Scope& scope, const std::vector<Output>& updates) override {
+    if (!beta1_power_) return {};
+    Scope after = scope.WithControlDependencies(updates);
+    return {beta1_power_.Assign(after, ops::Mul(after, beta1_power_.Read(after), beta1_)),
+            beta2_power_.Assign(after, ops::Mul(after, beta2_power_.Read(after), beta2_))};
+  }
+
+ private:
+  const double learning_rate_, beta1_, beta2_, epsilon_;
+  Variable beta1_power_, beta2_power_;
+};
+
+}  // namespace
+
+StatusOr<std::vector<GradientAndVariable>> Optimizer::ComputeGradients(
+    const Scope& scope, const Output& loss, const std::vector<Variable>& variables) const {
+  std::vector<Output> xs;
+  std::vector<size_t> owner;  // index of the variable each read belongs to
+  for (size_t i = 0; i < variables.size(); ++i) {
+    if (!variables[i]) return InvalidArgument("ComputeGradients: variable ", i, " is empty");
+    for (const Output& read : ReadsOf(variables[i])) {
+      xs.push_back(read);
+      owner.push_back(i);
+    }
+  }
+  std::vector<Output> grads;
+  WEFT_RETURN_IF_ERROR(AddSymbolicGradients(scope, {loss}, xs, &grads));
+  std::vector<std::vector<Output>> per_variable(variables.size());
+  for (size_t i = 0; i < xs.size(); ++i) per_variable[owner[i]].push_back(grads[i]);
+  std::vector<GradientAndVariable> result;
+  Scope sum_scope = scope.NewSubScope("gradients_sum");
+  for (size_t i = 0; i < variables.size(); ++i) {
+    Output gradient;
+    if (per_variable[i].size() == 1) gradient = per_variable[i][0];
+    if (per_variable[i].size() > 1) gradient = ops::AddN(sum_scope, per_variable[i]);
+    result.push_back({gradient, variables[i]});
+  }
+  WEFT_RETURN_IF_ERROR(scope.status());
+  return result;
+}
+
+StatusOr<Output> Optimizer::ApplyGradients(const Scope& scope,
+                                           const std::vector<GradientAndVariable>& gradients) {
+  Scope optimizer_scope = scope.NewSubScope(name());
+  for (const GradientAndVariable& pair : gradients) {
+    if (pair.gradient) {
+      CreateSharedSlots(optimizer_scope, pair.variable.dtype());
+      break;
+    }
+  }
+  std::vector<Output> updates;
+  for (const GradientAndVariable& pair : gradients) {
+    if (!pair.gradient) continue;
+    Scope variable_scope = optimizer_scope.NewSubScope(pair.variable.name());
+    if (!pair.variable.handle().node()->requested_device().empty()) {
+      variable_scope = variable_scope.WithDevice(pair.variable.handle().node()->requested_device());
+    }
+    updates.push_back(ApplyOne(variable_scope, pair.variable, pair.gradient));
+  }
+  std::vector<Output> finish = Finish(optimizer_scope, updates);
+  updates.insert(updates.end(), finish.begin(), finish.end());
+  Output train_op =
+      ops::NoOp(optimizer_scope.WithOpName("train_op").WithControlDependencies(updates));
+  WEFT_RETURN_IF_ERROR(scope.status());
+  return train_op;
+}
+
+StatusOr<Output> Optimizer::Minimize(const Scope& scope, const Output& loss,
+                                     const std::vector<Variable>& variables) {
+  WEFT_ASSIGN_OR_RETURN(std::vector<GradientAndVariable> gradients,
+                        ComputeGradients(scope, loss, variables));
+  return ApplyGradients(scope, gradients);
+}
+
+void Optimizer::CreateSharedSlots(const Scope&, DataType) {}
+
+std::vector<Output> Optimizer::Finish(const Scope&, const std::vector<Output>&) { return {}; }
+
+Variable Optimizer::CreateSlot(const Scope& scope, const Variable& variable,
+                               const std::string& slot) {
+  Variable created = Variable::Create(scope.WithNoControlDependencies(), slot, variable.shape(),
+                                      variable.dtype(), Initializer::Zeros());
+  if (created) initializers_.push_back(created.initializer());
+  return created;
+}
+
+Variable Optimizer::CreateScalar(const Scope& scope, const std::string& name, DataType dtype,
+                                 double value) {
+  Variable created = Variable::Create(scope.WithNoControlDependencies(), name, TensorShape(), dtype,
+                                      Initializer::Constant(value));
+  if (created) initializers_.push_back(created.initializer());
+  return created;
+}
+
+std::unique_ptr<Optimizer> NewGradientDescentOptimizer(double learning_rate) {
+  return std::make_unique<GradientDescentOptimizer>(learning_rate);
+}
+
+std::unique_ptr<Optimizer> NewMomentumOptimizer(double learning_rate, double momentum,
+                                                bool use_nesterov) {
+  return std::make_unique<MomentumOptimizer>(learning_rate, momentum, use_nesterov);
+}
+
+std::unique_ptr<Optimizer> NewAdamOptimizer(double learning_rate, double beta1, double beta2,
+                                            double epsilon) {
+  return std::make_unique<AdamOptimizer>(learning_rate, beta1, beta2, epsilon);
+}
+
+}  // namespace weft::train

@@ -1,0 +1,62 @@
+// Optimizer: builds a training step. ComputeGradients differentiates a loss with respect to
+// variables (summing over every read of a variable that reaches the loss); ApplyGradients adds one
+// fused update kernel per variable (ResourceApply*), run in place on the variable's device, and
+// returns a single op to run as the step's target. Minimize does both. Slot variables (momentum
+// accumulators, Adam moments) are created on first use; run initializers() with the model's own
+// variable initializers before the first step. Not thread-safe (it builds a graph).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "weft/graph/builder/ops.h"
+#include "weft/graph/builder/variable.h"
+
+namespace weft::train {
+
+struct GradientAndVariable {
+  Output gradient;  // may be empty when the variable does not reach the loss
+  Variable variable;
+};
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+
+  StatusOr<std::vector<GradientAndVariable>> ComputeGradients(
+      const Scope& scope, const Output& loss, const std::vector<Variable>& variables) const;
+  // The returned Output is a NoOp that runs every update (and any bookkeeping such as Adam's
+  // beta powers) when run as a target.
+  StatusOr<Output> ApplyGradients(const Scope& scope,
+                                  const std::vector<GradientAndVariable>& gradients);
+  StatusOr<Output> Minimize(const Scope& scope, const Output& loss,
+                            const std::vector<Variable>& variables);
+
+  // The initializers of the slot variables created so far.
+  const std::vector<Output>& initializers() const { return initializers_; }
+  virtual std::string name() const = 0;
+
+ protected:
+  // Adds the update of one variable; `scope` is named after the variable.
+  virtual Output ApplyOne(const Scope& scope, const Variable& variable, const Output& gradient) = 0;
+  // Creates slots shared by all variables (Adam's beta powers) once per ApplyGradients.
+  virtual void CreateSharedSlots(const Scope& scope, DataType dtype);
+  // Ops run after every update of a step (Adam's beta powers); none by default.
+  virtual std::vector<Output> Finish(const Scope& scope, const std::vector<Output>& updates);
+  // A zero-initialised slot "<variable>/<slot>" of the variable's shape and dtype.
+  Variable CreateSlot(const Scope& scope, const Variable& variable, const std::string& slot);
+  // A scalar non-trainable variable (Adam's beta powers), with its initializer recorded.
+  Variable CreateScalar(const Scope& scope, const std::string& name, DataType dtype, double value);
+
+ private:
+  std::vector<Output> initializers_;
+};
+
+std::unique_ptr<Optimizer> NewGradientDescentOptimizer(double learning_rate);
+std::unique_ptr<Optimizer> NewMomentumOptimizer(double learning_rate, double momentum,
+                                                bool use_nesterov = false);
+std::unique_ptr<Optimizer> NewAdamOptimizer(double learning_rate, double beta1 = 0.9,
+                                            double beta2 = 0.999, double epsilon = 1e-7);
+
+}  // namespace weft::train

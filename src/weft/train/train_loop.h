@@ -1,0 +1,55 @@
+// The training loop behind `weft train`: loads Fashion-MNIST, builds a model and its training step,
+// runs epochs of shuffled batches through a Session, and evaluates test accuracy. Reports progress
+// through callbacks so the CLI decides how to show it. One call at a time per process (it sizes
+// process-wide thread pools).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "weft/train/models.h"
+
+namespace weft::train {
+
+struct TrainOptions {
+  ModelKind model = ModelKind::kMlp;
+  int epochs = 3;
+  int64_t max_steps = -1;  // stop after this many steps in all (-1: no limit)
+  int batch_size = 128;
+  std::string optimizer = "momentum";  // sgd | momentum | adam
+  double learning_rate = 0.05;
+  int64_t seed = 1;
+  std::string data_dir;      // empty: the default Fashion-MNIST location
+  int inter_op_threads = 0;  // 0: one per core
+  int intra_op_threads = 0;  // 0: one per core
+};
+
+struct TrainProgress {
+  int epoch = 0;  // 1-based
+  int epochs = 0;
+  int64_t step_in_epoch = 0;
+  int64_t steps_in_epoch = 0;
+  int64_t total_steps = 0;
+  double loss = 0;
+  double images_per_sec = 0;  // over this epoch's steps so far
+  double eta_seconds = 0;     // to the end of this epoch
+};
+
+struct TrainSummary {
+  double test_accuracy = 0;
+  double final_loss = 0;
+  double train_images_per_sec = 0;  // training steps only; data already in memory
+  int64_t steps = 0;
+  int replicas = 1;
+  double wall_seconds = 0;
+};
+
+struct TrainCallbacks {
+  std::function<void(const TrainProgress&)> on_step;       // after every step
+  std::function<void(const TrainProgress&)> on_epoch_end;  // after each epoch
+};
+
+StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& callbacks = {});
+
+}  // namespace weft::train

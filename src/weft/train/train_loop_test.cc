@@ -1,0 +1,106 @@
+#include "weft/train/train_loop.h"
+
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "weft/train/data/data_test_util.h"
+
+namespace weft::train {
+namespace {
+
+// A small Fashion-MNIST-shaped dataset that is easy to learn: class c lights up row c.
+void WriteToyFashionMnist(const TempDir& dir, int train_count, int test_count) {
+  auto write = [&](const std::string& prefix, int count) {
+    Bytes images(static_cast<size_t>(count) * 28 * 28, 0);
+    Bytes labels(count);
+    for (int i = 0; i < count; ++i) {
+      int label = i % 10;
+      labels[i] = static_cast<uint8_t>(label);
+      for (int x = 0; x < 28; ++x) images[static_cast<size_t>(i) * 784 + label * 28 + x] = 200;
+    }
+    WriteBytes(dir.File(prefix + "-images-idx3-ubyte.gz"),
+               Gzip(IdxBytes({static_cast<uint32_t>(count), 28, 28}, images)));
+    WriteBytes(dir.File(prefix + "-labels-idx1-ubyte.gz"),
+               Gzip(IdxBytes({static_cast<uint32_t>(count)}, labels, 0x08)));
+  };
+  write("train", train_count);
+  write("t10k", test_count);
+}
+
+TEST(TrainLoopTest, LearnsAToyProblemAndRepeatsWithTheSameSeed) {
+  TempDir dir;
+  WriteToyFashionMnist(dir, 640, 100);
+  TrainOptions options;
+  options.data_dir = dir.path();
+  options.epochs = 2;
+  options.batch_size = 32;
+  options.seed = 3;
+  int steps_seen = 0;
+  TrainCallbacks callbacks;
+  callbacks.on_step = [&](const TrainProgress&) { ++steps_seen; };
+  auto first = Train(options, callbacks);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->steps, 40);
+  EXPECT_EQ(steps_seen, 40);
+  EXPECT_GT(first->test_accuracy, 0.9);
+  EXPECT_GT(first->train_images_per_sec, 0);
+  auto second = Train(options);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(first->final_loss, second->final_loss);  // bitwise: same seed, same threads
+  options.seed = 4;
+  auto other = Train(options);
+  ASSERT_TRUE(other.ok());
+  EXPECT_NE(first->final_loss, other->final_loss);
+}
+
+TEST(TrainLoopTest, MaxStepsStopsEarlyAndEveryOptimizerRuns) {
+  TempDir dir;
+  WriteToyFashionMnist(dir, 320, 50);
+  for (const char* optimizer : {"sgd", "momentum", "adam"}) {
+    TrainOptions options;
+    options.data_dir = dir.path();
+    options.max_steps = 5;
+    options.batch_size = 16;
+    options.optimizer = optimizer;
+    options.learning_rate = std::string(optimizer) == "adam" ? 0.001 : 0.05;
+    auto summary = Train(options);
+    ASSERT_TRUE(summary.ok()) << optimizer << ": " << summary.status();
+    EXPECT_EQ(summary->steps, 5) << optimizer;
+    EXPECT_TRUE(std::isfinite(summary->final_loss)) << optimizer;
+  }
+}
+
+TEST(TrainLoopTest, ACnnStepRuns) {
+  TempDir dir;
+  WriteToyFashionMnist(dir, 64, 20);
+  TrainOptions options;
+  options.model = ModelKind::kCnn;
+  options.data_dir = dir.path();
+  options.max_steps = 2;
+  options.batch_size = 8;
+  auto summary = Train(options);
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_EQ(summary->steps, 2);
+}
+
+TEST(TrainLoopTest, BadOptionsAndMissingDataAreReported) {
+  TrainOptions options;
+  options.data_dir = "/nonexistent/fashion";
+  Status s = Train(options).status();
+  EXPECT_TRUE(IsNotFound(s)) << s;
+  EXPECT_NE(s.message().find("/nonexistent/fashion"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("dataset-fashion-mnist"), std::string::npos) << s;
+  options.batch_size = 0;
+  EXPECT_TRUE(IsInvalidArgument(Train(options).status()));
+  TempDir dir;
+  WriteToyFashionMnist(dir, 32, 10);
+  TrainOptions bad_optimizer;
+  bad_optimizer.data_dir = dir.path();
+  bad_optimizer.optimizer = "rmsprop";
+  s = Train(bad_optimizer).status();
+  EXPECT_NE(s.message().find("rmsprop"), std::string::npos) << s;
+}
+
+}  // namespace
+}  // namespace weft::train
