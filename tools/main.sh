@@ -5,3 +5,4 @@ cd "$(dirname "$0")/.."
 tools/setup.sh
 tools/build.sh
 build/bin/hello_graph
+build/bin/weft train "$@"
