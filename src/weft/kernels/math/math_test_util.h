@@ -84,45 +84,21 @@ Tensor ReferenceBinary(const Tensor& x, const Tensor& y, Fn fn) {
   return z;
 }
 
-// Runs `op`'s CPU kernel on `inputs` without running its shape function first.
+// Runs `op`'s CPU kernel on `inputs` without running its shape function first (node "k").
 inline StatusOr<std::vector<Tensor>> RunKernelOnly(
     const std::string& op_name, std::vector<Tensor> inputs,
     const std::map<std::string, proto::AttrValue>& attrs) {
   static testing::KernelRunner* runner = new testing::KernelRunner(1);
-  WEFT_ASSIGN_OR_RETURN(const OpDef* op, ops::AllOps().LookUp(op_name));
-  proto::NodeDef node;
-  node.set_name("k");
-  node.set_op(op_name);
-  for (const auto& [name, value] : attrs) (*node.mutable_attr())[name] = value;
-  for (size_t i = 0; i < inputs.size(); ++i) node.add_input(StrCat("input", i));
-  AddDefaultsToNodeDef(*op, &node);
-  WEFT_RETURN_IF_ERROR(ValidateNodeDef(node, *op));
-  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> kernel,
-                        AllKernels().CreateKernel(node, *op, runner->device()));
-  OpKernelContext::Params params;
-  params.kernel = kernel.get();
-  params.device = runner->device();
-  params.inputs = &inputs;
-  OpKernelContext context(params);
-  WEFT_RETURN_IF_ERROR(kernel->Compute(&context));
-  return std::move(context.outputs());
+  return runner->RunKernelOnly(op_name, std::move(inputs), attrs, "k");
 }
 
 // Runs `op`'s shape function on `shapes` (with `values[i]` the constant value of input i, or
-// nullptr); attrs get their defaults. Returns the output shapes.
+// nullptr); attrs get their defaults. Returns the output shapes (node "s").
 inline StatusOr<std::vector<PartialShape>> InferShapes(
     const std::string& op_name, const std::vector<PartialShape>& shapes,
     const std::vector<const Tensor*>& values,
     const std::map<std::string, proto::AttrValue>& attrs) {
-  WEFT_ASSIGN_OR_RETURN(const OpDef* op, ops::AllOps().LookUp(op_name));
-  proto::NodeDef node;
-  node.set_name("s");
-  node.set_op(op_name);
-  for (const auto& [name, value] : attrs) (*node.mutable_attr())[name] = value;
-  AddDefaultsToNodeDef(*op, &node);
-  InferenceContext context(node, *op, shapes, values, static_cast<int>(op->outputs.size()));
-  WEFT_RETURN_IF_ERROR(op->shape_fn(context));
-  return context.outputs();
+  return testing::InferShapes(op_name, shapes, values, attrs, "s");
 }
 
 }  // namespace weft::kernels::test

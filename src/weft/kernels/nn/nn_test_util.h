@@ -73,16 +73,7 @@ inline StatusOr<std::vector<PartialShape>> InferShapes(const std::string& op_nam
                                                        std::vector<PartialShape> inputs,
                                                        const AttrMap& attrs,
                                                        std::vector<const Tensor*> values = {}) {
-  WEFT_ASSIGN_OR_RETURN(const OpDef* op, ops::AllOps().LookUp(op_name));
-  proto::NodeDef node;
-  node.set_name("shape_test");
-  node.set_op(op_name);
-  for (const auto& [name, value] : attrs) (*node.mutable_attr())[name] = value;
-  AddDefaultsToNodeDef(*op, &node);
-  InferenceContext context(node, *op, std::move(inputs), std::move(values),
-                           static_cast<int>(op->outputs.size()));
-  WEFT_RETURN_IF_ERROR(op->shape_fn(context));
-  return context.outputs();
+  return InferShapes(op_name, std::move(inputs), std::move(values), attrs, "shape_test");
 }
 
 // d f / d x by central differences with step `h`, for f of a float64 tensor.
@@ -135,29 +126,12 @@ class ScopedBlasThreads {
 };
 
 // Runs `op_name`'s kernel without its shape function, so tests reach the checks a kernel makes
-// itself (in a graph whose shapes are unknown they are the only ones). `attrs` must set every type
-// attr. The node is named like KernelRunner's, "test_<op>".
+// itself. The node is named like KernelRunner's, "test_<op>".
 inline StatusOr<std::vector<Tensor>> RunKernelOnly(const std::string& op_name,
                                                    std::vector<Tensor> inputs,
                                                    const AttrMap& attrs) {
-  static CpuDevice* device = new CpuDevice("/job:localhost/replica:0/task:0/device:CPU:0", 2);
-  WEFT_ASSIGN_OR_RETURN(const OpDef* op, ops::AllOps().LookUp(op_name));
-  proto::NodeDef node;
-  node.set_name("test_" + op_name);
-  node.set_op(op_name);
-  for (const auto& [name, value] : attrs) (*node.mutable_attr())[name] = value;
-  for (size_t i = 0; i < inputs.size(); ++i) node.add_input(StrCat("input", i));
-  AddDefaultsToNodeDef(*op, &node);
-  WEFT_RETURN_IF_ERROR(ValidateNodeDef(node, *op));
-  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> kernel,
-                        kernels::AllKernels().CreateKernel(node, *op, device));
-  OpKernelContext::Params params;
-  params.kernel = kernel.get();
-  params.device = device;
-  params.inputs = &inputs;
-  OpKernelContext context(params);
-  WEFT_RETURN_IF_ERROR(kernel->Compute(&context));
-  return std::move(context.outputs());
+  static KernelRunner* runner = new KernelRunner(2);
+  return runner->RunKernelOnly(op_name, std::move(inputs), attrs);
 }
 
 // Expects `status` to be an InvalidArgument naming the KernelRunner's node for `op` and holding
