@@ -73,6 +73,14 @@ CLI::App* AddTrainCommand(CLI::App& app, TrainFlags& flags) {
   train->add_option("--threads", flags.threads, "Threads per pool (0: one per core)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  train
+      ->add_option("--inter-op-threads", flags.inter_op_threads,
+                   "Threads running independent nodes (default: --threads, else 1)")
+      ->check(CLI::NonNegativeNumber);
+  train
+      ->add_option("--intra-op-threads", flags.intra_op_threads,
+                   "Threads inside one kernel, OpenBLAS included (default: --threads)")
+      ->check(CLI::NonNegativeNumber);
   train->add_flag("--json", flags.json, "End with one JSON summary line");
   return train;
 }
@@ -92,8 +100,13 @@ int RunTrainCommand(const TrainFlags& flags) {
   options.learning_rate = flags.learning_rate;
   options.seed = flags.seed;
   options.data_dir = flags.data_dir;
-  options.inter_op_threads = flags.threads;
-  options.intra_op_threads = flags.threads;
+  // One inter-op thread by default: a training step is a chain of kernels that are each
+  // parallel inside, and a second inter-op pool beside the intra-op and OpenBLAS threads
+  // oversubscribes the cores (measured on the 2-core machine: ~55k vs ~86k images/s for W1).
+  options.inter_op_threads = flags.inter_op_threads >= 0 ? flags.inter_op_threads
+                             : flags.threads > 0         ? flags.threads
+                                                         : 1;
+  options.intra_op_threads = flags.intra_op_threads >= 0 ? flags.intra_op_threads : flags.threads;
 
   bool terminal = isatty(fileno(stdout)) != 0;
   train::TrainCallbacks callbacks;

@@ -16,6 +16,8 @@ struct TrainFlags {
   std::string data_dir;
   bool json = false;
   int threads = 0;
+  int inter_op_threads = -1;  // -1: take --threads
+  int intra_op_threads = -1;  // -1: take --threads
 };
 
 // Declares the subcommand and its flags on `app`; the flags are written into `flags`.
