@@ -15,6 +15,38 @@ InferenceContext::InferenceContext(const proto::NodeDef& node, const OpDef& op,
 
 std::string InferenceContext::NodePrefix() const { return StrCat(FormatNodeForError(node_), ": "); }
 
+std::optional<std::vector<int64_t>> InferenceContext::ConstantIntVector(int i) const {
+  const Tensor* t = input_tensor(i);
+  if (t == nullptr) return std::nullopt;
+  std::vector<int64_t> values;
+  if (t->dtype() == DataType::kInt32) {
+    for (int32_t v : t->flat<int32_t>()) values.push_back(v);
+  } else if (t->dtype() == DataType::kInt64) {
+    for (int64_t v : t->flat<int64_t>()) values.push_back(v);
+  } else {
+    return std::nullopt;
+  }
+  return values;
+}
+
+Status InferenceContext::SetOutputFromShapeInput(int output, int input) {
+  WEFT_RETURN_IF_ERROR(WithRank(input, 1));
+  std::optional<std::vector<int64_t>> dims = ConstantIntVector(input);
+  if (!dims.has_value()) {
+    const PartialShape& shape = inputs_[input];
+    int64_t rank = shape.rank() == 1 ? shape.dim(0) : -1;
+    set_output(output, rank >= 0 ? PartialShape::UnknownOfRank(static_cast<int>(rank))
+                                 : PartialShape::UnknownRank());
+    return Status::OK();
+  }
+  StatusOr<TensorShape> shape = TensorShape::Create(*dims);
+  if (!shape.ok()) {
+    return Error("bad shape [", StrJoin(*dims, ","), "]: ", shape.status().message());
+  }
+  set_output(output, PartialShape(*shape));
+  return Status::OK();
+}
+
 Status InferenceContext::WithRank(int i, int rank) const {
   const PartialShape& shape = inputs_[i];
   if (shape.rank_known() && shape.rank() != rank) {

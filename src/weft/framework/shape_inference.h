@@ -4,6 +4,7 @@
 // such errors surface before any step runs. One InferenceContext per node; not thread-safe.
 #pragma once
 
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -48,6 +49,12 @@ class InferenceContext {
   Status GetAttr(std::string_view name, T* value) const {
     return GetNodeAttr(node_, name, value);
   }
+
+  // The values of input `i` when it is a constant int32/int64 tensor; nullopt otherwise.
+  std::optional<std::vector<int64_t>> ConstantIntVector(int i) const;
+  // Sets output `output` to the shape held by the 1-D int input `input` (Fill's dims, a random
+  // op's shape): exact when the input is constant, else only its rank when the length is known.
+  Status SetOutputFromShapeInput(int output, int input);
 
   // Checks that input `i` has rank `rank` (when its rank is known).
   Status WithRank(int i, int rank) const;

@@ -42,22 +42,6 @@ int64_t VectorLength(const InferenceContext& context, int i) {
   return shape.rank() == 1 ? shape.dim(0) : -1;
 }
 
-// Output 0 is the shape held by the 1-D input `i` (Fill's dims): exact when constant, else a rank
-// taken from the input's length.
-Status ShapeFromVectorInput(InferenceContext& context, int i) {
-  WEFT_RETURN_IF_ERROR(context.WithRank(i, 1));
-  const Tensor* tensor = context.input_tensor(i);
-  if (tensor == nullptr) {
-    SetUnknownOfRank(context, VectorLength(context, i));
-    return Status::OK();
-  }
-  std::vector<int64_t> dims = IndexValues(*tensor);
-  StatusOr<TensorShape> shape = TensorShape::Create(dims);
-  if (!shape.ok()) return context.Error("bad shape [", StrJoin(dims, ","), "]: ", shape.status());
-  context.set_output(0, PartialShape(*shape));
-  return Status::OK();
-}
-
 Status ConstShape(InferenceContext& context) {
   WEFT_ASSIGN_OR_RETURN(const proto::AttrValue* value, FindNodeAttr(context.node_def(), "value"));
   DataType dtype;
@@ -191,7 +175,7 @@ Status SqueezeShape(InferenceContext& context) {
 
 Status FillShape(InferenceContext& context) {
   WEFT_RETURN_IF_ERROR(context.WithRank(1, 0));
-  return ShapeFromVectorInput(context, 0);
+  return context.SetOutputFromShapeInput(0, 0);
 }
 
 void RegisterMetadataOps(OpRegistry& registry) {

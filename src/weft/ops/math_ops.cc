@@ -103,19 +103,6 @@ Status MatMulShape(InferenceContext& context) {
   return Status::OK();
 }
 
-// Reads a known int32/int64 vector input; false when its value is unknown.
-bool KnownIntVector(const InferenceContext& context, int i, std::vector<int64_t>* values) {
-  const Tensor* t = context.input_tensor(i);
-  if (t == nullptr) return false;
-  values->clear();
-  if (t->dtype() == DataType::kInt32) {
-    for (int32_t v : t->flat<int32_t>()) values->push_back(v);
-  } else {
-    for (int64_t v : t->flat<int64_t>()) values->push_back(v);
-  }
-  return true;
-}
-
 // The number of gradient reduction axes for each side of a broadcast of s0 with s1 (the kernel
 // computes the axes themselves); InvalidArgument when the shapes cannot be broadcast.
 Status GradientAxisCounts(const InferenceContext& context, const std::vector<int64_t>& s0,
@@ -139,10 +126,11 @@ Status GradientAxisCounts(const InferenceContext& context, const std::vector<int
 Status BroadcastGradientArgsShape(InferenceContext& context) {
   WEFT_RETURN_IF_ERROR(context.WithRank(0, 1));
   WEFT_RETURN_IF_ERROR(context.WithRank(1, 1));
-  std::vector<int64_t> s0, s1;
-  if (KnownIntVector(context, 0, &s0) && KnownIntVector(context, 1, &s1)) {
+  std::optional<std::vector<int64_t>> s0 = context.ConstantIntVector(0);
+  std::optional<std::vector<int64_t>> s1 = context.ConstantIntVector(1);
+  if (s0.has_value() && s1.has_value()) {
     int64_t n0 = 0, n1 = 0;
-    WEFT_RETURN_IF_ERROR(GradientAxisCounts(context, s0, s1, &n0, &n1));
+    WEFT_RETURN_IF_ERROR(GradientAxisCounts(context, *s0, *s1, &n0, &n1));
     context.set_output(0, PartialShape({n0}));
     context.set_output(1, PartialShape({n1}));
     return Status::OK();

@@ -9,28 +9,7 @@ namespace weft::ops {
 namespace {
 
 // Output 0 has the shape held by the 1-D int input 0: exact when constant, else rank only.
-Status RandomShape(InferenceContext& context) {
-  WEFT_RETURN_IF_ERROR(context.WithRank(0, 1));
-  const Tensor* tensor = context.input_tensor(0);
-  if (tensor == nullptr) {
-    const PartialShape& input = context.input(0);
-    int64_t rank = input.rank() == 1 ? input.dim(0) : -1;
-    context.set_output(0, rank >= 0 ? PartialShape::UnknownOfRank(static_cast<int>(rank))
-                                    : PartialShape::UnknownRank());
-    return Status::OK();
-  }
-  std::vector<int64_t> dims(static_cast<size_t>(tensor->NumElements()));
-  for (size_t i = 0; i < dims.size(); ++i) {
-    dims[i] = tensor->dtype() == DataType::kInt32 ? tensor->data<int32_t>()[i]
-                                                  : tensor->data<int64_t>()[i];
-  }
-  StatusOr<TensorShape> shape = TensorShape::Create(dims);
-  if (!shape.ok()) {
-    return context.Error("bad shape [", StrJoin(dims, ","), "]: ", shape.status().message());
-  }
-  context.set_output(0, PartialShape(*shape));
-  return Status::OK();
-}
+Status RandomShape(InferenceContext& context) { return context.SetOutputFromShapeInput(0, 0); }
 
 void RegisterRandomOp(OpRegistry& registry, const char* name, const char* doc) {
   registry.RegisterOrDie(OpDefBuilder(name)

@@ -9,19 +9,6 @@
 namespace weft::ops {
 namespace {
 
-// Reads a known int32/int64 input; false when its value is unknown.
-bool KnownInts(const InferenceContext& context, int i, std::vector<int64_t>* values) {
-  const Tensor* t = context.input_tensor(i);
-  if (t == nullptr) return false;
-  values->clear();
-  if (t->dtype() == DataType::kInt32) {
-    for (int32_t v : t->flat<int32_t>()) values->push_back(v);
-  } else {
-    for (int64_t v : t->flat<int64_t>()) values->push_back(v);
-  }
-  return true;
-}
-
 // input [d0..dn-1], reduction_indices (scalar or vector) -> the input without (or, with keep_dims,
 // with size 1 at) the reduced axes.
 Status ReductionShape(InferenceContext& context) {
@@ -33,13 +20,14 @@ Status ReductionShape(InferenceContext& context) {
   }
   bool keep_dims = false;
   WEFT_RETURN_IF_ERROR(context.GetAttr("keep_dims", &keep_dims));
-  std::vector<int64_t> axes;
-  if (!KnownInts(context, 1, &axes)) {
+  std::optional<std::vector<int64_t>> known_axes = context.ConstantIntVector(1);
+  if (!known_axes.has_value()) {
     context.set_output(0, keep_dims && input.rank_known()
                               ? PartialShape::UnknownOfRank(input.rank())
                               : PartialShape::UnknownRank());
     return Status::OK();
   }
+  const std::vector<int64_t>& axes = *known_axes;
   if (!input.rank_known()) {
     context.set_output(0, axes.empty() ? input : PartialShape::UnknownRank());
     return Status::OK();
@@ -75,11 +63,12 @@ Status ArgMaxShape(InferenceContext& context) {
     return Status::OK();
   }
   const int rank = input.rank();
-  std::vector<int64_t> axis;
-  if (!KnownInts(context, 1, &axis)) {
+  std::optional<std::vector<int64_t>> known_axis = context.ConstantIntVector(1);
+  if (!known_axis.has_value()) {
     context.set_output(0, PartialShape::UnknownOfRank(rank - 1));
     return Status::OK();
   }
+  const std::vector<int64_t>& axis = *known_axis;
   if (axis.size() != 1) return context.Error("dimension must be a scalar");
   if (axis[0] < -rank || axis[0] >= rank) {
     return context.Error("dimension ", axis[0], " is out of range for input of rank ", rank,
