@@ -102,6 +102,13 @@ Status UnchangedShape(InferenceContext& context) {
   return Status::OK();
 }
 
+Status ShapeFromShapeAttr(InferenceContext& context) {
+  PartialShape shape;
+  WEFT_RETURN_IF_ERROR(context.GetAttr("shape", &shape));
+  context.set_output(0, shape);
+  return Status::OK();
+}
+
 Status ScalarShape(InferenceContext& context) {
   for (int i = 0; i < context.num_outputs(); ++i) context.set_output(i, PartialShape({}));
   return Status::OK();

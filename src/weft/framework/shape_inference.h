@@ -83,6 +83,8 @@ class InferenceContext {
 namespace shape_fn {
 // Output 0 has the shape of input 0.
 Status UnchangedShape(InferenceContext& context);
+// Output 0 has the shape in the node's "shape" attr (Placeholder, _Arg).
+Status ShapeFromShapeAttr(InferenceContext& context);
 // Every output is a scalar.
 Status ScalarShape(InferenceContext& context);
 // Every output shape is unknown.

@@ -191,12 +191,7 @@ void RegisterMetadataOps(OpRegistry& registry) {
                              .Attr("dtype: type")
                              .Attr("shape: shape = unknown")
                              .SetIsStateful()
-                             .SetShapeFn([](InferenceContext& context) {
-                               PartialShape shape;
-                               WEFT_RETURN_IF_ERROR(context.GetAttr("shape", &shape));
-                               context.set_output(0, shape);
-                               return Status::OK();
-                             })
+                             .SetShapeFn(shape_fn::ShapeFromShapeAttr)
                              .Doc("A value that must be fed when the step runs."));
   registry.RegisterOrDie(OpDefBuilder("Identity")
                              .Input("input: T")

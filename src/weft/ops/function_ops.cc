@@ -12,12 +12,7 @@ void RegisterFunctionOps(OpRegistry& registry) {
                              .Attr("index: int >= 0")
                              .Attr("shape: shape")
                              .SetIsStateful()
-                             .SetShapeFn([](InferenceContext& context) {
-                               PartialShape shape;
-                               WEFT_RETURN_IF_ERROR(context.GetAttr("shape", &shape));
-                               context.set_output(0, shape);
-                               return Status::OK();
-                             })
+                             .SetShapeFn(shape_fn::ShapeFromShapeAttr)
                              .Doc("The value fed for argument `index` of the step."));
   registry.RegisterOrDie(OpDefBuilder("_Retval")
                              .Input("input: T")
