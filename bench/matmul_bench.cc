@@ -1,5 +1,8 @@
-// MatMul 1024x1024 float32: Weft's MatMul op run through a DirectSession against OpenBLAS's
-// cblas_sgemm called directly, both with OpenBLAS sized to the same thread count.
+// MatMul float32: Weft's MatMul op run through a DirectSession (OpenBLAS single-threaded, the
+// product split over Weft's intra-op threads) against OpenBLAS's cblas_sgemm called directly with
+// its own threads, both with the same thread count. Arguments: threads, m, n, k. Shapes: the
+// square 1024 case and the GEMMs of a W1 (MLP) training step, where splitting small products is
+// hardest.
 #include <random>
 
 #include <benchmark/benchmark.h>
@@ -12,28 +15,35 @@
 namespace weft {
 namespace {
 
-constexpr int kSize = 1024;
-
-Tensor RandomMatrix(uint32_t seed) {
-  Tensor t(DataType::kFloat, TensorShape({kSize, kSize}));
+Tensor RandomMatrix(int64_t rows, int64_t cols, uint32_t seed) {
+  Tensor t(DataType::kFloat, TensorShape({rows, cols}));
   std::mt19937 generator(seed);
   std::uniform_real_distribution<float> uniform(-1, 1);
   for (float& v : t.flat<float>()) v = uniform(generator);
   return t;
 }
 
-void SetFlops(benchmark::State& state) {
-  state.counters["GFLOPS"] = benchmark::Counter(
-      2.0 * kSize * kSize * kSize * static_cast<double>(state.iterations()) / 1e9,
-      benchmark::Counter::kIsRate);
+struct Dims {
+  int threads, m, n, k;
+};
+Dims ReadDims(const benchmark::State& state) {
+  return {static_cast<int>(state.range(0)), static_cast<int>(state.range(1)),
+          static_cast<int>(state.range(2)), static_cast<int>(state.range(3))};
+}
+
+void SetFlops(benchmark::State& state, const Dims& d) {
+  state.counters["GFLOPS"] =
+      benchmark::Counter(2.0 * d.m * d.n * d.k * static_cast<double>(state.iterations()) / 1e9,
+                         benchmark::Counter::kIsRate);
 }
 
 void BM_WeftMatMul(benchmark::State& state) {
+  const Dims d = ReadDims(state);
   Scope root = Scope::NewRootScope();
-  ops::MatMul(root.WithOpName("product"), ops::Const(root, RandomMatrix(1)),
-              ops::Const(root, RandomMatrix(2)));
+  ops::MatMul(root.WithOpName("product"), ops::Const(root, RandomMatrix(d.m, d.k, 1)),
+              ops::Const(root, RandomMatrix(d.k, d.n, 2)));
   SessionOptions options;
-  options.config.set_intra_op_parallelism_threads(static_cast<int>(state.range(0)));
+  options.config.set_intra_op_parallelism_threads(d.threads);
   options.config.set_inter_op_parallelism_threads(1);
   auto session = NewSession(options).value();
   if (!session->Create(root.ToGraphDef().value()).ok()) std::abort();
@@ -43,22 +53,32 @@ void BM_WeftMatMul(benchmark::State& state) {
     Status status = session->Run({}, {"product"}, {}, &outputs);
     benchmark::DoNotOptimize(status);
   }
-  SetFlops(state);
+  SetFlops(state, d);
 }
-BENCHMARK(BM_WeftMatMul)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_OpenBlasSgemm(benchmark::State& state) {
-  ConfigureBlasThreads(static_cast<int>(state.range(0)));
-  Tensor a = RandomMatrix(1), b = RandomMatrix(2);
-  Tensor c(DataType::kFloat, TensorShape({kSize, kSize}));
+  const Dims d = ReadDims(state);
+  ConfigureBlasThreads(d.threads);
+  Tensor a = RandomMatrix(d.m, d.k, 1), b = RandomMatrix(d.k, d.n, 2);
+  Tensor c(DataType::kFloat, TensorShape({d.m, d.n}));
   for (auto _ : state) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, kSize, kSize, kSize, 1.0f,
-                a.data<float>(), kSize, b.data<float>(), kSize, 0.0f, c.data<float>(), kSize);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, d.m, d.n, d.k, 1.0f, a.data<float>(),
+                d.k, b.data<float>(), d.n, 0.0f, c.data<float>(), d.n);
     benchmark::ClobberMemory();
   }
-  SetFlops(state);
+  SetFlops(state, d);
 }
-BENCHMARK(BM_OpenBlasSgemm)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void Shapes(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"threads", "m", "n", "k"});
+  b->Args({2, 1024, 1024, 1024});
+  // W1 (MLP, batch 128) forward and weight-gradient GEMMs.
+  b->Args({2, 128, 256, 784});
+  b->Args({2, 784, 256, 128});
+  b->Args({2, 128, 256, 256});
+}
+BENCHMARK(BM_WeftMatMul)->Apply(Shapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_OpenBlasSgemm)->Apply(Shapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 }  // namespace
 }  // namespace weft

@@ -28,11 +28,18 @@ def main():
             assert bench["time_unit"] == "us"
             print(f"METRIC {metric} {bench['real_time'] / bench['nodes']:.3f} us")
     elif kind == "matmul":
-        weft = runs["BM_WeftMatMul/2/real_time"]["GFLOPS"]
-        blas = runs["BM_OpenBlasSgemm/2/real_time"]["GFLOPS"]
-        print(f"METRIC matmul1024_weft_gflops {weft:.1f} GFLOP/s")
-        print(f"METRIC matmul1024_openblas_gflops {blas:.1f} GFLOP/s")
-        print(f"RATIO matmul1024_vs_openblas {weft / blas:.3f}")
+        # One RATIO per shape: Weft's MatMul op against cblas_sgemm on OpenBLAS's own threads.
+        for name, run in runs.items():
+            if not name.startswith("BM_WeftMatMul/"):
+                continue
+            shape = name[len("BM_WeftMatMul/"):-len("/real_time")]
+            dims = "x".join(part.split(":")[1] for part in shape.split("/")[1:])
+            label = "matmul1024" if dims == "1024x1024x1024" else f"matmul_{dims}"
+            weft = run["GFLOPS"]
+            blas = runs[name.replace("BM_WeftMatMul", "BM_OpenBlasSgemm")]["GFLOPS"]
+            print(f"METRIC {label}_weft_gflops {weft:.1f} GFLOP/s")
+            print(f"METRIC {label}_openblas_gflops {blas:.1f} GFLOP/s")
+            print(f"RATIO {label}_vs_openblas {weft / blas:.3f}")
     elif kind == "train":
         for model in ("mlp", "cnn"):
             weft = load_json(f"{path}/weft_{model}.json")["train_images_per_sec"]

@@ -1,5 +1,6 @@
 // DeviceBase: what a kernel may ask of the device it runs on — its name and type, and the CPU
-// worker threads for intra-op parallelism (an Eigen ThreadPoolDevice). Runtime devices derive from
+// worker threads for intra-op parallelism (a weft::ThreadPool, also wrapped as an Eigen
+// ThreadPoolDevice for Eigen expressions). Runtime devices derive from
 // it; tests can use it directly. Each device owns a ResourceMgr holding the resources (variables)
 // that live on it. Immutable after construction (the ResourceMgr synchronises itself); safe from
 // any thread.
@@ -15,6 +16,8 @@ struct ThreadPoolDevice;
 }  // namespace Eigen
 
 namespace weft {
+
+class ThreadPool;
 
 class DeviceBase {
  public:
@@ -32,14 +35,17 @@ class DeviceBase {
   const std::string& device_type() const { return device_type_; }
 
   // Intra-op threads for kernels; set by the device before any kernel runs. Never null for CPU.
+  // A parallel loop uses at most intra_op_threads() shards, one of them on the calling thread.
   const Eigen::ThreadPoolDevice* eigen_cpu_device() const { return eigen_cpu_device_; }
+  ThreadPool* intra_op_pool() const { return intra_op_pool_; }
   int intra_op_threads() const { return intra_op_threads_; }
 
   // The resources (variables) living on this device; owned by the device, never null.
   ResourceMgr* resource_manager() const { return resource_manager_.get(); }
 
  protected:
-  void set_eigen_cpu_device(const Eigen::ThreadPoolDevice* device, int threads) {
+  void set_intra_op_threads(ThreadPool* pool, const Eigen::ThreadPoolDevice* device, int threads) {
+    intra_op_pool_ = pool;
     eigen_cpu_device_ = device;
     intra_op_threads_ = threads;
   }
@@ -48,6 +54,7 @@ class DeviceBase {
   const std::string name_;
   const std::string device_type_;
   const std::unique_ptr<ResourceMgr> resource_manager_;
+  ThreadPool* intra_op_pool_ = nullptr;
   const Eigen::ThreadPoolDevice* eigen_cpu_device_ = nullptr;
   int intra_op_threads_ = 1;
 };

@@ -5,6 +5,7 @@
 #define EIGEN_USE_THREADS
 #include <unsupported/Eigen/CXX11/Tensor>
 
+#include "weft/core/thread_pool.h"
 #include "weft/framework/device_base.h"
 #include "weft/framework/op_kernel.h"
 

@@ -40,7 +40,7 @@ class DirectSession final : public Session {
         inter_op_pool_(std::make_unique<ThreadPool>(
             "inter_op", ThreadsOrDefault(options.config.inter_op_parallelism_threads()))),
         graph_(std::make_unique<Graph>(op_registry_)) {
-    ConfigureBlasThreads(device_->intra_op_threads());
+    UseSingleThreadedBlas();
   }
 
   ~DirectSession() override { Close().IgnoreError(); }

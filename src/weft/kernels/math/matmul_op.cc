@@ -1,6 +1,6 @@
 // CPU kernel for MatMul: a [M,K] (or [K,M] with transpose_a) times b [K,N] (or [N,K] with
-// transpose_b) -> [M,N]. float32 and float64 call OpenBLAS's gemm (its thread count is set by the
-// runtime, never here); int32 and int64 use Eigen's matrix product on the calling thread.
+// transpose_b) -> [M,N]. float32 and float64 call OpenBLAS's gemm, split over the intra-op threads
+// (see kernels/gemm.h); int32 and int64 use Eigen's matrix product on the calling thread.
 #include <algorithm>
 #include <limits>
 #include <type_traits>
@@ -9,6 +9,7 @@
 #include <cblas.h>
 
 #include "weft/framework/node_def_util.h"
+#include "weft/kernels/gemm.h"
 #include "weft/kernels/math/math_kernels.h"
 
 namespace weft::kernels {
@@ -71,19 +72,11 @@ class MatMulOp final : public OpKernel {
         return InvalidArgument(FormatNodeForError(def()), ": dimensions of ", a.shape(), " x ",
                                b.shape(), " exceed what BLAS can index");
       }
-      const CBLAS_TRANSPOSE ta = transpose_a_ ? CblasTrans : CblasNoTrans;
-      const CBLAS_TRANSPOSE tb = transpose_b_ ? CblasTrans : CblasNoTrans;
-      const auto lda = static_cast<blasint>(a.dim_size(1));
-      const auto ldb = static_cast<blasint>(b.dim_size(1));
-      if constexpr (std::is_same_v<T, float>) {
-        cblas_sgemm(CblasRowMajor, ta, tb, static_cast<blasint>(m), static_cast<blasint>(n),
-                    static_cast<blasint>(k), 1.0f, a.data<float>(), lda, b.data<float>(), ldb, 0.0f,
-                    c, static_cast<blasint>(n));
-      } else {
-        cblas_dgemm(CblasRowMajor, ta, tb, static_cast<blasint>(m), static_cast<blasint>(n),
-                    static_cast<blasint>(k), 1.0, a.data<double>(), lda, b.data<double>(), ldb, 0.0,
-                    c, static_cast<blasint>(n));
-      }
+      ParallelGemm(
+          context,
+          GemmDims{
+              .m = m, .n = n, .k = k, .transpose_a = transpose_a_, .transpose_b = transpose_b_},
+          T(1), a.data<T>(), a.dim_size(1), b.data<T>(), b.dim_size(1), T(0), c, n);
     } else {
       IntegerMatMul(a.data<T>(), a.dim_size(0), a.dim_size(1), transpose_a_, b.data<T>(),
                     b.dim_size(0), b.dim_size(1), transpose_b_, c, m, n);

@@ -1,8 +1,11 @@
 // Tests for the MatMul kernel: hand values, every transpose combination for each dtype against a
 // reference triple loop, zero-sized dimensions, and mismatched inner dimensions.
+#include <array>
+
 #include <gtest/gtest.h>
 
 #include "weft/kernels/math/math_test_util.h"
+#include "weft/testing/scoped_blas_threads.h"
 #include "weft/testing/tensor_matchers.h"
 
 namespace weft::kernels {
@@ -72,6 +75,28 @@ TEST(MatMulOpTest, MatchesReferenceLoopForEveryTransposeAndDtype) {
   CheckAgainstReference<int32_t>(runner, 3, 4, 5, 4);
   CheckAgainstReference<int64_t>(runner, 6, 2, 3, 5);
   CheckAgainstReference<float>(runner, 1, 1, 1, 6);
+}
+
+TEST(MatMulOpTest, SplitOverThreadsMatchesOneGemmBitForBit) {
+  // With OpenBLAS single-threaded the product is split into blocks of rows (tall C) or columns
+  // (wide C); each element still sums the same products in the same order.
+  testing::ScopedBlasThreads blas(1);
+  KernelRunner one_thread(1), two_threads(2);
+  for (auto [m, k, n] : {std::array<int64_t, 3>{301, 100, 60}, {40, 100, 333}}) {
+    for (bool ta : {false, true}) {
+      for (bool tb : {false, true}) {
+        Tensor a = RandomTensor<float>(ta ? TensorShape({k, m}) : TensorShape({m, k}), 7, -1, 1);
+        Tensor b = RandomTensor<float>(tb ? TensorShape({n, k}) : TensorShape({k, n}), 8, -1, 1);
+        StatusOr<Tensor> whole = one_thread.RunOne("MatMul", {a, b}, Transposes(ta, tb));
+        StatusOr<Tensor> split = two_threads.RunOne("MatMul", {a, b}, Transposes(ta, tb));
+        ASSERT_TRUE(whole.ok()) << whole.status();
+        ASSERT_TRUE(split.ok()) << split.status();
+        EXPECT_TENSOR_EQ(*split, *whole) << m << "x" << k << "x" << n << " " << ta << tb;
+      }
+    }
+  }
+  CheckAgainstReference<float>(two_threads, 301, 100, 60, 9);
+  CheckAgainstReference<double>(two_threads, 40, 100, 333, 10);
 }
 
 TEST(MatMulOpTest, HandlesZeroSizedDimensions) {

@@ -2,7 +2,7 @@
 #include "weft/kernels/nn/conv_common.h"
 
 #include "weft/framework/node_def_util.h"
-#include "weft/kernels/nn/gemm.h"
+#include "weft/kernels/gemm.h"
 
 namespace weft::kernels {
 namespace {

@@ -8,8 +8,8 @@
 #include <algorithm>
 
 #include "weft/kernels/eigen_support.h"
+#include "weft/kernels/gemm.h"
 #include "weft/kernels/nn/conv_common.h"
-#include "weft/kernels/nn/gemm.h"
 #include "weft/kernels/nn/im2col.h"
 #include "weft/kernels/nn/nn_kernels.h"
 

@@ -20,6 +20,7 @@
 #include "weft/ops/register_ops.h"
 #include "weft/runtime/cpu_device.h"
 #include "weft/testing/kernel_runner.h"
+#include "weft/testing/scoped_blas_threads.h"
 #include "weft/testing/tensor_matchers.h"
 
 namespace weft {
@@ -109,21 +110,6 @@ std::vector<Tensor> OwnedInputs(Tensors... tensors) {
   (inputs.push_back(std::move(tensors)), ...);
   return inputs;
 }
-
-// Sets OpenBLAS's thread count for a scope (the conv kernels choose how to use the cores from it)
-// and restores the previous count after.
-class ScopedBlasThreads {
- public:
-  explicit ScopedBlasThreads(int threads) : saved_(openblas_get_num_threads()) {
-    ConfigureBlasThreads(threads);
-  }
-  ~ScopedBlasThreads() { ConfigureBlasThreads(saved_); }
-  ScopedBlasThreads(const ScopedBlasThreads&) = delete;
-  ScopedBlasThreads& operator=(const ScopedBlasThreads&) = delete;
-
- private:
-  int saved_;
-};
 
 // Runs `op_name`'s kernel without its shape function, so tests reach the checks a kernel makes
 // itself. The node is named like KernelRunner's, "test_<op>".
