@@ -18,7 +18,9 @@ namespace weft {
 
 class CallFrame;
 class CancellationManager;
+class CollectiveExecutor;
 class DeviceBase;
+class Rendezvous;
 class OpKernelContext;
 class AsyncOpKernel;
 
@@ -116,6 +118,8 @@ class OpKernelContext {
     std::vector<Tensor>* inputs = nullptr;
     CallFrame* call_frame = nullptr;
     CancellationManager* cancellation_manager = nullptr;
+    Rendezvous* rendezvous = nullptr;                   // the step's; set when it has partitions
+    CollectiveExecutor* collective_executor = nullptr;  // the step's; set when it has partitions
   };
 
   explicit OpKernelContext(const Params& params);
@@ -125,6 +129,8 @@ class OpKernelContext {
   DeviceBase* device() const { return params_.device; }
   CallFrame* call_frame() const { return params_.call_frame; }
   CancellationManager* cancellation_manager() const { return params_.cancellation_manager; }
+  Rendezvous* rendezvous() const { return params_.rendezvous; }
+  CollectiveExecutor* collective_executor() const { return params_.collective_executor; }
 
   int num_inputs() const { return static_cast<int>(params_.inputs->size()); }
   const Tensor& input(int i) const { return (*params_.inputs)[i]; }

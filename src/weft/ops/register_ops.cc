@@ -10,6 +10,7 @@ void RegisterAllOps(OpRegistry& registry) {
   RegisterStateOps(registry);
   RegisterRandomOps(registry);
   RegisterTrainingOps(registry);
+  RegisterSendRecvOps(registry);
 }
 
 const OpRegistry& AllOps() {

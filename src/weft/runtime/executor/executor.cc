@@ -107,6 +107,8 @@ class StepState : public std::enable_shared_from_this<StepState> {
       params.inputs = inputs.get();
       params.call_frame = args_.call_frame;
       params.cancellation_manager = args_.cancellation_manager;
+      params.rendezvous = args_.rendezvous;
+      params.collective_executor = args_.collective_executor;
       if (item.is_async) {
         RunAsyncNode(id, params, std::move(inputs));
         continue;

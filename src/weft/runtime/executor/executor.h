@@ -38,6 +38,8 @@ class Executor {
     CancellationManager* cancellation_manager = nullptr;  // required: the step's cancellation
     Runner runner;                                        // required: schedules on inter-op threads
     StepStatsCollector* stats = nullptr;                  // set to collect per-node timings
+    Rendezvous* rendezvous = nullptr;                     // the step's, shared by its partitions
+    CollectiveExecutor* collective_executor = nullptr;    // the step's, shared by its partitions
   };
 
   virtual ~Executor() = default;
