@@ -48,6 +48,23 @@ def main():
             print(f"METRIC train_{model}_weft_images_per_sec {weft:.0f} images/s")
             print(f"METRIC train_{model}_torch_images_per_sec {torch:.0f} images/s")
             print(f"RATIO train_{model}_vs_torch {weft / torch:.3f}")
+    elif kind == "allreduce":
+        # W3: median time and bus bandwidth per size and participant count, and the 64 MB, 4-device
+        # all-reduce against one thread summing four 64 MB buffers.
+        def size_label(size):
+            return f"{size >> 20}mb" if size >= 1 << 20 else f"{size >> 10}kb"
+        for name, run in runs.items():
+            if not name.startswith("BM_AllReduce/"):
+                continue
+            fields = dict(part.split(":") for part in name.split("/")[1:] if ":" in part)
+            label = f"allreduce_{size_label(int(fields['bytes']))}_{fields['devices']}dev"
+            assert run["time_unit"] == "us"
+            print(f"METRIC {label}_us {run['real_time']:.1f} us")
+            print(f"METRIC {label}_busbw_gbps {run['bus_bytes_per_second'] / 1e9:.2f} GB/s")
+        plain = runs["BM_PlainSum/real_time"]["real_time"]
+        allreduce = runs["BM_AllReduce/bytes:67108864/devices:4/real_time"]["real_time"]
+        print(f"METRIC plain_sum_64mb_x4_us {plain:.1f} us")
+        print(f"RATIO allreduce64mb_4dev_vs_plain_sum {plain / allreduce:.3f}")
     else:
         raise SystemExit(f"unknown kind {kind}")
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs Weft's benchmarks and prints `METRIC <name> <value> <unit>` and `RATIO <name> <value>` lines
 # (a RATIO above 1 means Weft is better). Usage: bench/run.sh [executor] [matmul] [train]
-# (all when none). `train` needs PyTorch (Debian's python3-torch) for the peer side.
+# [allreduce] (all when none). `train` needs PyTorch (Debian's python3-torch) for the peer side.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Debian's OpenBLAS misdetects newer Xeons; pick its kernels as the weft binary does.
@@ -12,7 +12,7 @@ fi
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build --target executor_bench matmul_bench weft >/dev/null
 names=("$@")
-[[ ${#names[@]} -eq 0 ]] && names=(executor matmul train)
+[[ ${#names[@]} -eq 0 ]] && names=(executor matmul train allreduce)
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
@@ -41,6 +41,13 @@ for name in "${names[@]}"; do
       done
       python3 bench/report.py train "$out"
       ;;
-    *) echo "unknown benchmark '$name' (known: executor matmul train)" >&2; exit 2 ;;
+    allreduce)
+      # W3: all-reduce through LocalCollectiveExecutor; BM_PlainSum is the one-thread floor.
+      cmake --build build --target allreduce_bench >/dev/null
+      build/bench/allreduce_bench --benchmark_format=json --benchmark_repetitions=5 \
+        --benchmark_report_aggregates_only=true >"$out/allreduce.json"
+      python3 bench/report.py allreduce "$out/allreduce.json"
+      ;;
+    *) echo "unknown benchmark '$name' (known: executor matmul train allreduce)" >&2; exit 2 ;;
   esac
 done

@@ -8,6 +8,8 @@ void RegisterAllKernels(KernelRegistry& registry) {
   RegisterNnKernels(registry);
   RegisterFunctionKernels(registry);
   RegisterStateKernels(registry);
+  RegisterSendRecvKernels(registry);
+  RegisterCollectiveKernels(registry);
 }
 
 const KernelRegistry& AllKernels() {

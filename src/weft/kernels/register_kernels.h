@@ -6,11 +6,13 @@
 
 namespace weft::kernels {
 
-void RegisterArrayKernels(KernelRegistry& registry);     // array/
-void RegisterMathKernels(KernelRegistry& registry);      // math/
-void RegisterNnKernels(KernelRegistry& registry);        // nn/
-void RegisterFunctionKernels(KernelRegistry& registry);  // function/: _Arg, _Retval
-void RegisterStateKernels(KernelRegistry& registry);     // state/: variables, random, optimizers
+void RegisterArrayKernels(KernelRegistry& registry);       // array/
+void RegisterMathKernels(KernelRegistry& registry);        // math/
+void RegisterNnKernels(KernelRegistry& registry);          // nn/
+void RegisterFunctionKernels(KernelRegistry& registry);    // function/: _Arg, _Retval
+void RegisterStateKernels(KernelRegistry& registry);       // state/: variables, random, optimizers
+void RegisterSendRecvKernels(KernelRegistry& registry);    // sendrecv/: _Send, _Recv
+void RegisterCollectiveKernels(KernelRegistry& registry);  // collective/: CollectiveAllReduce
 
 // Calls every Register...Kernels function above.
 void RegisterAllKernels(KernelRegistry& registry);

@@ -11,6 +11,7 @@ void RegisterAllOps(OpRegistry& registry) {
   RegisterRandomOps(registry);
   RegisterTrainingOps(registry);
   RegisterSendRecvOps(registry);
+  RegisterCollectiveOps(registry);
 }
 
 const OpRegistry& AllOps() {

@@ -12,18 +12,17 @@
 #include "weft/kernels/register_kernels.h"
 #include "weft/ops/register_ops.h"
 #include "weft/runtime/cpu_device.h"
-#include "weft/runtime/executor/executor.h"
+#include "weft/runtime/device_mgr.h"
+#include "weft/runtime/step_executors.h"
 
 namespace weft {
 namespace {
-
-constexpr char kLocalCpuName[] = "/job:localhost/replica:0/task:0/device:CPU:0";
 
 int ThreadsOrDefault(int requested) { return requested > 0 ? requested : NumSchedulableCpus(); }
 
 // What a cached signature needs at Run time: its executor and what each feed must look like.
 struct PreparedStep {
-  std::unique_ptr<Executor> executor;
+  std::unique_ptr<StepExecutors> executors;
   std::vector<DataType> feed_types;
   std::vector<PartialShape> feed_shapes;
 };
@@ -35,8 +34,8 @@ class DirectSession final : public Session {
         op_registry_(options.op_registry ? *options.op_registry : ops::AllOps()),
         kernel_registry_(options.kernel_registry ? *options.kernel_registry
                                                  : kernels::AllKernels()),
-        device_(std::make_unique<CpuDevice>(
-            kLocalCpuName, ThreadsOrDefault(options.config.intra_op_parallelism_threads()))),
+        devices_(CreateLocalDevices(
+            options.config, ThreadsOrDefault(options.config.intra_op_parallelism_threads()))),
         inter_op_pool_(std::make_unique<ThreadPool>(
             "inter_op", ThreadsOrDefault(options.config.inter_op_parallelism_threads()))),
         graph_(std::make_unique<Graph>(op_registry_)) {
@@ -48,6 +47,7 @@ class DirectSession final : public Session {
   Status Create(const proto::GraphDef& graph_def) override {
     std::lock_guard<std::mutex> lock(mu_);
     WEFT_RETURN_IF_ERROR(CheckOpen());
+    WEFT_RETURN_IF_ERROR(devices_.status());
     if (graph_->num_nodes() > 0) {
       return AlreadyExists("a graph has already been created for this session");
     }
@@ -94,19 +94,19 @@ class DirectSession final : public Session {
     CallFrame call_frame(std::move(args), static_cast<int>(output_names.size()));
     CancellationManager cancellation;
     StepStatsCollector stats;
-    Executor::Args executor_args;
-    executor_args.step_id = next_step_id_.fetch_add(1);
-    executor_args.call_frame = &call_frame;
-    executor_args.cancellation_manager = &cancellation;
-    executor_args.runner = [pool = inter_op_pool_.get()](std::function<void()> fn) {
+    StepExecutors::RunArgs run_args;
+    run_args.step_id = next_step_id_.fetch_add(1);
+    run_args.call_frame = &call_frame;
+    run_args.cancellation_manager = &cancellation;
+    run_args.runner = [pool = inter_op_pool_.get()](std::function<void()> fn) {
       pool->Schedule(std::move(fn));
     };
     bool tracing = run_options.trace_level() != proto::RunOptions::NO_TRACE;
-    if (tracing) executor_args.stats = &stats;
+    if (tracing) run_args.stats = &stats;
 
     Notification finished;
     Status status;
-    step->executor->RunAsync(executor_args, [&](const Status& step_status) {
+    step->executors->RunAsync(run_args, [&](const Status& step_status) {
       status = step_status;
       finished.Notify();
     });
@@ -117,7 +117,7 @@ class DirectSession final : public Session {
         !finished.WaitForNotificationWithTimeout(std::chrono::milliseconds(timeout_ms))) {
       cancellation.StartCancel();
       finished.WaitForNotification();
-      return DeadlineExceeded("step ", executor_args.step_id, " did not finish within ", timeout_ms,
+      return DeadlineExceeded("step ", run_args.step_id, " did not finish within ", timeout_ms,
                               " ms");
     }
     finished.WaitForNotification();
@@ -152,6 +152,7 @@ class DirectSession final : public Session {
                              "/", StrJoin(signature.targets, ","));
     std::lock_guard<std::mutex> lock(mu_);
     WEFT_RETURN_IF_ERROR(CheckOpen());
+    WEFT_RETURN_IF_ERROR(devices_.status());
     auto it = prepared_.find(key);
     if (it != prepared_.end()) return it->second.get();
 
@@ -168,10 +169,9 @@ class DirectSession final : public Session {
       step->feed_types[index] = node->output_type(0);
       step->feed_shapes[index] = node->output_shape(0);
     }
-    ExecutorParams params;
-    params.device = device_.get();
-    params.kernels = &kernel_registry_;
-    WEFT_ASSIGN_OR_RETURN(step->executor, Executor::Create(params, std::move(step_graph)));
+    WEFT_ASSIGN_OR_RETURN(step->executors,
+                          StepExecutors::Create(std::move(step_graph), **devices_, kernel_registry_,
+                                                options_.config));
     const PreparedStep* prepared = step.get();
     prepared_.emplace(std::move(key), std::move(step));
     return prepared;
@@ -180,7 +180,7 @@ class DirectSession final : public Session {
   const SessionOptions options_;
   const OpRegistry& op_registry_;
   const KernelRegistry& kernel_registry_;
-  const std::unique_ptr<CpuDevice> device_;
+  const StatusOr<std::unique_ptr<DeviceMgr>> devices_;  // an error here fails Create
   const std::unique_ptr<ThreadPool> inter_op_pool_;
   std::atomic<int64_t> next_step_id_{1};
 

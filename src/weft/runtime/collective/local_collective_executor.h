@@ -1,0 +1,64 @@
+// LocalCollectiveExecutor: the CollectiveExecutor of one step whose members are devices of this
+// process (MirroredStrategy's replicas). Members of an instance (same group_key and instance_key)
+// join by calling AllReduce; none of them blocks. The instance checks that every member agrees
+// (group_size, merge_op, final_op, and the count, dtypes and shapes of the tensors); a mismatch
+// fails every member, present and future, with InvalidArgument naming the instance and the two
+// members' values.
+//
+// Once group_size members have joined, the reduction is a reduce-scatter and an all-gather done in
+// shared memory: members are ranked by device name, and rank r sums slice r of every tensor (its
+// element range split evenly) over all members' inputs in rank order, then applies final_op (Div
+// divides by group_size), so every member gets bitwise the same result. Slice r runs on member
+// r's device threads (its intra-op pool; inline on the last member to join when the device has
+// none or when the bucket is too small to be worth a thread hand-off), so the work is spread over
+// the devices. When every member's device shares host memory, all members' output i are one
+// freshly allocated buffer (a reader shares it; a consumer that wants to write in place sees the
+// buffer shared and allocates), so the all-reduce moves the bytes of one sum; otherwise each member
+// gets its own copy. The last slice to finish calls every member's done, each exactly once, and
+// never under a lock. A group of one completes at once with its inputs as outputs.
+//
+// StartAbort fails every instance still waiting for members, and every later AllReduce, with the
+// abort status; reductions already running finish. Completed and failed instances stay known for
+// the step, so an extra member of a full instance, or a late member of a failed one, gets an error
+// instead of waiting forever. Thread-safe. Callbacks may destroy the executor once the last done
+// has been called; nothing touches it after that.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <utility>
+
+#include "weft/core/mutex.h"
+#include "weft/framework/collective.h"
+
+namespace weft {
+
+namespace internal {
+struct AllReduceInstance;  // one instance's members and reduction; defined in the .cc
+}  // namespace internal
+
+class LocalCollectiveExecutor final : public CollectiveExecutor {
+ public:
+  LocalCollectiveExecutor();
+  ~LocalCollectiveExecutor() override;
+  LocalCollectiveExecutor(const LocalCollectiveExecutor&) = delete;
+  LocalCollectiveExecutor& operator=(const LocalCollectiveExecutor&) = delete;
+
+  void AllReduce(const CollectiveParams& params, DeviceBase* device, std::vector<Tensor> inputs,
+                 std::vector<Tensor>* outputs, DoneCallback done) override;
+  void StartAbort(const Status& status) override;
+
+ private:
+  Mutex mu_;
+  Status abort_status_ WEFT_GUARDED_BY(mu_);
+  // Keyed by (group_key, instance_key).
+  std::map<std::pair<int64_t, int64_t>, std::shared_ptr<internal::AllReduceInstance>> instances_
+      WEFT_GUARDED_BY(mu_);
+};
+
+// Whether tensors on `device` live in host memory, so members on such devices can share one output
+// buffer. Today: CPU devices.
+bool SharesHostMemory(const DeviceBase* device);
+
+}  // namespace weft

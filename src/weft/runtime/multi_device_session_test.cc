@@ -1,0 +1,163 @@
+// DirectSession over several CPU devices: placement by request, partitions joined by _Send/_Recv,
+// variables colocated with their updates, the first error of one partition ending the step of all,
+// concurrent steps kept apart, and collectives across partitions.
+#include <atomic>
+#include <map>
+#include <set>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "weft/graph/builder/ops.h"
+#include "weft/runtime/direct_session.h"
+#include "weft/testing/tensor_matchers.h"
+
+namespace weft {
+namespace {
+
+constexpr char kCpu0[] = "/job:localhost/replica:0/task:0/device:CPU:0";
+constexpr char kCpu1[] = "/job:localhost/replica:0/task:0/device:CPU:1";
+
+std::unique_ptr<Session> MakeSession(const proto::GraphDef& graph, int devices,
+                                     int64_t timeout_ms = 20'000) {
+  SessionOptions options;
+  (*options.config.mutable_device_count())["CPU"] = devices;
+  options.config.set_operation_timeout_in_ms(timeout_ms);
+  auto session = NewSession(options);
+  EXPECT_TRUE(session.ok()) << session.status();
+  Status created = (*session)->Create(graph);
+  EXPECT_TRUE(created.ok()) << created;
+  return std::move(session).value();
+}
+
+// relu(x @ w + b) with the MatMul on CPU:1 and the rest on CPU:0 (x crosses, then the product).
+proto::GraphDef SplitDenseGraph() {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat, PartialShape({-1, 2}));
+  auto w = ops::Const(root.WithOpName("w"),
+                      Tensor::FromVector<float>({1, -1, 2, 0.5f}, TensorShape({2, 2})));
+  auto product = ops::MatMul(root.WithOpName("product").WithDevice("/device:CPU:1"), x, w);
+  auto b = ops::Const(root.WithOpName("b"), {0.5f, -10.0f});
+  ops::Relu(root.WithOpName("y"), ops::BiasAdd(root, product, b));
+  ops::Square(root.WithOpName("squared").WithDevice("/cpu:1"), x);  // x read twice on CPU:1
+  return root.ToGraphDef().value();
+}
+
+TEST(MultiDeviceSessionTest, RunsAGraphSplitOverTwoDevices) {
+  auto session = MakeSession(SplitDenseGraph(), 2);
+  std::vector<Tensor> outputs;
+  proto::RunOptions trace;
+  trace.set_trace_level(proto::RunOptions::FULL_TRACE);
+  proto::RunMetadata metadata;
+  Tensor x = Tensor::FromVector<float>({1, 2, 3, 4}, TensorShape({2, 2}));
+  Status s = session->Run(trace, {{"x", x}}, {"y", "squared"}, {}, &outputs, &metadata);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_TENSOR_EQ(outputs[0], Tensor::FromVector<float>({5.5f, 0, 11.5f, 0}, TensorShape({2, 2})));
+  EXPECT_TENSOR_EQ(outputs[1], Tensor::FromVector<float>({1, 4, 9, 16}, TensorShape({2, 2})));
+  // Both devices ran nodes, and the product ran where it was asked to.
+  std::map<std::string, std::set<std::string>> ops_by_device;
+  for (const auto& device : metadata.step_stats().dev_stats()) {
+    for (const auto& node : device.node_stats()) ops_by_device[device.device()].insert(node.op());
+  }
+  EXPECT_TRUE(ops_by_device[kCpu1].count("MatMul"));
+  EXPECT_TRUE(ops_by_device[kCpu1].count("_Recv"));
+  EXPECT_TRUE(ops_by_device[kCpu0].count("_Send"));
+  EXPECT_FALSE(ops_by_device[kCpu0].count("MatMul"));
+}
+
+TEST(MultiDeviceSessionTest, VariableUpdatesStayWithTheVariable) {
+  Scope root = Scope::NewRootScope();
+  auto handle = ops::VarHandleOp(root.WithOpName("v").WithDevice("/device:CPU:1"), DataType::kFloat,
+                                 PartialShape({2}));
+  ops::AssignVariableOp(root.WithOpName("init"), handle, {1.0f, 2.0f});
+  // Unplaced: the update and the read follow the variable to CPU:1 (a resource input colocates).
+  auto delta = ops::Const(root.WithOpName("delta"), {10.0f, 20.0f});
+  ops::AssignAddVariableOp(root.WithOpName("add"), handle, delta);
+  auto read = ops::ReadVariableOp(root.WithOpName("read"), handle);
+  ops::Neg(root.WithOpName("negated").WithDevice("/device:CPU:0"), read);
+  auto session = MakeSession(root.ToGraphDef().value(), 2);
+  std::vector<Tensor> outputs;
+  ASSERT_TRUE(session->Run({}, {}, {"init"}, &outputs).ok());
+  ASSERT_TRUE(session->Run({}, {}, {"add"}, &outputs).ok());
+  Status s = session->Run({}, {"negated"}, {}, &outputs);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_TENSOR_EQ(outputs[0], Tensor::FromVector<float>({-11.0f, -22.0f}, TensorShape({2})));
+}
+
+TEST(MultiDeviceSessionTest, AnErrorInOnePartitionEndsTheWholeStep) {
+  // CPU:1 waits in _Recv for a reshape on CPU:0 that fails at run time: the step must end with
+  // the reshape's error, not hang and not report a bare abort.
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat);
+  auto shape = ops::Placeholder(root.WithOpName("shape"), DataType::kInt32);
+  auto reshaped = ops::Reshape(root.WithOpName("reshaped").WithDevice("/device:CPU:0"), x, shape);
+  ops::Neg(root.WithOpName("negated").WithDevice("/device:CPU:1"), reshaped);
+  auto session = MakeSession(root.ToGraphDef().value(), 2);
+  std::vector<Tensor> outputs;
+  Status s = session->Run({{"x", Tensor::FromVector<float>({1, 2, 3}, TensorShape({3}))},
+                           {"shape", Tensor::FromVector<int32_t>({2, 2}, TensorShape({2}))}},
+                          {"negated"}, {}, &outputs);
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(IsInvalidArgument(s)) << s;
+  EXPECT_NE(s.message().find("reshaped"), std::string::npos) << s;
+  // The session is still usable.
+  s = session->Run({{"x", Tensor::FromVector<float>({1, 2, 3, 4}, TensorShape({4}))},
+                    {"shape", Tensor::FromVector<int32_t>({2, 2}, TensorShape({2}))}},
+                   {"negated"}, {}, &outputs);
+  ASSERT_TRUE(s.ok()) << s;
+}
+
+TEST(MultiDeviceSessionTest, ConcurrentStepsNeverSeeEachOthersTensors) {
+  auto session = MakeSession(SplitDenseGraph(), 2);
+  constexpr int kThreads = 4, kSteps = 25;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int step = 0; step < kSteps; ++step) {
+        const float v = static_cast<float>(t * 100 + step);
+        std::vector<Tensor> outputs;
+        Status s =
+            session->Run({{"x", Tensor::FromVector<float>({v, 0, 0, v}, TensorShape({2, 2}))}},
+                         {"squared"}, {}, &outputs);
+        if (!s.ok() || outputs[0].data<float>()[0] != v * v ||
+            outputs[0].data<float>()[3] != v * v) {
+          failures.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+TEST(MultiDeviceSessionTest, ImpossiblePlacementNamesTheNodeAndTheDevices) {
+  Scope root = Scope::NewRootScope();
+  ops::Const(root.WithOpName("far_away").WithDevice("/device:CPU:5"), 1.0f);
+  auto session = MakeSession(root.ToGraphDef().value(), 2);
+  std::vector<Tensor> outputs;
+  Status s = session->Run({}, {"far_away"}, {}, &outputs);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("far_away"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("CPU:5"), std::string::npos) << s;
+
+  SessionOptions soft;
+  (*soft.config.mutable_device_count())["CPU"] = 2;
+  soft.config.set_allow_soft_placement(true);
+  auto lenient = NewSession(soft).value();
+  ASSERT_TRUE(lenient->Create(root.ToGraphDef().value()).ok());
+  s = lenient->Run({}, {"far_away"}, {}, &outputs);
+  EXPECT_TRUE(s.ok()) << s;
+}
+
+TEST(MultiDeviceSessionTest, DevicesThatCannotBeCreatedFailCreate) {
+  SessionOptions options;
+  (*options.config.mutable_device_count())["GPU"] = 2;
+  auto session = NewSession(options).value();
+  Status s = session->Create(SplitDenseGraph());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("GPU"), std::string::npos) << s;
+}
+
+}  // namespace
+}  // namespace weft

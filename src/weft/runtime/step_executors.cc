@@ -1,0 +1,144 @@
+#include "weft/runtime/step_executors.h"
+
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "weft/graph/graph_def_io.h"
+#include "weft/graph/partition.h"
+#include "weft/graph/placer.h"
+#include "weft/runtime/collective/local_collective_executor.h"
+#include "weft/runtime/local_rendezvous.h"
+
+namespace weft {
+namespace {
+
+// Errors that are usually the echo of another partition's failure.
+bool IsDerived(const Status& status) { return IsCancelled(status) || IsAborted(status); }
+
+// What the partitions of one running step share.
+struct StepState {
+  LocalRendezvous rendezvous;
+  LocalCollectiveExecutor collectives;
+  CancellationManager* cancellation_manager = nullptr;
+  std::function<void(const Status&)> done;
+
+  std::mutex mu;
+  int remaining = 0;  // guarded by mu
+  Status status;      // the first error; guarded by mu
+
+  void PartitionDone(const Status& partition_status) {
+    bool first_error = false;
+    bool last = false;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!partition_status.ok()) {
+        first_error = status.ok();
+        // A partition that failed because another one cancelled the step reports Cancelled or
+        // Aborted; the cause, when it arrives later, is the better answer.
+        if (status.ok() || (IsDerived(status) && !IsDerived(partition_status))) {
+          status = partition_status;
+        }
+      }
+      last = --remaining == 0;
+    }
+    if (first_error) {
+      // Wake whatever the other partitions wait on: a Recv, a collective, a cancellable kernel.
+      rendezvous.StartAbort(partition_status);
+      collectives.StartAbort(partition_status);
+      cancellation_manager->StartCancel();
+    }
+    if (last) done(status);
+  }
+};
+
+StatusOr<std::unique_ptr<Executor>> NewExecutor(Device* device, const KernelRegistry& kernels,
+                                                std::unique_ptr<Graph> graph) {
+  ExecutorParams params;
+  params.device = device;
+  params.kernels = &kernels;
+  return Executor::Create(params, std::move(graph));
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<StepExecutors>> StepExecutors::Create(std::unique_ptr<Graph> step_graph,
+                                                               const DeviceMgr& devices,
+                                                               const KernelRegistry& kernels,
+                                                               const proto::ConfigProto& config) {
+  std::vector<DeviceDescription> descriptions;
+  for (Device* device : devices.ListDevices()) {
+    descriptions.push_back({device->name(), device->device_type()});
+  }
+  PlacerOptions placer_options;
+  placer_options.allow_soft_placement = config.allow_soft_placement();
+  placer_options.log_device_placement = config.log_device_placement();
+  Placer placer(step_graph.get(), std::move(descriptions), /*default_device=*/0, &kernels,
+                placer_options);
+  WEFT_RETURN_IF_ERROR(placer.Run());
+
+  std::set<std::string> used;
+  for (Node* node : step_graph->nodes()) used.insert(node->assigned_device_name());
+
+  auto executors = std::unique_ptr<StepExecutors>(new StepExecutors());
+  if (used.size() <= 1) {
+    // One device: no partitioning, no _Send/_Recv.
+    WEFT_ASSIGN_OR_RETURN(
+        Device * device,
+        devices.LookupDevice(used.empty() ? devices.ListDevices()[0]->name() : *used.begin()));
+    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor,
+                          NewExecutor(device, kernels, std::move(step_graph)));
+    executors->partitions_.push_back({device, std::move(executor)});
+    return executors;
+  }
+
+  PartitionOptions partition_options;
+  partition_options.get_incarnation = [&devices](const std::string& name) -> uint64_t {
+    StatusOr<Device*> device = devices.LookupDevice(name);
+    return device.ok() ? (*device)->incarnation() : 0;
+  };
+  std::map<std::string, proto::GraphDef> partitions;
+  WEFT_RETURN_IF_ERROR(::weft::Partition(partition_options, *step_graph, &partitions));
+  for (auto& [device_name, graph_def] : partitions) {
+    WEFT_ASSIGN_OR_RETURN(Device * device, devices.LookupDevice(device_name));
+    auto graph = std::make_unique<Graph>(step_graph->op_registry());
+    WEFT_RETURN_IF_ERROR(ImportGraphDef(graph_def, graph.get()));
+    for (Node* node : graph->nodes()) node->set_assigned_device_name(device_name);
+    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor,
+                          NewExecutor(device, kernels, std::move(graph)));
+    executors->partitions_.push_back({device, std::move(executor)});
+  }
+  return executors;
+}
+
+void StepExecutors::RunAsync(const RunArgs& args, std::function<void(const Status&)> done) const {
+  auto state = std::make_shared<StepState>();
+  state->cancellation_manager = args.cancellation_manager;
+  state->done = std::move(done);
+  state->remaining = num_partitions();
+
+  Executor::Args executor_args;
+  executor_args.step_id = args.step_id;
+  executor_args.call_frame = args.call_frame;
+  executor_args.cancellation_manager = args.cancellation_manager;
+  executor_args.runner = args.runner;
+  executor_args.stats = args.stats;
+  executor_args.rendezvous = &state->rendezvous;
+  executor_args.collective_executor = &state->collectives;
+  // Every partition but the last starts on the inter-op threads: RunAsync may run a good part of
+  // its step inline, and the partitions must make progress together.
+  for (int i = 0; i < num_partitions(); ++i) {
+    const Executor* executor = partitions_[i].executor.get();
+    auto start = [executor, executor_args, state] {
+      executor->RunAsync(executor_args,
+                         [state](const Status& status) { state->PartitionDone(status); });
+    };
+    if (i + 1 < num_partitions()) {
+      args.runner(std::move(start));
+    } else {
+      start();
+    }
+  }
+}
+
+}  // namespace weft

@@ -1,0 +1,55 @@
+// StepExecutors: what a session runs for one (feeds, fetches, targets) signature. The step graph is
+// placed on the session's devices and, when it spans several, partitioned into one graph per
+// device joined by _Send/_Recv pairs; each partition gets its own Executor. Running a step starts
+// every partition at once with one Rendezvous, one CollectiveExecutor and one cancellation shared
+// by all of them; the first error aborts the rendezvous and the collectives and cancels the other
+// partitions, and is what the step returns. Immutable once built; steps may run concurrently.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "weft/config.pb.h"
+#include "weft/framework/call_frame.h"
+#include "weft/framework/kernel_registry.h"
+#include "weft/graph/graph.h"
+#include "weft/runtime/device_mgr.h"
+#include "weft/runtime/executor/executor.h"
+
+namespace weft {
+
+class StepExecutors {
+ public:
+  struct Partition {
+    Device* device = nullptr;
+    std::unique_ptr<Executor> executor;
+  };
+
+  // Places `step_graph` (from BuildStepGraph) on `devices` (default: the first), partitions it
+  // when it spans several devices, and builds the executors. Errors name the node at fault.
+  static StatusOr<std::unique_ptr<StepExecutors>> Create(std::unique_ptr<Graph> step_graph,
+                                                         const DeviceMgr& devices,
+                                                         const KernelRegistry& kernels,
+                                                         const proto::ConfigProto& config);
+
+  struct RunArgs {
+    int64_t step_id = 0;
+    CallFrame* call_frame = nullptr;
+    CancellationManager* cancellation_manager = nullptr;  // the step's; required
+    Executor::Runner runner;                              // inter-op threads; required
+    StepStatsCollector* stats = nullptr;
+  };
+  // Runs one step on every partition; `done` gets the first error (or OK) once all have ended.
+  // The calling thread runs one partition itself.
+  void RunAsync(const RunArgs& args, std::function<void(const Status&)> done) const;
+
+  int num_partitions() const { return static_cast<int>(partitions_.size()); }
+  const std::vector<Partition>& partitions() const { return partitions_; }
+
+ private:
+  StepExecutors() = default;
+  std::vector<Partition> partitions_;
+};
+
+}  // namespace weft
