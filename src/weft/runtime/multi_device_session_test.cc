@@ -131,6 +131,36 @@ TEST(MultiDeviceSessionTest, ConcurrentStepsNeverSeeEachOthersTensors) {
   EXPECT_EQ(failures.load(), 0);
 }
 
+TEST(MultiDeviceSessionTest, AllReducesABucketAcrossPartitions) {
+  // One replica per device, each all-reducing a bucket of two tensors: every replica gets the
+  // mean of both, in both tensors.
+  Scope root = Scope::NewRootScope();
+  std::vector<std::string> fetches;
+  for (int replica = 0; replica < 2; ++replica) {
+    Scope device = root.WithDevice(replica == 0 ? "/device:CPU:0" : "/device:CPU:1");
+    const float base = replica == 0 ? 1.0f : 3.0f;
+    auto a = ops::Const(device.WithOpName("a" + std::to_string(replica)), {base, 2 * base});
+    auto b = ops::Const(device.WithOpName("b" + std::to_string(replica)), base * 10);
+    auto reduced = ops::CollectiveAllReduce(
+        device.WithOpName("all_reduce" + std::to_string(replica)), {a, b},
+        {.group_size = 2, .group_key = 1, .instance_key = 7, .final_op = "Div"});
+    ASSERT_EQ(reduced.size(), 2u);
+    fetches.push_back(reduced[0].name());
+    fetches.push_back(reduced[1].name());
+  }
+  ASSERT_TRUE(root.status().ok()) << root.status();
+  auto session = MakeSession(root.ToGraphDef().value(), 2);
+  for (int step = 0; step < 3; ++step) {
+    std::vector<Tensor> outputs;
+    Status s = session->Run({}, fetches, {}, &outputs);
+    ASSERT_TRUE(s.ok()) << s;
+    for (int replica = 0; replica < 2; ++replica) {
+      EXPECT_TENSOR_EQ(outputs[2 * replica], Tensor::FromVector<float>({2, 4}, TensorShape({2})));
+      EXPECT_TENSOR_EQ(outputs[2 * replica + 1], Tensor::Scalar(20.0f));
+    }
+  }
+}
+
 TEST(MultiDeviceSessionTest, ImpossiblePlacementNamesTheNodeAndTheDevices) {
   Scope root = Scope::NewRootScope();
   ops::Const(root.WithOpName("far_away").WithDevice("/device:CPU:5"), 1.0f);
