@@ -2,6 +2,8 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <deque>
+#include <mutex>
 
 namespace weft {
 namespace {
@@ -9,6 +11,76 @@ namespace {
 std::atomic<int64_t> bytes_in_use{0};
 std::atomic<int64_t> peak_bytes_in_use{0};
 std::atomic<int64_t> allocation_count{0};
+
+// Freed large blocks by rounded size, oldest first; evicted oldest first past kMaxCachedBytes.
+class LargeBlockCache {
+ public:
+  void* Take(size_t rounded) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = blocks_.begin(); it != blocks_.end(); ++it) {
+      if (it->size != rounded) continue;
+      void* pointer = it->pointer;
+      cached_bytes_ -= rounded;
+      blocks_.erase(it);
+      return pointer;
+    }
+    return nullptr;
+  }
+  // Returns false when the block does not fit (the caller frees it).
+  bool Put(void* pointer, size_t rounded) {
+    if (rounded > kMaxCachedBytes) return false;
+    std::deque<Block> evicted;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      while (cached_bytes_ + rounded > kMaxCachedBytes) {
+        evicted.push_back(blocks_.front());
+        cached_bytes_ -= blocks_.front().size;
+        blocks_.pop_front();
+      }
+      blocks_.push_back({pointer, rounded});
+      cached_bytes_ += rounded;
+    }
+    for (const Block& block : evicted) std::free(block.pointer);
+    return true;
+  }
+  void Release() {
+    std::deque<Block> released;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      released.swap(blocks_);
+      cached_bytes_ = 0;
+    }
+    for (const Block& block : released) std::free(block.pointer);
+  }
+  int64_t cached_bytes() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return static_cast<int64_t>(cached_bytes_);
+  }
+
+ private:
+  struct Block {
+    void* pointer;
+    size_t size;
+  };
+  std::mutex mu_;
+  std::deque<Block> blocks_;  // guarded by mu_
+  size_t cached_bytes_ = 0;   // guarded by mu_
+};
+
+// Never destroyed: tensors may be freed during static destruction.
+LargeBlockCache& Cache() {
+  static LargeBlockCache* const cache = new LargeBlockCache();
+  return *cache;
+}
+
+size_t RoundedSize(size_t bytes) {
+  // aligned_alloc wants a size that is a multiple of the alignment, and a non-zero one. Large
+  // blocks round up to whole megabytes so that near sizes share cached blocks.
+  constexpr size_t kLargeGranule = size_t{1} << 20;
+  size_t granule = bytes >= kLargeBlockBytes ? kLargeGranule : kTensorAlignment;
+  size_t rounded = (bytes + granule - 1) / granule * granule;
+  return rounded == 0 ? kTensorAlignment : rounded;
+}
 
 void RaisePeak(int64_t now) {
   int64_t peak = peak_bytes_in_use.load(std::memory_order_relaxed);
@@ -20,10 +92,9 @@ void RaisePeak(int64_t now) {
 }  // namespace
 
 void* AllocateAligned(size_t bytes) {
-  // aligned_alloc wants a size that is a multiple of the alignment, and a non-zero one.
-  size_t rounded = (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
-  if (rounded == 0) rounded = kTensorAlignment;
-  void* pointer = std::aligned_alloc(kTensorAlignment, rounded);
+  const size_t rounded = RoundedSize(bytes);
+  void* pointer = rounded >= kLargeBlockBytes ? Cache().Take(rounded) : nullptr;
+  if (pointer == nullptr) pointer = std::aligned_alloc(kTensorAlignment, rounded);
   if (pointer == nullptr) return nullptr;
   allocation_count.fetch_add(1, std::memory_order_relaxed);
   RaisePeak(bytes_in_use.fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed) +
@@ -34,11 +105,16 @@ void* AllocateAligned(size_t bytes) {
 void FreeAligned(void* pointer, size_t bytes) {
   if (pointer == nullptr) return;
   bytes_in_use.fetch_sub(static_cast<int64_t>(bytes), std::memory_order_relaxed);
+  const size_t rounded = RoundedSize(bytes);
+  if (rounded >= kLargeBlockBytes && Cache().Put(pointer, rounded)) return;
   std::free(pointer);
 }
 
+void ReleaseCachedMemory() { Cache().Release(); }
+
 AllocatorStats GetAllocatorStats() {
-  return AllocatorStats{bytes_in_use.load(), peak_bytes_in_use.load(), allocation_count.load()};
+  return AllocatorStats{bytes_in_use.load(), peak_bytes_in_use.load(), allocation_count.load(),
+                        Cache().cached_bytes()};
 }
 
 void ResetPeakBytesInUse() { peak_bytes_in_use.store(bytes_in_use.load()); }
