@@ -36,6 +36,39 @@ def build(model):
         torch.nn.Linear(1024, 10))
 
 
+def load_training_data(data_dir):
+    images = torch.from_numpy(read_idx(f"{data_dir}/train-images-idx3-ubyte.gz")
+                              .reshape(-1, 784).astype(np.float32) / 255.0)
+    labels = torch.from_numpy(read_idx(f"{data_dir}/train-labels-idx1-ubyte.gz").astype(np.int64))
+    return images, labels
+
+
+def train(net, images, labels, args, shard=slice(None), generator=None):
+    """Momentum SGD over shuffled global batches of args.batch_size; each step trains on
+    `shard` of the batch (all of it by default). Returns (steps, images/s over the global batch,
+    final loss), timing training steps only."""
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
+    steps, trained, seconds, loss_value = 0, 0, 0.0, float("nan")
+    batch = args.batch_size
+    for _ in range(args.epochs):
+        order = torch.randperm(images.shape[0], generator=generator)
+        for start in range(0, images.shape[0] - batch + 1, batch):
+            began = time.perf_counter()
+            index = order[start:start + batch][shard]
+            x, y = images[index], labels[index]
+            optimizer.zero_grad()
+            loss = F.cross_entropy(net(x), y)
+            loss.backward()
+            optimizer.step()
+            loss_value = loss.item()
+            seconds += time.perf_counter() - began
+            trained += batch
+            steps += 1
+            if 0 <= args.max_steps <= steps:
+                return steps, trained / seconds, loss_value
+    return steps, trained / seconds, loss_value
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", default="mlp")
@@ -47,33 +80,10 @@ def main():
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(1)
-    images = torch.from_numpy(read_idx(f"{args.data}/train-images-idx3-ubyte.gz")
-                              .reshape(-1, 784).astype(np.float32) / 255.0)
-    labels = torch.from_numpy(read_idx(f"{args.data}/train-labels-idx1-ubyte.gz").astype(np.int64))
-    net = build(args.model)
-    optimizer = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
-    steps, trained, seconds, loss_value = 0, 0, 0.0, float("nan")
-    batch = args.batch_size
-    for _ in range(args.epochs):
-        order = torch.randperm(images.shape[0])
-        for start in range(0, images.shape[0] - batch + 1, batch):
-            began = time.perf_counter()
-            index = order[start:start + batch]
-            x, y = images[index], labels[index]
-            optimizer.zero_grad()
-            loss = F.cross_entropy(net(x), y)
-            loss.backward()
-            optimizer.step()
-            loss_value = loss.item()
-            seconds += time.perf_counter() - began
-            trained += batch
-            steps += 1
-            if 0 <= args.max_steps <= steps:
-                break
-        if 0 <= args.max_steps <= steps:
-            break
+    images, labels = load_training_data(args.data)
+    steps, images_per_sec, loss_value = train(build(args.model), images, labels, args)
     print(json.dumps({"model": args.model, "threads": args.threads, "steps": steps,
-                      "train_images_per_sec": trained / seconds, "final_loss": loss_value}))
+                      "train_images_per_sec": images_per_sec, "final_loss": loss_value}))
 
 
 if __name__ == "__main__":

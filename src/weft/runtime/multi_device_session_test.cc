@@ -161,6 +161,25 @@ TEST(MultiDeviceSessionTest, AllReducesABucketAcrossPartitions) {
   }
 }
 
+TEST(MultiDeviceSessionTest, ATimeoutEndsACollectiveWaitingForAbsentMembers) {
+  // Only one of two members is fetched, so the other is pruned and never joins: the step must end
+  // at the session's deadline instead of waiting forever.
+  Scope root = Scope::NewRootScope();
+  std::vector<Output> first;
+  for (int replica = 0; replica < 2; ++replica) {
+    Scope device = root.WithDevice(replica == 0 ? "/device:CPU:0" : "/device:CPU:1");
+    auto value = ops::Const(device.WithOpName("value" + std::to_string(replica)), 1.0f);
+    auto reduced = ops::CollectiveAllReduce(device.WithOpName("sum" + std::to_string(replica)),
+                                            {value}, {.group_size = 2, .instance_key = 3});
+    if (replica == 0) first = reduced;
+  }
+  auto session = MakeSession(root.ToGraphDef().value(), 2, /*timeout_ms=*/300);
+  std::vector<Tensor> outputs;
+  Status s = session->Run({}, {first[0].name()}, {}, &outputs);
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(IsDeadlineExceeded(s)) << s;
+}
+
 TEST(MultiDeviceSessionTest, ImpossiblePlacementNamesTheNodeAndTheDevices) {
   Scope root = Scope::NewRootScope();
   ops::Const(root.WithOpName("far_away").WithDevice("/device:CPU:5"), 1.0f);

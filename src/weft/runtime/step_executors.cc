@@ -114,8 +114,23 @@ StatusOr<std::unique_ptr<StepExecutors>> StepExecutors::Create(std::unique_ptr<G
 void StepExecutors::RunAsync(const RunArgs& args, std::function<void(const Status&)> done) const {
   auto state = std::make_shared<StepState>();
   state->cancellation_manager = args.cancellation_manager;
-  state->done = std::move(done);
   state->remaining = num_partitions();
+  // Collectives do not watch the cancellation themselves: a cancelled step (a timeout, another
+  // partition's error) must still wake members waiting for peers that will never come.
+  CancellationManager* cancellation = args.cancellation_manager;
+  const CancellationManager::Token token = cancellation->NewToken();
+  // A weak reference: the callback may run while the step is ending and its state going away.
+  const bool registered =
+      cancellation->RegisterCallback(token, [weak = std::weak_ptr<StepState>(state)] {
+        if (auto alive = weak.lock()) {
+          alive->collectives.StartAbort(Cancelled("the step was cancelled"));
+        }
+      });
+  if (!registered) state->collectives.StartAbort(Cancelled("the step was cancelled"));
+  state->done = [cancellation, token, registered, done = std::move(done)](const Status& status) {
+    if (registered) cancellation->DeregisterCallback(token);
+    done(status);
+  };
 
   Executor::Args executor_args;
   executor_args.step_id = args.step_id;

@@ -1,0 +1,100 @@
+// Strategy: device canonicalisation, variable creation, Run's grouping, Reduce, SplitBatch, and
+// the OneDeviceStrategy / MirroredStrategy factories.
+#include "weft/distribute/strategy.h"
+
+#include <set>
+
+#include "weft/core/str_util.h"
+#include "weft/distribute/all_reduce_cross_device_ops.h"
+#include "weft/distribute/internal/replica_runner.h"
+#include "weft/framework/device_name_utils.h"
+
+namespace weft::distribute {
+
+constexpr char kLocalWorker[] = "/job:localhost/replica:0/task:0";
+
+StatusOr<std::vector<std::string>> Strategy::CanonicalDevices(
+    const std::vector<std::string>& devices) {
+  if (devices.empty()) return InvalidArgument("a strategy needs at least one device");
+  std::vector<std::string> canonical;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    StatusOr<std::string> name = CanonicalizeDeviceName(devices[i], kLocalWorker);
+    if (!name.ok()) return name.status().WithContext(StrCat("strategy device ", i));
+    for (size_t j = 0; j < canonical.size(); ++j) {
+      if (canonical[j] == *name) {
+        return InvalidArgument("strategy devices ", j, " ('", devices[j], "') and ", i, " ('",
+                               devices[i], "') are the same device ", *name);
+      }
+    }
+    canonical.push_back(std::move(name).value());
+  }
+  return canonical;
+}
+
+StatusOr<std::shared_ptr<DistributedVariable>> Strategy::CreateVariable(
+    const Scope& scope, std::string_view name, const TensorShape& shape, DataType dtype,
+    const Initializer& initializer, VariableSynchronization synchronization,
+    VariableAggregation aggregation) const {
+  return CreateDistributedVariable(scope, name, shape, dtype, initializer, devices_,
+                                   synchronization, aggregation);
+}
+
+StatusOr<std::vector<PerReplica>> Strategy::Run(const Scope& scope, const ReplicaFn& fn) const {
+  WEFT_RETURN_IF_ERROR(scope.status());
+  WEFT_ASSIGN_OR_RETURN(std::vector<std::vector<Output>> outputs,
+                        internal::RunReplicas(*this, scope, fn, run_timeout_));
+  for (int r = 1; r < num_replicas_in_sync(); ++r) {
+    if (outputs[r].size() != outputs[0].size()) {
+      return InvalidArgument("Run: replica ", r, " returned ", outputs[r].size(),
+                             " outputs but replica 0 returned ", outputs[0].size());
+    }
+  }
+  std::vector<PerReplica> grouped;
+  for (size_t i = 0; i < outputs[0].size(); ++i) {
+    std::vector<Output> values;
+    for (int r = 0; r < num_replicas_in_sync(); ++r) values.push_back(outputs[r][i]);
+    grouped.emplace_back(std::move(values), devices_);
+    WEFT_RETURN_IF_ERROR(grouped.back().Validate(StrCat("Run: output ", i)));
+  }
+  return grouped;
+}
+
+StatusOr<Output> Strategy::Reduce(const Scope& scope, ReduceOp op, const PerReplica& value) const {
+  WEFT_ASSIGN_OR_RETURN(Mirrored reduced,
+                        cross_device_ops_->Reduce(scope, op, value, {devices_[0]}));
+  return reduced.primary();
+}
+
+StatusOr<std::vector<Tensor>> Strategy::SplitBatch(const Tensor& global_batch) const {
+  const int64_t n = num_replicas_in_sync();
+  if (global_batch.dims() < 1) {
+    return InvalidArgument("SplitBatch: a global batch needs a batch dimension; got a scalar");
+  }
+  const int64_t batch = global_batch.dim_size(0);
+  if (batch % n != 0) {
+    return InvalidArgument("SplitBatch: the global batch of ", batch, " is not divisible by the ",
+                           n, " replicas in sync");
+  }
+  std::vector<Tensor> slices;
+  const int64_t per_replica = batch / n;
+  for (int64_t r = 0; r < n; ++r) {
+    slices.push_back(global_batch.Slice(r * per_replica, (r + 1) * per_replica));
+  }
+  return slices;
+}
+
+StatusOr<std::unique_ptr<OneDeviceStrategy>> OneDeviceStrategy::Create(const std::string& device) {
+  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> devices, CanonicalDevices({device}));
+  return std::unique_ptr<OneDeviceStrategy>(
+      new OneDeviceStrategy(std::move(devices), std::make_unique<ReductionToOneDevice>()));
+}
+
+StatusOr<std::unique_ptr<MirroredStrategy>> MirroredStrategy::Create(
+    const std::vector<std::string>& devices, std::unique_ptr<CrossDeviceOps> cross_device_ops) {
+  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> canonical, CanonicalDevices(devices));
+  if (cross_device_ops == nullptr) cross_device_ops = std::make_unique<AllReduceCrossDeviceOps>();
+  return std::unique_ptr<MirroredStrategy>(
+      new MirroredStrategy(std::move(canonical), std::move(cross_device_ops)));
+}
+
+}  // namespace weft::distribute

@@ -1,0 +1,110 @@
+// Strategy: the data-parallel training API. A strategy owns a list of devices (one replica each)
+// and a CrossDeviceOps, creates distributed variables over its devices, runs a per-replica graph
+// building function once per replica (Run), reduces per-replica values (Reduce) and splits a
+// global batch into per-replica slices (SplitBatch).
+//
+//   auto strategy = MirroredStrategy::Create({"/cpu:0", "/cpu:1"}).value();
+//   auto w = strategy->CreateVariable(root, "w", {4, 2}, DataType::kFloat,
+//                                     Initializer::GlorotUniform(), VariableSynchronization::kAuto,
+//                                     VariableAggregation::kMean).value();
+//   auto losses = strategy->Run(root, [&](ReplicaContext& ctx, const Scope& s)
+//                                         -> StatusOr<std::vector<Output>> { ... });
+//
+// Run calls fn once per replica, replica r under device devices()[r] and name scope "replica_<r>"
+// (replica 0 too, so names never clash). Like the reference's MirroredStrategy, each replica runs
+// on a thread of its own but the threads take turns — exactly one builds the graph at a time —
+// and a replica that reaches ReplicaContext::MergeCall pauses until every replica has reached it
+// (see replica_context.h). Run itself must not be called concurrently on graphs sharing a Scope.
+//
+// Devices are canonicalised under "/job:localhost/replica:0/task:0" (so "/cpu:1" becomes
+// "/job:localhost/replica:0/task:0/device:CPU:1"), the names of a local DirectSession's devices.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "weft/core/statusor.h"
+#include "weft/core/tensor.h"
+#include "weft/distribute/cross_device_ops.h"
+#include "weft/distribute/distributed_variable.h"
+#include "weft/distribute/replica_context.h"
+
+namespace weft::distribute {
+
+class Strategy {
+ public:
+  // Builds one replica's part of the graph in `replica_scope`; returns that replica's outputs
+  // (every replica must return as many).
+  using ReplicaFn = std::function<StatusOr<std::vector<Output>>(ReplicaContext& context,
+                                                                const Scope& replica_scope)>;
+
+  virtual ~Strategy() = default;
+  Strategy(const Strategy&) = delete;
+  Strategy& operator=(const Strategy&) = delete;
+
+  const std::vector<std::string>& devices() const { return devices_; }
+  int num_replicas_in_sync() const { return static_cast<int>(devices_.size()); }
+  // Shared by everything built with this strategy (not thread-safe; see cross_device_ops.h).
+  CrossDeviceOps& cross_device_ops() const { return *cross_device_ops_; }
+
+  // A variable with one component per device (see distributed_variable.h).
+  StatusOr<std::shared_ptr<DistributedVariable>> CreateVariable(
+      const Scope& scope, std::string_view name, const TensorShape& shape, DataType dtype,
+      const Initializer& initializer,
+      VariableSynchronization synchronization = VariableSynchronization::kAuto,
+      VariableAggregation aggregation = VariableAggregation::kNone) const;
+
+  // Output i of every replica, grouped: result[i] is a PerReplica over devices(). The first error
+  // of any replica (or of a merge function, or mismatched MergeCalls) fails the whole call.
+  StatusOr<std::vector<PerReplica>> Run(const Scope& scope, const ReplicaFn& fn) const;
+
+  // The SUM or MEAN of `value`'s components, on devices()[0].
+  StatusOr<Output> Reduce(const Scope& scope, ReduceOp op, const PerReplica& value) const;
+
+  // Slices of `global_batch` along dimension 0, one per replica in order, each sharing the
+  // batch's buffer. InvalidArgument for a scalar or a batch not divisible by the replica count.
+  StatusOr<std::vector<Tensor>> SplitBatch(const Tensor& global_batch) const;
+
+  // How long Run waits for one replica to pause or finish before giving up (default 5 minutes).
+  void set_run_timeout(std::chrono::milliseconds timeout) { run_timeout_ = timeout; }
+
+ protected:
+  Strategy(std::vector<std::string> devices, std::unique_ptr<CrossDeviceOps> cross_device_ops)
+      : devices_(std::move(devices)), cross_device_ops_(std::move(cross_device_ops)) {}
+
+  // Canonical names of `devices`; InvalidArgument for an empty list, a name that does not parse
+  // or a duplicate (both spellings named).
+  static StatusOr<std::vector<std::string>> CanonicalDevices(
+      const std::vector<std::string>& devices);
+
+ private:
+  std::vector<std::string> devices_;
+  std::unique_ptr<CrossDeviceOps> cross_device_ops_;
+  std::chrono::milliseconds run_timeout_{std::chrono::minutes(5)};
+};
+
+// One replica on one device; reductions are identities.
+class OneDeviceStrategy final : public Strategy {
+ public:
+  static StatusOr<std::unique_ptr<OneDeviceStrategy>> Create(const std::string& device);
+
+ private:
+  using Strategy::Strategy;
+};
+
+// One replica per device, synchronous: variables mirrored, gradients all-reduced (by default with
+// AllReduceCrossDeviceOps).
+class MirroredStrategy final : public Strategy {
+ public:
+  static StatusOr<std::unique_ptr<MirroredStrategy>> Create(
+      const std::vector<std::string>& devices,
+      std::unique_ptr<CrossDeviceOps> cross_device_ops = nullptr);
+
+ private:
+  using Strategy::Strategy;
+};
+
+}  // namespace weft::distribute
