@@ -129,13 +129,11 @@ StatusOr<std::shared_ptr<DistributedVariable>> CreateDistributedVariable(
   for (size_t i = 1; i < devices.size(); ++i) {
     Scope on_device = scope.WithDevice(devices[i]);
     const std::string component_name = StrCat(relative, "/replica_", i);
-    Variable replica =
-        Variable::Create(on_device, component_name, shape, dtype, Initializer::Zeros());
-    if (!replica) return scope.status().WithContext(StrCat("variable '", name, "'"));
     Output copy =
         ops::Identity(on_device.WithOpName(StrCat(component_name, "/InitialValue")), initial_value);
-    assigns.push_back(
-        replica.Assign(on_device.WithOpName(StrCat(component_name, "/AssignFromPrimary")), copy));
+    Variable replica = Variable::CreateFromValue(on_device, component_name, copy);
+    if (!replica) return scope.status().WithContext(StrCat("variable '", name, "'"));
+    assigns.push_back(replica.initializer());
     components.push_back(replica);
   }
   Output init = ops::NoOp(scope.WithDevice(devices[0])

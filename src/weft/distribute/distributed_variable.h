@@ -46,8 +46,9 @@ class DistributedVariable {
   virtual VariableSynchronization synchronization() const = 0;
 
   int num_components() const { return static_cast<int>(components_.size()); }
-  // Component i (checked). Its own initializer() is not the way to initialize it for i > 0 (it
-  // writes zeros): run this object's initializer().
+  // Component i (checked). Component i > 0's own initializer() copies component 0's initial
+  // value, so it needs component 0's initial value built in the same step: run this object's
+  // initializer().
   const Variable& component(int i) const;
   const std::vector<Variable>& components() const { return components_; }
   const std::vector<std::string>& devices() const { return devices_; }

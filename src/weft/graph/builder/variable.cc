@@ -109,6 +109,33 @@ Variable Variable::Create(const Scope& scope, std::string_view name, const Tenso
   std::string relative = RelativeName(name, handle.node()->name());
   Output value =
       initializer.Build(scope.NewSubScope(StrCat(relative, "/Initializer")), shape, dtype);
+  return Finish(scope, handle, relative, value, dtype, shape);
+}
+
+Variable Variable::CreateFromValue(const Scope& scope, std::string_view name,
+                                   const Output& initial_value) {
+  if (!scope.ok()) return Variable();
+  if (!initial_value) {
+    scope.UpdateStatus(InvalidArgument("variable '", name, "': the initial value is missing"));
+    return Variable();
+  }
+  const PartialShape partial = initial_value.shape();
+  if (!partial.IsFullyDefined()) {
+    scope.UpdateStatus(InvalidArgument("variable '", name, "': the initial value ",
+                                       initial_value.name(), " has shape ", partial.DebugString(),
+                                       ", which is not fully known"));
+    return Variable();
+  }
+  const TensorShape shape = partial.ToTensorShape();
+  const DataType dtype = initial_value.dtype();
+  Output handle = ops::VarHandleOp(scope.WithOpName(name), dtype, partial);
+  if (!handle) return Variable();
+  return Finish(scope, handle, RelativeName(name, handle.node()->name()), initial_value, dtype,
+                shape);
+}
+
+Variable Variable::Finish(const Scope& scope, const Output& handle, const std::string& relative,
+                          const Output& value, DataType dtype, const TensorShape& shape) {
   Output assign =
       ops::AssignVariableOp(scope.WithOpName(StrCat(relative, "/Assign")), handle, value);
   if (!assign) return Variable();

@@ -67,6 +67,11 @@ class Variable {
   // (the returned Variable is then empty).
   static Variable Create(const Scope& scope, std::string_view name, const TensorShape& shape,
                          DataType dtype, const Initializer& initializer);
+  // A variable whose initializer assigns `initial_value` (built by the caller, e.g. a copy of
+  // another variable's initial value); its static shape must be fully known. The initializer is
+  // named "<name>/Assign".
+  static Variable CreateFromValue(const Scope& scope, std::string_view name,
+                                  const Output& initial_value);
 
   // The VarHandleOp's output (a resource tensor).
   Output handle() const { return handle_; }
@@ -86,6 +91,10 @@ class Variable {
   explicit operator bool() const { return static_cast<bool>(handle_); }
 
  private:
+  // Adds "<relative>/Assign" of `value` to `handle` and fills in the Variable.
+  static Variable Finish(const Scope& scope, const Output& handle, const std::string& relative,
+                         const Output& value, DataType dtype, const TensorShape& shape);
+
   Output handle_;
   Output initializer_;
   std::string name_;

@@ -63,6 +63,32 @@ TEST(VariableTest, NamesFollowTheScope) {
   EXPECT_EQ(read.node()->type_string(), "ReadVariableOp");
 }
 
+TEST(VariableTest, CreateFromValueAssignsThatValue) {
+  Scope root = Scope::NewRootScope();
+  auto value = ops::Const(root.WithOpName("start"), {1.5f, -2.0f, 4.0f});
+  Variable v = Variable::CreateFromValue(root, "copy", value);
+  ASSERT_TRUE(root.ok()) << root.status();
+  EXPECT_EQ(v.name(), "copy");
+  EXPECT_EQ(v.initializer().node()->name(), "copy/Assign");
+  EXPECT_EQ(v.shape(), TensorShape({3}));
+  EXPECT_EQ(v.initializer().node()->input_edge(1)->src, value.node());
+  Output read = v.Read(root);
+  auto session = MakeSession(root);
+  ASSERT_TRUE(RunTarget(*session, v.initializer()).ok());
+  StatusOr<Tensor> got = Fetch(*session, read);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->data<float>()[2], 4.0f);
+
+  // The shape must be known: a placeholder of unknown length cannot make a variable.
+  Scope other = Scope::NewRootScope();
+  auto unknown = ops::Placeholder(other, DataType::kFloat, PartialShape({-1}));
+  Variable bad = Variable::CreateFromValue(other, "bad", unknown);
+  EXPECT_FALSE(bad);
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.status().message().find("'bad'"), std::string::npos) << other.status();
+  EXPECT_NE(other.status().message().find("not fully known"), std::string::npos);
+}
+
 TEST(VariableTest, Fans) {
   EXPECT_EQ(Initializer::Fans(TensorShape({784, 256})), std::make_pair(int64_t{784}, int64_t{256}));
   EXPECT_EQ(Initializer::Fans(TensorShape({5, 5, 32, 64})),
