@@ -20,7 +20,7 @@ def load_json(path):
 
 def main():
     kind, path = sys.argv[1], sys.argv[2]
-    runs = medians(path) if kind != "train" else {}
+    runs = medians(path) if kind not in ("train", "mirrored") else {}
     if kind == "executor":
         for metric, run in (("executor_overhead_us_per_node", "BM_ExecutorChain"),
                             ("executor_fan_us_per_node", "BM_ExecutorFan")):
@@ -65,6 +65,17 @@ def main():
         allreduce = runs["BM_AllReduce/bytes:67108864/devices:4/real_time"]["real_time"]
         print(f"METRIC plain_sum_64mb_x4_us {plain:.1f} us")
         print(f"RATIO allreduce64mb_4dev_vs_plain_sum {plain / allreduce:.3f}")
+    elif kind == "mirrored":
+        # W1 on 2 replicas: global training images/s of Weft's MirroredStrategy and PyTorch DDP.
+        weft = load_json(f"{path}/weft_mirrored2.json")
+        ddp = load_json(f"{path}/torch_ddp2.json")
+        print(f"METRIC mirrored2_mlp_weft_images_per_sec {weft['train_images_per_sec']:.0f} images/s")
+        print(f"METRIC mirrored2_mlp_torch_ddp_images_per_sec {ddp['train_images_per_sec']:.0f} "
+              "images/s")
+        print(f"METRIC mirrored2_mlp_weft_final_loss {weft['final_loss']:.4f} loss")
+        print(f"METRIC mirrored2_mlp_torch_ddp_final_loss {ddp['final_loss']:.4f} loss")
+        print(f"RATIO mirrored2_mlp_vs_torch_ddp2 "
+              f"{weft['train_images_per_sec'] / ddp['train_images_per_sec']:.3f}")
     else:
         raise SystemExit(f"unknown kind {kind}")
 

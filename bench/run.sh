@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs Weft's benchmarks and prints `METRIC <name> <value> <unit>` and `RATIO <name> <value>` lines
 # (a RATIO above 1 means Weft is better). Usage: bench/run.sh [executor] [matmul] [train]
-# [allreduce] (all when none). `train` needs PyTorch (Debian's python3-torch) for the peer side.
+# [allreduce] [mirrored] (all when none). `train` and `mirrored` need PyTorch (Debian's
+# python3-torch) for the peer side.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Debian's OpenBLAS misdetects newer Xeons; pick its kernels as the weft binary does.
@@ -12,7 +13,7 @@ fi
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build --target executor_bench matmul_bench weft >/dev/null
 names=("$@")
-[[ ${#names[@]} -eq 0 ]] && names=(executor matmul train allreduce)
+[[ ${#names[@]} -eq 0 ]] && names=(executor matmul train allreduce mirrored)
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
@@ -48,6 +49,16 @@ for name in "${names[@]}"; do
         --benchmark_report_aggregates_only=true >"$out/allreduce.json"
       python3 bench/report.py allreduce "$out/allreduce.json"
       ;;
-    *) echo "unknown benchmark '$name' (known: executor matmul train allreduce)" >&2; exit 2 ;;
+    mirrored)
+      # W1 data-parallel on 2 replicas, global batch 128, one epoch: Weft's MirroredStrategy over
+      # 2 CPU devices in one process against PyTorch DDP (gloo) in 2 processes of 1 thread each.
+      build/bin/weft train --model mlp --devices 2 --epochs 1 --json | tail -n 1 \
+        >"$out/weft_mirrored2.json"
+      PYTHONPATH=bench /usr/bin/python3 bench/torch_ddp_train.py --world 2 --epochs 1 \
+        >"$out/torch_ddp2.json"
+      python3 bench/report.py mirrored "$out"
+      ;;
+    *) echo "unknown benchmark '$name' (known: executor matmul train allreduce mirrored)" >&2
+       exit 2 ;;
   esac
 done

@@ -5,4 +5,5 @@ cd "$(dirname "$0")/.."
 tools/setup.sh
 tools/build.sh
 build/bin/hello_graph
-build/bin/weft train "$@"
+# Data-parallel on two devices with MirroredStrategy (arguments after these override them).
+build/bin/weft train --devices 2 "$@"

@@ -24,4 +24,15 @@ expect "zero batch" 2 "batch-size" -- "$weft" train --batch-size 0
 expect "missing data directory" 2 "dataset-fashion-mnist" -- "$weft" train --data /nonexistent/fmnist
 expect "missing data names the path" 2 "/nonexistent/fmnist" -- "$weft" train --data /nonexistent/fmnist
 expect "help" 0 "--max-steps" -- "$weft" train --help
+expect "help lists --devices" 0 "--devices" -- "$weft" train --help
+expect "zero devices" 2 "devices" -- "$weft" train --devices 0
+expect "non-numeric devices" 2 "devices" -- "$weft" train --devices two
+expect "unknown strategy" 2 "strategy" -- "$weft" train --strategy ring
+expect "one_device on two devices" 2 "one_device" -- "$weft" train --strategy one_device --devices 2
+expect "batch not divisible by devices" 2 "128 is not divisible by the 3 devices" -- \
+  "$weft" train --devices 3 --max-steps 1
+expect "two-device run reports replicas" 0 '"replicas":2' -- \
+  "$weft" train --devices 2 --max-steps 20 --json
+expect "a later --devices overrides an earlier one" 0 '"replicas":1' -- \
+  "$weft" train --devices 2 --devices 1 --max-steps 2 --json
 exit $((failures > 0))

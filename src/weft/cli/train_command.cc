@@ -1,3 +1,4 @@
+// `weft train`: the CLI11 flags, the progress display and the JSON summary around train::Train.
 #include "weft/cli/train_command.h"
 
 #include <cmath>
@@ -81,6 +82,17 @@ CLI::App* AddTrainCommand(CLI::App& app, TrainFlags& flags) {
       ->add_option("--intra-op-threads", flags.intra_op_threads,
                    "Threads inside one kernel, OpenBLAS included (default: --threads)")
       ->check(CLI::NonNegativeNumber);
+  train
+      ->add_option("--strategy", flags.strategy,
+                   "Distribution strategy (default: mirrored with --devices > 1)")
+      ->check(CLI::IsMember({"one_device", "mirrored"}));
+  train
+      ->add_option("--devices", flags.devices,
+                   "CPU devices, one replica each; the global batch is split between them")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str()
+      // The README's command passes --devices 2 before the user's flags: the last one wins.
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   train->add_flag("--json", flags.json, "End with one JSON summary line");
   return train;
 }
@@ -100,6 +112,8 @@ int RunTrainCommand(const TrainFlags& flags) {
   options.learning_rate = flags.learning_rate;
   options.seed = flags.seed;
   options.data_dir = flags.data_dir;
+  options.strategy = flags.strategy;
+  options.devices = flags.devices;
   // One inter-op thread by default: a training step is a chain of kernels that are each
   // parallel inside, and a second inter-op pool beside the intra-op and OpenBLAS threads
   // oversubscribes the cores (measured on the 2-core machine: ~55k vs ~86k images/s for W1).

@@ -18,6 +18,8 @@ struct TrainFlags {
   int threads = 0;
   int inter_op_threads = -1;  // -1: take --threads
   int intra_op_threads = -1;  // -1: take --threads
+  std::string strategy;       // "": mirrored when devices > 1
+  int devices = 1;
 };
 
 // Declares the subcommand and its flags on `app`; the flags are written into `flags`.

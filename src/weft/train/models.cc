@@ -1,5 +1,7 @@
 #include "weft/train/models.h"
 
+#include "weft/core/str_util.h"
+
 namespace weft::train {
 namespace {
 
@@ -8,31 +10,43 @@ constexpr int kPixels = kImageSide * kImageSide;
 constexpr int kClasses = 10;
 
 // Creates variables with successive seeds so that every weight differs but the model repeats.
+// A factory's failure is recorded in the scope, like any other building error.
 class VariableMaker {
  public:
-  VariableMaker(const Scope& scope, int64_t seed, Model* model)
-      : scope_(scope), seed_(seed), model_(model) {}
+  VariableMaker(int64_t seed, const VariableFactory& factory, Model* model)
+      : seed_(seed), factory_(factory), model_(model) {}
 
   Variable Weight(const Scope& scope, const TensorShape& shape) {
-    return Add(Variable::Create(scope, "kernel", shape, DataType::kFloat,
-                                Initializer::GlorotUniform(seed_ * 1000 + ++count_)));
+    return Make(scope, "kernel", shape, Initializer::GlorotUniform(seed_ * 1000 + ++count_));
   }
   Variable Bias(const Scope& scope, int64_t size) {
-    return Add(Variable::Create(scope, "bias", TensorShape({size}), DataType::kFloat,
-                                Initializer::Zeros()));
+    return Make(scope, "bias", TensorShape({size}), Initializer::Zeros());
   }
 
  private:
-  Variable Add(Variable variable) {
-    if (variable) {
-      model_->variables.push_back(variable);
-      model_->initializers.push_back(variable.initializer());
+  Variable Make(const Scope& scope, std::string_view name, const TensorShape& shape,
+                const Initializer& initializer) {
+    if (!factory_) {
+      Variable variable = Variable::Create(scope, name, shape, DataType::kFloat, initializer);
+      if (variable) {
+        model_->variables.push_back(variable);
+        model_->initializers.push_back(variable.initializer());
+      }
+      return variable;
     }
-    return variable;
+    if (!scope.ok()) return Variable();
+    StatusOr<Variable> made = factory_(scope, name, shape, initializer);
+    if (made.ok() && !*made) made = Internal("the variable factory returned no variable");
+    if (!made.ok()) {
+      scope.UpdateStatus(made.status().WithContext(StrCat("variable '", name, "'")));
+      return Variable();
+    }
+    model_->variables.push_back(*made);
+    return *made;
   }
 
-  Scope scope_;
   int64_t seed_;
+  const VariableFactory& factory_;
   Model* model_;
   int64_t count_ = 0;
 };
@@ -62,9 +76,10 @@ StatusOr<ModelKind> ParseModelKind(const std::string& name) {
   return InvalidArgument("unknown model '", name, "' (expected mlp or cnn)");
 }
 
-StatusOr<Model> BuildModel(const Scope& scope, ModelKind kind, int64_t seed) {
+StatusOr<Model> BuildModel(const Scope& scope, ModelKind kind, int64_t seed,
+                           const VariableFactory& factory) {
   Model model;
-  VariableMaker maker(scope, seed, &model);
+  VariableMaker maker(seed, factory, &model);
   model.images =
       ops::Placeholder(scope.WithOpName("images"), DataType::kFloat, PartialShape({-1, kPixels}));
   model.labels = ops::Placeholder(scope.WithOpName("labels"), DataType::kInt64, PartialShape({-1}));

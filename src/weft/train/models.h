@@ -2,9 +2,16 @@
 // API: an MLP 784-256-256-10 with ReLU, and a CNN conv5x5x32-ReLU-maxpool2, conv5x5x64-ReLU-
 // maxpool2, dense 1024-ReLU, dense 10. Loss is the mean sparse softmax cross-entropy. Weights are
 // Glorot-uniform (seeded: the same seed builds the same initial values), biases zero.
+//
+// A VariableFactory decides what each weight is: by default a plain Variable::Create; a
+// distribution strategy passes one that returns, for each replica, that replica's component of a
+// distributed variable (the factory then receives the same names and initializers in every
+// replica, in the same order).
 #pragma once
 
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "weft/graph/builder/ops.h"
@@ -27,7 +34,15 @@ struct Model {
   std::vector<Output> initializers;  // run once before training
 };
 
-// Builds the forward graph of `kind` in `scope`; errors are those of the scope.
-StatusOr<Model> BuildModel(const Scope& scope, ModelKind kind, int64_t seed);
+// Makes one variable named `name` in `scope` (which also carries the device to use).
+using VariableFactory =
+    std::function<StatusOr<Variable>(const Scope& scope, std::string_view name,
+                                     const TensorShape& shape, const Initializer& initializer)>;
+
+// Builds the forward graph of `kind` in `scope`; errors are those of the scope or of `factory`.
+// A null factory means Variable::Create (float32). Model::initializers then holds each variable's
+// initializer; with a factory it holds none (whoever made the variables initializes them).
+StatusOr<Model> BuildModel(const Scope& scope, ModelKind kind, int64_t seed,
+                           const VariableFactory& factory = nullptr);
 
 }  // namespace weft::train

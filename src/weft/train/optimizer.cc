@@ -1,5 +1,7 @@
 #include "weft/train/optimizer.h"
 
+#include "weft/distribute/replica_context.h"
+#include "weft/distribute/strategy.h"
 #include "weft/graph/gradients/gradients.h"
 
 namespace weft::train {
@@ -83,6 +85,38 @@ class AdamOptimizer final : public Optimizer {
   Variable beta1_power_, beta2_power_;
 };
 
+// The gradients with every non-empty one replaced by its MEAN over the replicas of `context`:
+// one MergeCall whose merge function batch-reduces all of them onto every replica's device.
+StatusOr<std::vector<GradientAndVariable>> AllReduceGradients(
+    distribute::ReplicaContext& context, std::vector<GradientAndVariable> gradients) {
+  if (context.num_replicas_in_sync() == 1) return gradients;
+  std::vector<Output> values;
+  for (const GradientAndVariable& pair : gradients) {
+    if (pair.gradient) values.push_back(pair.gradient);
+  }
+  if (values.empty()) return gradients;
+  const distribute::Strategy& strategy = context.strategy();
+  auto merge_fn = [&strategy](const Scope& cross_replica_scope,
+                              const std::vector<distribute::PerReplica>& grouped)
+      -> StatusOr<std::vector<distribute::DistributedValues>> {
+    WEFT_ASSIGN_OR_RETURN(std::vector<distribute::Mirrored> reduced,
+                          strategy.cross_device_ops().BatchReduce(
+                              cross_replica_scope.NewSubScope("gradients_all_reduce"),
+                              distribute::ReduceOp::kMean, grouped, strategy.devices()));
+    return std::vector<distribute::DistributedValues>(reduced.begin(), reduced.end());
+  };
+  WEFT_ASSIGN_OR_RETURN(std::vector<Output> reduced, context.MergeCall(values, merge_fn));
+  if (reduced.size() != values.size()) {
+    return Internal("ApplyGradients: all-reducing ", values.size(), " gradients gave ",
+                    reduced.size());
+  }
+  size_t next = 0;
+  for (GradientAndVariable& pair : gradients) {
+    if (pair.gradient) pair.gradient = reduced[next++];
+  }
+  return gradients;
+}
+
 }  // namespace
 
 StatusOr<std::vector<GradientAndVariable>> Optimizer::ComputeGradients(
@@ -113,7 +147,14 @@ StatusOr<std::vector<GradientAndVariable>> Optimizer::ComputeGradients(
 }
 
 StatusOr<Output> Optimizer::ApplyGradients(const Scope& scope,
-                                           const std::vector<GradientAndVariable>& gradients) {
+                                           const std::vector<GradientAndVariable>& unreduced,
+                                           distribute::ReplicaContext* context) {
+  WEFT_RETURN_IF_ERROR(scope.status());
+  std::vector<GradientAndVariable> gradients = unreduced;
+  if (context != nullptr) {
+    // Every slot and update below is built after the MergeCall, in one turn of this replica.
+    WEFT_ASSIGN_OR_RETURN(gradients, AllReduceGradients(*context, std::move(gradients)));
+  }
   Scope optimizer_scope = scope.NewSubScope(name());
   for (const GradientAndVariable& pair : gradients) {
     if (pair.gradient) {
@@ -139,10 +180,11 @@ StatusOr<Output> Optimizer::ApplyGradients(const Scope& scope,
 }
 
 StatusOr<Output> Optimizer::Minimize(const Scope& scope, const Output& loss,
-                                     const std::vector<Variable>& variables) {
+                                     const std::vector<Variable>& variables,
+                                     distribute::ReplicaContext* context) {
   WEFT_ASSIGN_OR_RETURN(std::vector<GradientAndVariable> gradients,
                         ComputeGradients(scope, loss, variables));
-  return ApplyGradients(scope, gradients);
+  return ApplyGradients(scope, gradients, context);
 }
 
 void Optimizer::CreateSharedSlots(const Scope&, DataType) {}

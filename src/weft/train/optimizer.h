@@ -4,6 +4,14 @@
 // returns a single op to run as the step's target. Minimize does both. Slot variables (momentum
 // accumulators, Adam moments) are created on first use; run initializers() with the model's own
 // variable initializers before the first step. Not thread-safe (it builds a graph).
+//
+// Inside distribute::Strategy::Run, pass the replica's ReplicaContext and that replica's
+// variables (its components of the distributed variables): ApplyGradients then first all-reduces
+// the gradients of every replica (MEAN, one MergeCall, one BatchReduce through the strategy's
+// CrossDeviceOps, so they travel packed in buckets), and each replica applies the reduced
+// gradients to its own components, on their devices, with slots of its own. Identical inputs
+// give identical updates, so the components of a mirrored variable stay bitwise equal. One
+// Optimizer may serve every replica of the run (its initializers() then cover all of them).
 #pragma once
 
 #include <memory>
@@ -12,6 +20,10 @@
 
 #include "weft/graph/builder/ops.h"
 #include "weft/graph/builder/variable.h"
+
+namespace weft::distribute {
+class ReplicaContext;
+}  // namespace weft::distribute
 
 namespace weft::train {
 
@@ -27,11 +39,14 @@ class Optimizer {
   StatusOr<std::vector<GradientAndVariable>> ComputeGradients(
       const Scope& scope, const Output& loss, const std::vector<Variable>& variables) const;
   // The returned Output is a NoOp that runs every update (and any bookkeeping such as Adam's
-  // beta powers) when run as a target.
+  // beta powers) when run as a target. `context`: the replica's, inside Strategy::Run (see the
+  // file comment); null outside.
   StatusOr<Output> ApplyGradients(const Scope& scope,
-                                  const std::vector<GradientAndVariable>& gradients);
+                                  const std::vector<GradientAndVariable>& gradients,
+                                  distribute::ReplicaContext* context = nullptr);
   StatusOr<Output> Minimize(const Scope& scope, const Output& loss,
-                            const std::vector<Variable>& variables);
+                            const std::vector<Variable>& variables,
+                            distribute::ReplicaContext* context = nullptr);
 
   // The initializers of the slot variables created so far.
   const std::vector<Output>& initializers() const { return initializers_; }

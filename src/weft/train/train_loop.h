@@ -2,6 +2,13 @@
 // runs epochs of shuffled batches through a Session, and evaluates test accuracy. Reports progress
 // through callbacks so the CLI decides how to show it. One call at a time per process (it sizes
 // process-wide thread pools).
+//
+// Data-parallel training: with devices > 1 (or a strategy named), the session gets that many CPU
+// devices and a distribute::Strategy builds the model once per replica (Strategy::Run, one
+// placeholder pair per replica, variables mirrored on every device); each global batch of
+// batch_size examples is split evenly between the replicas, the gradients are all-reduced (MEAN)
+// before every replica updates its own copy, the reported loss is the mean of the replicas'
+// losses and test accuracy is measured with replica 0's graph.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +29,11 @@ struct TrainOptions {
   int64_t seed = 1;
   std::string data_dir;      // empty: the default Fashion-MNIST location
   int inter_op_threads = 1;  // 0: one per core; 1 measured best for W1/W2 on 2 cores
-  int intra_op_threads = 0;  // 0: one per core
+  int intra_op_threads = 0;  // 0: one per core (shared out between the devices)
+  int devices = 1;           // CPU devices, one replica each
+  // "" (mirrored when devices > 1, else the plain single-device path), "one_device" (devices
+  // must be 1) or "mirrored".
+  std::string strategy;
 };
 
 struct TrainProgress {

@@ -28,17 +28,28 @@ void WriteToyFashionMnist(const TempDir& dir, int train_count, int test_count) {
   write("t10k", test_count);
 }
 
-TEST(TrainLoopTest, LearnsAToyProblemAndRepeatsWithTheSameSeed) {
-  TempDir dir;
+// Two epochs of 32-example batches over a toy set of 640 examples written to `dir`: 40 steps.
+TrainOptions ToyOptions(TempDir& dir) {
   WriteToyFashionMnist(dir, 640, 100);
   TrainOptions options;
   options.data_dir = dir.path();
   options.epochs = 2;
   options.batch_size = 32;
   options.seed = 3;
-  int steps_seen = 0;
+  return options;
+}
+
+TrainCallbacks CountSteps(int* steps_seen) {
   TrainCallbacks callbacks;
-  callbacks.on_step = [&](const TrainProgress&) { ++steps_seen; };
+  callbacks.on_step = [steps_seen](const TrainProgress&) { ++*steps_seen; };
+  return callbacks;
+}
+
+TEST(TrainLoopTest, LearnsAToyProblemAndRepeatsWithTheSameSeed) {
+  TempDir dir;
+  TrainOptions options = ToyOptions(dir);
+  int steps_seen = 0;
+  TrainCallbacks callbacks = CountSteps(&steps_seen);
   auto first = Train(options, callbacks);
   ASSERT_TRUE(first.ok()) << first.status();
   EXPECT_EQ(first->steps, 40);
@@ -100,6 +111,80 @@ TEST(TrainLoopTest, BadOptionsAndMissingDataAreReported) {
   bad_optimizer.optimizer = "rmsprop";
   s = Train(bad_optimizer).status();
   EXPECT_NE(s.message().find("rmsprop"), std::string::npos) << s;
+}
+
+TEST(TrainLoopTest, TwoDevicesTrainAMirroredModelLikeOne) {
+  TempDir dir;
+  TrainOptions options = ToyOptions(dir);
+  auto one = Train(options);
+  ASSERT_TRUE(one.ok()) << one.status();
+  options.devices = 2;
+  int steps_seen = 0;
+  TrainCallbacks callbacks = CountSteps(&steps_seen);
+  auto two = Train(options, callbacks);
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_EQ(two->replicas, 2);
+  EXPECT_EQ(one->replicas, 1);
+  EXPECT_EQ(two->steps, 40);  // 32 examples a step in all, 16 per replica
+  EXPECT_EQ(steps_seen, 40);
+  EXPECT_GT(two->test_accuracy, 0.9);
+  EXPECT_NEAR(two->final_loss, one->final_loss, 1e-3 + 1e-2 * one->final_loss);
+  auto again = Train(options);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(two->final_loss, again->final_loss);  // deterministic across runs
+}
+
+TEST(TrainLoopTest, StrategiesByNameAndACnnOnTwoDevices) {
+  TempDir dir;
+  WriteToyFashionMnist(dir, 64, 20);
+  TrainOptions options;
+  options.data_dir = dir.path();
+  options.max_steps = 3;
+  options.batch_size = 8;
+  auto plain = Train(options);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  for (const char* strategy : {"one_device", "mirrored"}) {
+    options.strategy = strategy;
+    auto summary = Train(options);
+    ASSERT_TRUE(summary.ok()) << strategy << ": " << summary.status();
+    EXPECT_EQ(summary->replicas, 1) << strategy;
+    // One replica: the same computation as the plain path, on the same single device.
+    EXPECT_EQ(summary->final_loss, plain->final_loss) << strategy;
+  }
+  options.strategy = "mirrored";
+  options.devices = 2;
+  options.model = ModelKind::kCnn;
+  options.optimizer = "adam";
+  options.learning_rate = 0.001;
+  auto cnn = Train(options);
+  ASSERT_TRUE(cnn.ok()) << cnn.status();
+  EXPECT_EQ(cnn->replicas, 2);
+  EXPECT_TRUE(std::isfinite(cnn->final_loss));
+}
+
+TEST(TrainLoopTest, BadDeviceOptionsAreRefusedBeforeTraining) {
+  TrainOptions options;
+  options.data_dir = "/nonexistent/fashion";  // never read: the options fail first
+  options.devices = 0;
+  Status s = Train(options).status();
+  EXPECT_TRUE(IsInvalidArgument(s)) << s;
+  EXPECT_NE(s.message().find("devices"), std::string::npos) << s;
+  options.devices = 2;
+  options.strategy = "one_device";
+  s = Train(options).status();
+  EXPECT_TRUE(IsInvalidArgument(s)) << s;
+  EXPECT_NE(s.message().find("one_device"), std::string::npos) << s;
+  options.strategy = "parameter_server";
+  s = Train(options).status();
+  EXPECT_TRUE(IsInvalidArgument(s)) << s;
+  EXPECT_NE(s.message().find("parameter_server"), std::string::npos) << s;
+  options.strategy = "mirrored";
+  options.devices = 3;
+  options.batch_size = 128;
+  s = Train(options).status();
+  EXPECT_TRUE(IsInvalidArgument(s)) << s;
+  EXPECT_NE(s.message().find("128"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("3 devices"), std::string::npos) << s;
 }
 
 }  // namespace

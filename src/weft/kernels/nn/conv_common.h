@@ -16,6 +16,7 @@
 #include "weft/core/tensor.h"
 #include "weft/graph.pb.h"
 #include "weft/kernels/eigen_support.h"
+#include "weft/kernels/nn/im2col.h"
 #include "weft/kernels/nn/window_geometry.h"
 
 namespace weft::kernels {
@@ -86,6 +87,31 @@ void ForInChunk(OpKernelContext* context, const ConvPlan& plan, int64_t total, d
   } else {
     fn(int64_t{0}, total);
   }
+}
+
+// One column buffer per task of `plan` (an empty tensor when `pointwise`: no im2col needed).
+template <typename T>
+StatusOr<Tensor> AllocateColumnBuffers(const ConvPlan& plan, const SpatialGeometry& g,
+                                       bool pointwise) {
+  if (pointwise) return Tensor();
+  return Tensor::Allocate(DataTypeToEnum<T>::value,
+                          TensorShape({plan.num_tasks, plan.ColElements(g)}));
+}
+
+// Inside a chunk body: the patches of units [first, last) — im2col'd into `task`'s buffer of
+// `col`, or, when `pointwise`, the input rows themselves.
+template <typename T>
+const T* ChunkPatches(OpKernelContext* context, const ConvPlan& plan, const SpatialGeometry& g,
+                      bool pointwise, const T* input, Tensor& col, int64_t first, int64_t last,
+                      int64_t task) {
+  const int64_t patch = g.patch_size();
+  if (pointwise) return input + first * g.out_cols * patch;
+  T* buffer = col.data<T>() + task * plan.ColElements(g);
+  ForInChunk(context, plan, last - first, static_cast<double>(g.out_cols * patch),
+             [&](int64_t begin, int64_t end) {
+               Im2Col(input, g, first, first + begin, first + end, buffer);
+             });
+  return buffer;
 }
 
 }  // namespace weft::kernels

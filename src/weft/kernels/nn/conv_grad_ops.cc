@@ -64,12 +64,7 @@ class Conv2DBackpropInputOp final : public OpKernel {
     if (out_backprop.NumElements() == 0) return Status::OK();
     const ConvPlan plan = PlanConvChunks(g, sizeof(T), context->device()->intra_op_threads(),
                                          /*whole_images=*/true);
-    Tensor col;
-    if (!pointwise) {
-      WEFT_ASSIGN_OR_RETURN(col,
-                            Tensor::Allocate(DataTypeToEnum<T>::value,
-                                             TensorShape({plan.num_tasks, plan.ColElements(g)})));
-    }
+    WEFT_ASSIGN_OR_RETURN(Tensor col, AllocateColumnBuffers<T>(plan, g, pointwise));
     const int64_t patch = g.patch_size();
     const T* weights = filter.data<T>();
     const T* grad = out_backprop.data<T>();
@@ -136,24 +131,11 @@ class Conv2DBackpropFilterOp final : public OpKernel {
     WEFT_ASSIGN_OR_RETURN(
         Tensor partial,
         Tensor::Allocate(DataTypeToEnum<T>::value, TensorShape({plan.num_tasks - 1, filter_size})));
-    Tensor col;
-    if (!pointwise) {
-      WEFT_ASSIGN_OR_RETURN(col,
-                            Tensor::Allocate(DataTypeToEnum<T>::value,
-                                             TensorShape({plan.num_tasks, plan.ColElements(g)})));
-    }
+    WEFT_ASSIGN_OR_RETURN(Tensor col, AllocateColumnBuffers<T>(plan, g, pointwise));
     const T* in = input.data<T>();
     const T* grad = out_backprop.data<T>();
     RunChunks(context, plan, [&](int64_t first, int64_t last, int64_t task, bool first_of_task) {
-      const T* patches = in + first * g.out_cols * patch;  // pointwise: the input rows
-      if (!pointwise) {
-        T* buffer = col.data<T>() + task * plan.ColElements(g);
-        ForInChunk(context, plan, last - first, static_cast<double>(g.out_cols * patch),
-                   [&](int64_t begin, int64_t end) {
-                     Im2Col(in, g, first, first + begin, first + end, buffer);
-                   });
-        patches = buffer;
-      }
+      const T* patches = ChunkPatches(context, plan, g, pointwise, in, col, first, last, task);
       T* sum = task == 0 ? filter_grad : partial.data<T>() + (task - 1) * filter_size;
       Gemm(
           GemmDims{

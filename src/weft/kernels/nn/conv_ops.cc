@@ -38,26 +38,13 @@ class Conv2DOp final : public OpKernel {
     const bool pointwise = IsPointwise(g);
     const ConvPlan plan = PlanConvChunks(g, sizeof(T), context->device()->intra_op_threads(),
                                          /*whole_images=*/false);
-    Tensor col;
-    if (!pointwise) {
-      WEFT_ASSIGN_OR_RETURN(col,
-                            Tensor::Allocate(DataTypeToEnum<T>::value,
-                                             TensorShape({plan.num_tasks, plan.ColElements(g)})));
-    }
+    WEFT_ASSIGN_OR_RETURN(Tensor col, AllocateColumnBuffers<T>(plan, g, pointwise));
     const int64_t patch = g.patch_size();
     const T* in = input.data<T>();
     const T* weights = filter.data<T>();
     T* out = output->data<T>();
     RunChunks(context, plan, [&](int64_t first, int64_t last, int64_t task, bool) {
-      const T* patches = in + first * g.out_cols * patch;  // pointwise: the input rows
-      if (!pointwise) {
-        T* buffer = col.data<T>() + task * plan.ColElements(g);
-        ForInChunk(context, plan, last - first, static_cast<double>(g.out_cols * patch),
-                   [&](int64_t begin, int64_t end) {
-                     Im2Col(in, g, first, first + begin, first + end, buffer);
-                   });
-        patches = buffer;
-      }
+      const T* patches = ChunkPatches(context, plan, g, pointwise, in, col, first, last, task);
       Gemm(GemmDims{.m = (last - first) * g.out_cols, .n = out_depth, .k = patch}, T(1), patches,
            patch, weights, out_depth, T(0), out + first * g.out_cols * out_depth, out_depth);
     });
