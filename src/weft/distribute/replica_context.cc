@@ -6,6 +6,19 @@
 #include "weft/distribute/strategy.h"
 
 namespace weft::distribute {
+namespace {
+thread_local ReplicaContext* current_context = nullptr;
+}  // namespace
+
+ReplicaContext* CurrentReplicaContext() { return current_context; }
+
+namespace internal {
+CurrentReplicaContextGuard::CurrentReplicaContextGuard(ReplicaContext* context)
+    : previous_(current_context) {
+  current_context = context;
+}
+CurrentReplicaContextGuard::~CurrentReplicaContextGuard() { current_context = previous_; }
+}  // namespace internal
 
 ReplicaContext::ReplicaContext(const Strategy& strategy, int replica_id, Scope cross_replica_scope,
                                internal::MergeCoordinator* coordinator)

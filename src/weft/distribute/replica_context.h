@@ -13,6 +13,10 @@
 // A ReplicaContext belongs to one replica's thread inside Strategy::Run and is valid only while
 // Run is building; it is not thread-safe. One made outside Run (null coordinator) serves a single
 // replica: MergeCall then runs merge_fn at once.
+//
+// CurrentReplicaContext() is the context of the replica whose fn is running on this thread inside
+// Strategy::Run, and null elsewhere (outside Run, and in merge functions, which run on the
+// caller's thread): code such as Optimizer::ApplyGradients uses it when given no context.
 #pragma once
 
 #include <functional>
@@ -68,5 +72,23 @@ class ReplicaContext {
   Scope cross_replica_scope_;
   internal::MergeCoordinator* coordinator_;
 };
+
+// See the file comment.
+ReplicaContext* CurrentReplicaContext();
+
+namespace internal {
+// Makes `context` this thread's CurrentReplicaContext() for the guard's lifetime (the replica
+// runner sets it on each replica thread while fn runs).
+class CurrentReplicaContextGuard {
+ public:
+  explicit CurrentReplicaContextGuard(ReplicaContext* context);
+  ~CurrentReplicaContextGuard();
+  CurrentReplicaContextGuard(const CurrentReplicaContextGuard&) = delete;
+  CurrentReplicaContextGuard& operator=(const CurrentReplicaContextGuard&) = delete;
+
+ private:
+  ReplicaContext* previous_;
+};
+}  // namespace internal
 
 }  // namespace weft::distribute

@@ -32,17 +32,98 @@ StatusOr<std::vector<std::string>> Strategy::CanonicalDevices(
 }
 
 StatusOr<std::shared_ptr<DistributedVariable>> Strategy::CreateVariable(
-    const Scope& scope, std::string_view name, const TensorShape& shape, DataType dtype,
+    const weft::Scope& scope, std::string_view name, const TensorShape& shape, DataType dtype,
     const Initializer& initializer, VariableSynchronization synchronization,
     VariableAggregation aggregation) const {
   return CreateDistributedVariable(scope, name, shape, dtype, initializer, devices_,
                                    synchronization, aggregation);
 }
 
-StatusOr<std::vector<PerReplica>> Strategy::Run(const Scope& scope, const ReplicaFn& fn) const {
+StrategyScope::StrategyScope(const Strategy& strategy)
+    : strategy_(strategy),
+      creator_scope_([self = &strategy](const weft::Scope& scope, std::string_view name,
+                                        const TensorShape& shape, DataType dtype,
+                                        const Initializer& initializer) {
+        return self->CreateInScope(scope, name, shape, dtype, initializer);
+      }) {}
+
+StrategyScope Strategy::Scope() const { return StrategyScope(*this); }
+
+std::vector<std::shared_ptr<DistributedVariable>> Strategy::variables() const {
+  MutexLock lock(mu_);
+  return scope_variables_;
+}
+
+std::shared_ptr<DistributedVariable> Strategy::CreateRecorded(
+    const weft::Scope& scope, std::string_view name, const TensorShape& shape, DataType dtype,
+    const Initializer& initializer) const {
+  StatusOr<std::shared_ptr<DistributedVariable>> created =
+      CreateVariable(scope, name, shape, dtype, initializer);
+  if (!created.ok()) {
+    scope.UpdateStatus(created.status());
+    return nullptr;
+  }
+  MutexLock lock(mu_);
+  scope_variables_.push_back(*created);
+  return *created;
+}
+
+Variable Strategy::CreateInScope(const weft::Scope& scope, std::string_view name,
+                                 const TensorShape& shape, DataType dtype,
+                                 const Initializer& initializer) const {
+  if (!scope.ok()) return Variable();
+  const ReplicaContext* context = CurrentReplicaContext();
+  if (context == nullptr || &context->strategy() != this || context->replica_id() == 0) {
+    std::shared_ptr<DistributedVariable> created =
+        CreateRecorded(scope, name, shape, dtype, initializer);
+    if (created == nullptr) return Variable();
+    if (context != nullptr && &context->strategy() == this) {
+      MutexLock lock(mu_);
+      run_created_.push_back({std::string(name), shape, dtype, created});
+    }
+    return created->component(0);
+  }
+  const int r = context->replica_id();
+  MutexLock lock(mu_);
+  const int64_t k = run_next_[r]++;
+  if (k >= static_cast<int64_t>(run_created_.size())) {
+    scope.UpdateStatus(InvalidArgument("Strategy::Scope: replica ", r, " created variable '", name,
+                                       "' (its creation ", k, ") but replica 0 created only ",
+                                       run_created_.size(), " variables"));
+    return Variable();
+  }
+  const ReplicaCreation& primary = run_created_[k];
+  if (primary.name != name || primary.shape != shape || primary.dtype != dtype) {
+    scope.UpdateStatus(InvalidArgument(
+        "Strategy::Scope: replica ", r, " created variable '", name, "' ", shape.DebugString(), " ",
+        DataTypeName(dtype), " as its creation ", k, ", but replica 0 created '", primary.name,
+        "' ", primary.shape.DebugString(), " ", DataTypeName(primary.dtype)));
+    return Variable();
+  }
+  return primary.variable->component(r);
+}
+
+StatusOr<std::vector<PerReplica>> Strategy::Run(const weft::Scope& scope,
+                                                const ReplicaFn& fn) const {
   WEFT_RETURN_IF_ERROR(scope.status());
+  {
+    MutexLock lock(mu_);
+    run_created_.clear();
+    run_next_.assign(num_replicas_in_sync(), 0);
+  }
   WEFT_ASSIGN_OR_RETURN(std::vector<std::vector<Output>> outputs,
                         internal::RunReplicas(*this, scope, fn, run_timeout_));
+  {
+    MutexLock lock(mu_);
+    for (int r = 1; r < num_replicas_in_sync(); ++r) {
+      if (run_next_[r] < static_cast<int64_t>(run_created_.size())) {
+        return InvalidArgument("Strategy::Scope: replica ", r, " created ", run_next_[r],
+                               " variables but replica 0 created ", run_created_.size(),
+                               "; replica ", r, " never created '", run_created_[run_next_[r]].name,
+                               "'");
+      }
+    }
+  }
   for (int r = 1; r < num_replicas_in_sync(); ++r) {
     if (outputs[r].size() != outputs[0].size()) {
       return InvalidArgument("Run: replica ", r, " returned ", outputs[r].size(),
@@ -59,7 +140,8 @@ StatusOr<std::vector<PerReplica>> Strategy::Run(const Scope& scope, const Replic
   return grouped;
 }
 
-StatusOr<Output> Strategy::Reduce(const Scope& scope, ReduceOp op, const PerReplica& value) const {
+StatusOr<Output> Strategy::Reduce(const weft::Scope& scope, ReduceOp op,
+                                  const PerReplica& value) const {
   WEFT_ASSIGN_OR_RETURN(Mirrored reduced,
                         cross_device_ops_->Reduce(scope, op, value, {devices_[0]}));
   return reduced.primary();

@@ -7,7 +7,7 @@
 //   auto w = strategy->CreateVariable(root, "w", {4, 2}, DataType::kFloat,
 //                                     Initializer::GlorotUniform(), VariableSynchronization::kAuto,
 //                                     VariableAggregation::kMean).value();
-//   auto losses = strategy->Run(root, [&](ReplicaContext& ctx, const Scope& s)
+//   auto losses = strategy->Run(root, [&](ReplicaContext& ctx, const weft::Scope& s)
 //                                         -> StatusOr<std::vector<Output>> { ... });
 //
 // Run calls fn once per replica, replica r under device devices()[r] and name scope "replica_<r>"
@@ -16,16 +16,29 @@
 // and a replica that reaches ReplicaContext::MergeCall pauses until every replica has reached it
 // (see replica_context.h). Run itself must not be called concurrently on graphs sharing a Scope.
 //
+// Scope() (the reference's `with strategy.scope()`): while the returned StrategyScope lives, every
+// Variable::Create on this thread — and on the replica threads of a Run started from it — makes a
+// distributed variable (kAuto synchronization, kNone aggregation) and returns one component:
+//  - outside Run (cross-replica context), a new DistributedVariable's component 0;
+//  - inside Run, replica 0 creates the DistributedVariable and gets component 0; replica r > 0
+//    gets component r of the variable replica 0 created k-th for its own k-th creation (like the
+//    reference's shared variable creator). A creation whose name, shape or dtype differs from
+//    replica 0's k-th, or one beyond replica 0's count, is an InvalidArgument recorded in the
+//    scope naming the variable; a replica creating fewer variables than replica 0 fails Run.
+// variables() lists every DistributedVariable made this way (run their initializer()s).
+//
 // Devices are canonicalised under "/job:localhost/replica:0/task:0" (so "/cpu:1" becomes
 // "/job:localhost/replica:0/task:0/device:CPU:1"), the names of a local DirectSession's devices.
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "weft/core/mutex.h"
 #include "weft/core/statusor.h"
 #include "weft/core/tensor.h"
 #include "weft/distribute/cross_device_ops.h"
@@ -34,12 +47,14 @@
 
 namespace weft::distribute {
 
+class StrategyScope;
+
 class Strategy {
  public:
   // Builds one replica's part of the graph in `replica_scope`; returns that replica's outputs
   // (every replica must return as many).
   using ReplicaFn = std::function<StatusOr<std::vector<Output>>(ReplicaContext& context,
-                                                                const Scope& replica_scope)>;
+                                                                const weft::Scope& replica_scope)>;
 
   virtual ~Strategy() = default;
   Strategy(const Strategy&) = delete;
@@ -52,17 +67,23 @@ class Strategy {
 
   // A variable with one component per device (see distributed_variable.h).
   StatusOr<std::shared_ptr<DistributedVariable>> CreateVariable(
-      const Scope& scope, std::string_view name, const TensorShape& shape, DataType dtype,
+      const weft::Scope& scope, std::string_view name, const TensorShape& shape, DataType dtype,
       const Initializer& initializer,
       VariableSynchronization synchronization = VariableSynchronization::kAuto,
       VariableAggregation aggregation = VariableAggregation::kNone) const;
 
+  // See the file comment. Scopes may nest (also with other creators); destroy them in reverse
+  // order on the thread that made them.
+  StrategyScope Scope() const;
+  // The DistributedVariables created through Scope(), in creation order.
+  std::vector<std::shared_ptr<DistributedVariable>> variables() const;
+
   // Output i of every replica, grouped: result[i] is a PerReplica over devices(). The first error
   // of any replica (or of a merge function, or mismatched MergeCalls) fails the whole call.
-  StatusOr<std::vector<PerReplica>> Run(const Scope& scope, const ReplicaFn& fn) const;
+  StatusOr<std::vector<PerReplica>> Run(const weft::Scope& scope, const ReplicaFn& fn) const;
 
   // The SUM or MEAN of `value`'s components, on devices()[0].
-  StatusOr<Output> Reduce(const Scope& scope, ReduceOp op, const PerReplica& value) const;
+  StatusOr<Output> Reduce(const weft::Scope& scope, ReduceOp op, const PerReplica& value) const;
 
   // Slices of `global_batch` along dimension 0, one per replica in order, each sharing the
   // batch's buffer. InvalidArgument for a scalar or a batch not divisible by the replica count.
@@ -84,6 +105,42 @@ class Strategy {
   std::vector<std::string> devices_;
   std::unique_ptr<CrossDeviceOps> cross_device_ops_;
   std::chrono::milliseconds run_timeout_{std::chrono::minutes(5)};
+
+  friend class StrategyScope;
+  // The variable creator Scope() installs.
+  Variable CreateInScope(const weft::Scope& scope, std::string_view name, const TensorShape& shape,
+                         DataType dtype, const Initializer& initializer) const;
+  // A DistributedVariable made through Scope(), recorded in variables(); errors go to `scope`.
+  std::shared_ptr<DistributedVariable> CreateRecorded(const weft::Scope& scope,
+                                                      std::string_view name,
+                                                      const TensorShape& shape, DataType dtype,
+                                                      const Initializer& initializer) const;
+
+  // What replica 0 created through Scope() in the current Run.
+  struct ReplicaCreation {
+    std::string name;  // as requested
+    TensorShape shape;
+    DataType dtype;
+    std::shared_ptr<DistributedVariable> variable;
+  };
+  mutable Mutex mu_;
+  mutable std::vector<std::shared_ptr<DistributedVariable>> scope_variables_ WEFT_GUARDED_BY(mu_);
+  mutable std::vector<ReplicaCreation> run_created_ WEFT_GUARDED_BY(mu_);
+  mutable std::vector<int64_t> run_next_ WEFT_GUARDED_BY(mu_);  // creations per replica r > 0
+};
+
+// Installs a strategy's variable creator on this thread while it lives (see Strategy::Scope()).
+class StrategyScope {
+ public:
+  explicit StrategyScope(const Strategy& strategy);
+  StrategyScope(const StrategyScope&) = delete;
+  StrategyScope& operator=(const StrategyScope&) = delete;
+
+  const Strategy& strategy() const { return strategy_; }
+
+ private:
+  const Strategy& strategy_;
+  VariableCreatorScope creator_scope_;
 };
 
 // One replica on one device; reductions are identities.

@@ -123,5 +123,161 @@ TEST(StrategyTest, SplitBatchSlicesWithoutCopying) {
   EXPECT_EQ((*empty)[0].dim_size(0), 0);
 }
 
+// ---- Scope(): variables created inside become distributed ----
+
+// Reads of every component of every variable the strategy created through Scope(), after running
+// their initializers; result[v][i] is variable v's component i.
+std::vector<std::vector<Tensor>> InitializedComponents(const Strategy& strategy,
+                                                       const Scope& root) {
+  std::vector<Output> inits, reads;
+  for (const auto& variable : strategy.variables()) {
+    inits.push_back(variable->initializer());
+    for (const Variable& component : variable->components()) reads.push_back(component.Read(root));
+  }
+  auto session = testing::MakeSession(root, strategy.num_replicas_in_sync());
+  if (session == nullptr) return {};
+  testing::RunTargets(*session, inits);
+  std::vector<Tensor> values = testing::Fetch(*session, reads);
+  std::vector<std::vector<Tensor>> result(strategy.variables().size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    result[i / strategy.num_replicas_in_sync()].push_back(values[i]);
+  }
+  return result;
+}
+
+TEST(StrategyScopeTest, CrossReplicaCreationsAreDistributedAndReturnComponentZero) {
+  auto strategy = TwoReplicas();
+  ASSERT_NE(strategy, nullptr);
+  Scope root = Scope::NewRootScope();
+  Variable v;
+  {
+    StrategyScope in_scope = strategy->Scope();
+    EXPECT_EQ(&in_scope.strategy(), strategy.get());
+    v = Variable::Create(root.NewSubScope("dense"), "v", TensorShape({2, 3}), DataType::kFloat,
+                         Initializer::RandomUniform(-1, 1));
+  }
+  Variable plain =
+      Variable::Create(root, "plain", TensorShape({}), DataType::kFloat, Initializer::Zeros());
+  ASSERT_TRUE(root.ok()) << root.status();
+  ASSERT_EQ(strategy->variables().size(), 1u);
+  std::shared_ptr<DistributedVariable> created = strategy->variables()[0];
+  EXPECT_EQ(v.name(), "dense/v");
+  EXPECT_EQ(created->name(), "dense/v");
+  EXPECT_NE(created->synchronization(), VariableSynchronization::kOnRead);  // mirrored
+  ASSERT_EQ(created->num_components(), 2);
+  EXPECT_EQ(created->component(0).handle().node(), v.handle().node());
+  EXPECT_EQ(created->component(1).name(), "dense/v/replica_1");
+  EXPECT_EQ(created->component(1).handle().node()->requested_device(), CpuDevice(1));
+  EXPECT_EQ(plain.name(), "plain");
+  auto values = InitializedComponents(*strategy, root);
+  ASSERT_EQ(values.size(), 1u);
+  EXPECT_TENSOR_EQ(values[0][1], values[0][0]);
+}
+
+TEST(StrategyScopeTest, ReplicasShareReplicaZerosVariablesAndSeeTheirContext) {
+  auto strategy = TwoReplicas();
+  ASSERT_NE(strategy, nullptr);
+  Scope root = Scope::NewRootScope();
+  EXPECT_EQ(CurrentReplicaContext(), nullptr);
+  StrategyScope in_scope = strategy->Scope();
+  std::vector<std::vector<Variable>> made(2);
+  std::vector<bool> context_seen(2, false);
+  bool merge_context_null = false;
+  auto result = strategy->Run(root, [&](ReplicaContext& ctx, const Scope& scope) -> Outputs {
+    const int r = ctx.replica_id();
+    context_seen[r] = CurrentReplicaContext() == &ctx;
+    Scope dense = scope.NewSubScope("dense");
+    made[r].push_back(Variable::Create(dense, "w", TensorShape({4, 3}), DataType::kFloat,
+                                       Initializer::GlorotUniform()));
+    made[r].push_back(
+        Variable::Create(dense, "b", TensorShape({3}), DataType::kFloat, Initializer::Ones()));
+    auto merged = ctx.MergeCall(
+        {made[r][1].Read(scope)},
+        [&](const Scope&,
+            const std::vector<PerReplica>& grouped) -> StatusOr<std::vector<DistributedValues>> {
+          merge_context_null = CurrentReplicaContext() == nullptr;
+          return std::vector<DistributedValues>{grouped[0]};
+        });
+    WEFT_RETURN_IF_ERROR(merged.status());
+    // A creation after the merge is matched too.
+    made[r].push_back(
+        Variable::Create(scope, "late", TensorShape({}), DataType::kFloat, Initializer::Zeros()));
+    WEFT_RETURN_IF_ERROR(scope.status());
+    return std::vector<Output>{made[r][0].Read(scope)};
+  });
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(CurrentReplicaContext(), nullptr);
+  EXPECT_TRUE(context_seen[0]);
+  EXPECT_TRUE(context_seen[1]);
+  EXPECT_TRUE(merge_context_null);
+  auto variables = strategy->variables();
+  ASSERT_EQ(variables.size(), 3u);
+  for (size_t k = 0; k < variables.size(); ++k) {
+    for (int r = 0; r < 2; ++r) {
+      ASSERT_TRUE(made[r][k]);
+      EXPECT_EQ(made[r][k].handle().node(), variables[k]->component(r).handle().node())
+          << "variable " << k << " replica " << r;
+      EXPECT_EQ(made[r][k].handle().node()->requested_device(), CpuDevice(r));
+    }
+  }
+  EXPECT_EQ(variables[0]->name(), "replica_0/dense/w");
+  EXPECT_EQ(variables[2]->name(), "replica_0/late");
+  auto values = InitializedComponents(*strategy, root);
+  ASSERT_EQ(values.size(), 3u);
+  for (const auto& components : values) EXPECT_TENSOR_EQ(components[1], components[0]);
+  EXPECT_TENSOR_EQ(values[1][0], Tensor::FromVector<float>({1, 1, 1}));
+}
+
+// Runs fn under Scope() on two replicas and returns Run's status.
+Status RunInScope(const std::function<void(int r, const Scope& scope)>& create) {
+  auto strategy = TwoReplicas();
+  if (strategy == nullptr) return Internal("no strategy");
+  Scope root = Scope::NewRootScope();
+  StrategyScope in_scope = strategy->Scope();
+  return strategy
+      ->Run(root,
+            [&](ReplicaContext& ctx, const Scope& scope) -> Outputs {
+              create(ctx.replica_id(), scope);
+              WEFT_RETURN_IF_ERROR(scope.status());
+              return std::vector<Output>{};
+            })
+      .status();
+}
+
+TEST(StrategyScopeTest, MismatchedCreationsAcrossReplicasNameTheVariable) {
+  auto make = [](const Scope& scope, const char* name, TensorShape shape) {
+    Variable::Create(scope, name, shape, DataType::kFloat, Initializer::Zeros());
+  };
+  // Another name.
+  Status s = RunInScope(
+      [&](int r, const Scope& scope) { make(scope, r == 0 ? "w" : "u", TensorShape({2})); });
+  EXPECT_TRUE(IsInvalidArgument(s)) << s;
+  EXPECT_NE(s.message().find("'u'"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("'w'"), std::string::npos) << s;
+  // Another shape.
+  s = RunInScope([&](int r, const Scope& scope) {
+    make(scope, "w", r == 0 ? TensorShape({2}) : TensorShape({3}));
+  });
+  EXPECT_TRUE(IsInvalidArgument(s)) << s;
+  EXPECT_NE(s.message().find("'w'"), std::string::npos) << s;
+  // More creations than replica 0.
+  s = RunInScope([&](int r, const Scope& scope) {
+    make(scope, "w", TensorShape({2}));
+    if (r == 1) make(scope, "extra", TensorShape({2}));
+  });
+  EXPECT_TRUE(IsInvalidArgument(s)) << s;
+  EXPECT_NE(s.message().find("'extra'"), std::string::npos) << s;
+  // Fewer creations than replica 0.
+  s = RunInScope([&](int r, const Scope& scope) {
+    make(scope, "w", TensorShape({2}));
+    if (r == 0) make(scope, "missing", TensorShape({2}));
+  });
+  EXPECT_TRUE(IsInvalidArgument(s)) << s;
+  EXPECT_NE(s.message().find("'missing'"), std::string::npos) << s;
+  // Matching creations are fine.
+  s = RunInScope([&](int, const Scope& scope) { make(scope, "w", TensorShape({2})); });
+  EXPECT_TRUE(s.ok()) << s;
+}
+
 }  // namespace
 }  // namespace weft::distribute

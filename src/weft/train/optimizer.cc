@@ -151,6 +151,7 @@ StatusOr<Output> Optimizer::ApplyGradients(const Scope& scope,
                                            distribute::ReplicaContext* context) {
   WEFT_RETURN_IF_ERROR(scope.status());
   std::vector<GradientAndVariable> gradients = unreduced;
+  if (context == nullptr) context = distribute::CurrentReplicaContext();
   if (context != nullptr) {
     // Every slot and update below is built after the MergeCall, in one turn of this replica.
     WEFT_ASSIGN_OR_RETURN(gradients, AllReduceGradients(*context, std::move(gradients)));

@@ -12,6 +12,9 @@
 // gradients to its own components, on their devices, with slots of its own. Identical inputs
 // give identical updates, so the components of a mirrored variable stay bitwise equal. One
 // Optimizer may serve every replica of the run (its initializers() then cover all of them).
+// Without an explicit context, ApplyGradients and Minimize use distribute::CurrentReplicaContext(),
+// so the same calls work unchanged inside Strategy::Run. Inside Strategy::Scope(), slot variables
+// are created through it too (mirrored, one component per replica, matched by creation order).
 #pragma once
 
 #include <memory>
@@ -40,7 +43,7 @@ class Optimizer {
       const Scope& scope, const Output& loss, const std::vector<Variable>& variables) const;
   // The returned Output is a NoOp that runs every update (and any bookkeeping such as Adam's
   // beta powers) when run as a target. `context`: the replica's, inside Strategy::Run (see the
-  // file comment); null outside.
+  // file comment); null means CurrentReplicaContext() (itself null outside Run).
   StatusOr<Output> ApplyGradients(const Scope& scope,
                                   const std::vector<GradientAndVariable>& gradients,
                                   distribute::ReplicaContext* context = nullptr);

@@ -163,6 +163,35 @@ std::vector<Tensor> TrainPlain(const std::string& optimizer_kind) {
 // The same training under `strategy`: the model built once per replica with mirrored variables
 // (replica 0 creates them), each global batch split between the replicas. Returns, for each
 // variable, the value of each of its components after kSteps steps.
+// Initializes, runs kSteps steps feeding replica r its slice of each global batch, and returns
+// the values of `reads` (empty when the session could not be made).
+std::vector<Tensor> TrainStepsAndRead(const Scope& root, const distribute::Strategy& strategy,
+                                      const std::vector<Model>& models,
+                                      const std::vector<Output>& train_ops,
+                                      const std::vector<Output>& inits,
+                                      const std::vector<Output>& reads, int n) {
+  auto session = MakeSession(root, n);
+  if (session == nullptr) return {};
+  RunTargets(*session, inits);
+  std::vector<std::string> targets;
+  for (const Output& op : train_ops) targets.push_back(op.name());
+  std::vector<Tensor> outputs;
+  for (int step = 0; step < kSteps; ++step) {
+    auto [images, labels] = GlobalBatch(step);
+    auto image_slices = strategy.SplitBatch(images).value();
+    auto label_slices = strategy.SplitBatch(labels).value();
+    NamedTensorList feeds;
+    for (int r = 0; r < n; ++r) {
+      feeds.emplace_back(models[r].images.name(), image_slices[r]);
+      feeds.emplace_back(models[r].labels.name(), label_slices[r]);
+    }
+    Status s = session->Run(feeds, {}, targets, &outputs);
+    EXPECT_TRUE(s.ok()) << s;
+  }
+  std::vector<Tensor> values = Fetch(*session, reads);
+  return values;
+}
+
 std::vector<std::vector<Tensor>> TrainMirrored(const distribute::Strategy& strategy,
                                                const std::string& optimizer_kind) {
   const int n = strategy.num_replicas_in_sync();
@@ -203,28 +232,28 @@ std::vector<std::vector<Tensor>> TrainMirrored(const distribute::Strategy& strat
   for (const auto& variable : variables) {
     for (const Variable& component : variable->components()) reads.push_back(component.Read(root));
   }
-  auto session = MakeSession(root, n);
-  if (session == nullptr) return {};
-  RunTargets(*session, inits);
-  std::vector<std::string> targets;
-  for (const Output& op : train_ops) targets.push_back(op.name());
-  std::vector<Tensor> outputs;
-  for (int step = 0; step < kSteps; ++step) {
-    auto [images, labels] = GlobalBatch(step);
-    auto image_slices = strategy.SplitBatch(images).value();
-    auto label_slices = strategy.SplitBatch(labels).value();
-    NamedTensorList feeds;
-    for (int r = 0; r < n; ++r) {
-      feeds.emplace_back(models[r].images.name(), image_slices[r]);
-      feeds.emplace_back(models[r].labels.name(), label_slices[r]);
-    }
-    Status s = session->Run(feeds, {}, targets, &outputs);
-    EXPECT_TRUE(s.ok()) << s;
-  }
-  std::vector<Tensor> values = Fetch(*session, reads);
+  std::vector<Tensor> values =
+      TrainStepsAndRead(root, strategy, models, train_ops, inits, reads, n);
+  if (values.empty()) return {};
   std::vector<std::vector<Tensor>> result(variables.size());
   for (size_t i = 0; i < values.size(); ++i) result[i / n].push_back(values[i]);
   return result;
+}
+
+// Two replicas' components of each of the 6 MLP variables are bitwise equal and match a
+// 1-replica run of the same global batches within 1e-5 (and training moved the weights).
+void ExpectMirroredLikePlain(const std::vector<std::vector<Tensor>>& mirrored,
+                             const std::string& optimizer) {
+  std::vector<Tensor> plain = TrainPlain(optimizer);
+  ASSERT_EQ(mirrored.size(), 6u);
+  ASSERT_EQ(plain.size(), 6u);
+  for (size_t v = 0; v < mirrored.size(); ++v) {
+    ASSERT_EQ(mirrored[v].size(), 2u);
+    EXPECT_TENSOR_EQ(mirrored[v][1], mirrored[v][0]) << "variable " << v;
+    EXPECT_TENSOR_NEAR(mirrored[v][0], plain[v], 1e-5, 1e-5) << "variable " << v;
+  }
+  // The weights did move: the test compares trained values, not initial ones.
+  EXPECT_FALSE(::weft::testing::TensorEqual(plain[1], Tensor(DataType::kFloat, {256})));
 }
 
 TEST(MirroredOptimizerTest, ComponentsStayBitwiseEqualAndMatchOneReplica) {
@@ -238,18 +267,76 @@ TEST(MirroredOptimizerTest, ComponentsStayBitwiseEqualAndMatchOneReplica) {
               one_device_reduce ? std::make_unique<distribute::ReductionToOneDevice>() : nullptr)
               .value();
       std::vector<std::vector<Tensor>> mirrored = TrainMirrored(*strategy, optimizer);
-      std::vector<Tensor> plain = TrainPlain(optimizer);
-      ASSERT_EQ(mirrored.size(), 6u);
-      ASSERT_EQ(plain.size(), 6u);
-      for (size_t v = 0; v < mirrored.size(); ++v) {
-        ASSERT_EQ(mirrored[v].size(), 2u);
-        EXPECT_TENSOR_EQ(mirrored[v][1], mirrored[v][0]) << "variable " << v;
-        EXPECT_TENSOR_NEAR(mirrored[v][0], plain[v], 1e-5, 1e-5) << "variable " << v;
-      }
-      // The weights did move: the test compares trained values, not initial ones.
-      EXPECT_FALSE(::weft::testing::TensorEqual(plain[1], Tensor(DataType::kFloat, {256})));
+      ExpectMirroredLikePlain(mirrored, optimizer);
     }
   }
+}
+
+// The same training written as for one device: the model built with plain Variable::Create calls
+// inside strategy.Scope() and strategy.Run, and Minimize called without a context. Returns, for
+// each model variable, the value of each of its components after kSteps steps.
+std::vector<std::vector<Tensor>> TrainInScope(const distribute::Strategy& strategy,
+                                              const std::string& optimizer_kind) {
+  const int n = strategy.num_replicas_in_sync();
+  Scope root = Scope::NewRootScope();
+  auto optimizer = MakeOptimizer(optimizer_kind);
+  std::vector<Model> models(n);
+  std::vector<Output> train_ops(n);
+  distribute::StrategyScope in_scope = strategy.Scope();
+  auto run = strategy.Run(root,
+                          [&](distribute::ReplicaContext& context,
+                              const Scope& scope) -> StatusOr<std::vector<Output>> {
+                            const int r = context.replica_id();
+                            WEFT_ASSIGN_OR_RETURN(models[r], BuildModel(scope, ModelKind::kMlp, 7));
+                            WEFT_ASSIGN_OR_RETURN(
+                                train_ops[r],
+                                optimizer->Minimize(scope, models[r].loss, models[r].variables));
+                            return std::vector<Output>{models[r].loss};
+                          });
+  EXPECT_TRUE(run.ok()) << run.status();
+  if (!run.ok()) return {};
+  // The model's variables come first (replica 0 creates them before the optimizer's slots).
+  std::vector<std::shared_ptr<distribute::DistributedVariable>> all = strategy.variables();
+  EXPECT_GE(all.size(), models[0].variables.size());
+  if (all.size() < models[0].variables.size()) return {};
+  std::vector<Output> inits;
+  for (const auto& variable : all) inits.push_back(variable->initializer());
+  inits.insert(inits.end(), optimizer->initializers().begin(), optimizer->initializers().end());
+  std::vector<Output> reads;
+  for (size_t v = 0; v < models[0].variables.size(); ++v) {
+    for (int r = 0; r < n; ++r) {
+      EXPECT_EQ(models[r].variables[v].handle().node(), all[v]->component(r).handle().node());
+    }
+    for (const Variable& component : all[v]->components()) reads.push_back(component.Read(root));
+  }
+  std::vector<Tensor> values =
+      TrainStepsAndRead(root, strategy, models, train_ops, inits, reads, n);
+  if (values.empty()) return {};
+  std::vector<std::vector<Tensor>> result(models[0].variables.size());
+  for (size_t i = 0; i < values.size(); ++i) result[i / n].push_back(values[i]);
+  return result;
+}
+
+TEST(MirroredOptimizerTest, UnchangedApiInsideScopeAndRunAllReducesGradients) {
+  for (const char* optimizer : {"momentum", "adam", "sgd"}) {
+    SCOPED_TRACE(optimizer);
+    auto strategy =
+        distribute::MirroredStrategy::Create(distribute::testing::CpuDevices(2)).value();
+    std::vector<std::vector<Tensor>> mirrored = TrainInScope(*strategy, optimizer);
+    ExpectMirroredLikePlain(mirrored, optimizer);
+    // The slots (none for sgd) were made through the scope too: mirrored, one per replica.
+    EXPECT_EQ(strategy->variables().size(), std::string(optimizer) == "momentum" ? 12u
+                                            : std::string(optimizer) == "adam"   ? 20u
+                                                                                 : 6u);
+  }
+}
+
+TEST(MirroredOptimizerTest, NoContextOutsideRunMeansNoAllReduce) {
+  EXPECT_EQ(distribute::CurrentReplicaContext(), nullptr);
+  std::unique_ptr<Optimizer> optimizer = NewGradientDescentOptimizer(0.5);
+  auto history = RunSteps(*optimizer, 1);
+  ASSERT_EQ(history.size(), 1u);
+  EXPECT_NEAR(history[0][0], 1.0, 1e-12);  // w - 0.5 * 2 (w - target) from w = 0
 }
 
 TEST(MirroredOptimizerTest, OneReplicaNeedsNoMerge) {

@@ -92,8 +92,10 @@ StatusOr<std::unique_ptr<distribute::Strategy>> MakeStrategy(const TrainOptions&
   return std::unique_ptr<distribute::Strategy>(std::move(strategy));
 }
 
-// The model once per replica through the strategy, with mirrored variables: replica 0 creates
-// each distributed variable (its factory calls come first) and every replica uses its component.
+// The model once per replica through the strategy, written as for one device: inside
+// strategy.Scope() every Variable::Create (the model's and the optimizer's slots) makes a mirrored
+// variable — replica 0 creates it, every replica uses its component — and Minimize all-reduces the
+// gradients through the replica's current context.
 StatusOr<TrainGraph> BuildReplicatedGraph(const TrainOptions& options) {
   TrainGraph result;
   WEFT_ASSIGN_OR_RETURN(result.strategy, MakeStrategy(options));
@@ -101,41 +103,23 @@ StatusOr<TrainGraph> BuildReplicatedGraph(const TrainOptions& options) {
   const int n = strategy.num_replicas_in_sync();
   Scope root = Scope::NewRootScope();
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer, MakeOptimizer(options));
-  std::vector<std::shared_ptr<distribute::DistributedVariable>> variables;
-  std::vector<size_t> made(n, 0);
   result.replicas.resize(n);
   std::vector<Output> train_ops(n);
   auto replica_fn = [&](distribute::ReplicaContext& context,
                         const Scope& replica_scope) -> StatusOr<std::vector<Output>> {
     const int r = context.replica_id();
-    VariableFactory factory = [&, r](const Scope& scope, std::string_view name,
-                                     const TensorShape& shape,
-                                     const Initializer& initializer) -> StatusOr<Variable> {
-      const size_t index = made[r]++;
-      if (r == 0) {
-        WEFT_ASSIGN_OR_RETURN(
-            std::shared_ptr<distribute::DistributedVariable> variable,
-            strategy.CreateVariable(scope, name, shape, DataType::kFloat, initializer,
-                                    distribute::VariableSynchronization::kOnWrite,
-                                    distribute::VariableAggregation::kMean));
-        variables.push_back(std::move(variable));
-      }
-      if (index >= variables.size()) {
-        return Internal("replica ", r, " asked for variable ", index, " ('", name, "') but only ",
-                        variables.size(), " were created");
-      }
-      return variables[index]->component(r);
-    };
     WEFT_ASSIGN_OR_RETURN(result.replicas[r],
-                          BuildModel(replica_scope, options.model, options.seed, factory));
+                          BuildModel(replica_scope, options.model, options.seed));
     const Model& model = result.replicas[r];
-    WEFT_ASSIGN_OR_RETURN(
-        train_ops[r], optimizer->Minimize(replica_scope, model.loss, model.variables, &context));
+    WEFT_ASSIGN_OR_RETURN(train_ops[r],
+                          optimizer->Minimize(replica_scope, model.loss, model.variables));
+    WEFT_RETURN_IF_ERROR(replica_scope.status());
     return std::vector<Output>{model.loss};
   };
+  distribute::StrategyScope in_scope = strategy.Scope();
   WEFT_RETURN_IF_ERROR(strategy.Run(root, replica_fn).status());
   std::vector<Output> initializers;
-  for (const auto& variable : variables) initializers.push_back(variable->initializer());
+  for (const auto& variable : strategy.variables()) initializers.push_back(variable->initializer());
   initializers.insert(initializers.end(), optimizer->initializers().begin(),
                       optimizer->initializers().end());
   Output init = ops::NoOp(root.WithOpName("init").WithControlDependencies(initializers));

@@ -35,7 +35,11 @@ class Runner final : public MergeCoordinator, public std::enable_shared_from_thi
  public:
   Runner(const Strategy& strategy, const Scope& scope, Strategy::ReplicaFn fn,
          std::chrono::milliseconds timeout)
-      : strategy_(strategy), scope_(scope), fn_(std::move(fn)), timeout_(timeout) {
+      : strategy_(strategy),
+        scope_(scope),
+        fn_(std::move(fn)),
+        timeout_(timeout),
+        creators_(VariableCreatorScope::CurrentCreators()) {
     replicas_.resize(strategy.num_replicas_in_sync());
   }
 
@@ -59,6 +63,8 @@ class Runner final : public MergeCoordinator, public std::enable_shared_from_thi
   const Scope scope_;
   const Strategy::ReplicaFn fn_;
   const std::chrono::milliseconds timeout_;
+  // The calling thread's variable creators, re-installed on every replica thread.
+  const std::vector<VariableCreator> creators_;
   std::vector<std::unique_ptr<ReplicaContext>> contexts_;
   std::vector<std::thread> threads_;
 
@@ -136,7 +142,16 @@ void Runner::ReplicaMain(int r) {
   }
   Scope replica_scope =
       scope_.NewSubScope(StrCat("replica_", r)).WithDevice(strategy_.devices()[r]);
-  StatusOr<std::vector<Output>> result = fn_(*contexts_[r], replica_scope);
+  StatusOr<std::vector<Output>> result = Internal("replica ", r, " did not run");
+  {
+    std::vector<std::unique_ptr<VariableCreatorScope>> creator_scopes;
+    for (const VariableCreator& creator : creators_) {
+      creator_scopes.push_back(std::make_unique<VariableCreatorScope>(creator));
+    }
+    CurrentReplicaContextGuard current(contexts_[r].get());
+    result = fn_(*contexts_[r], replica_scope);
+    while (!creator_scopes.empty()) creator_scopes.pop_back();
+  }
   MutexLock lock(mu_);
   ReplicaState& replica = replicas_[r];
   if (result.ok()) {

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "weft/core/logging.h"
 #include "weft/graph/builder/ops/array_ops.h"
 #include "weft/graph/builder/ops/math_ops.h"
 #include "weft/graph/builder/ops/random_ops.h"
@@ -32,7 +33,21 @@ std::string RelativeName(std::string_view requested, const std::string& actual) 
   return StrCat(requested, actual.substr(actual.rfind('_')));
 }
 
+// This thread's variable creators, outermost first.
+thread_local std::vector<VariableCreator> creator_stack;
+
 }  // namespace
+
+VariableCreatorScope::VariableCreatorScope(VariableCreator creator) {
+  creator_stack.push_back(std::move(creator));
+}
+
+VariableCreatorScope::~VariableCreatorScope() {
+  WEFT_CHECK(!creator_stack.empty());
+  creator_stack.pop_back();
+}
+
+std::vector<VariableCreator> VariableCreatorScope::CurrentCreators() { return creator_stack; }
 
 Initializer Initializer::Zeros() { return Initializer(Kind::kConstant, 0, 0, 0); }
 Initializer Initializer::Ones() { return Initializer(Kind::kConstant, 1, 0, 0); }
@@ -104,6 +119,16 @@ Output Initializer::Build(const Scope& scope, const TensorShape& shape, DataType
 
 Variable Variable::Create(const Scope& scope, std::string_view name, const TensorShape& shape,
                           DataType dtype, const Initializer& initializer) {
+  if (!creator_stack.empty()) {
+    // Off the stack while it runs, so the creator's own Variable::Create calls go further out.
+    VariableCreator creator = std::move(creator_stack.back());
+    creator_stack.pop_back();
+    struct Restore {
+      VariableCreator& creator;
+      ~Restore() { creator_stack.push_back(std::move(creator)); }
+    } restore{creator};
+    return creator(scope, name, shape, dtype, initializer);
+  }
   Output handle = ops::VarHandleOp(scope.WithOpName(name), dtype, PartialShape(shape));
   if (!handle) return Variable();
   std::string relative = RelativeName(name, handle.node()->name());

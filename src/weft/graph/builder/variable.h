@@ -11,11 +11,19 @@
 //   session->Run({}, {}, {w.initializer().node()->name()}, &outputs);
 //
 // A Variable is a small value (Outputs into the graph); like Scope, not thread-safe.
+//
+// Variable creators (the reference's variable_creator_scope): while a VariableCreatorScope is
+// alive on a thread, Variable::Create on that thread calls its creator instead of building the
+// variable itself. Scopes nest; the innermost creator is asked first, and while it runs it is
+// taken off the stack, so a creator that calls Variable::Create (to build components) reaches the
+// next creator out, or the plain builder. CreateFromValue does not consult creators.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "weft/graph/builder/node_builder.h"
 
@@ -58,13 +66,34 @@ class Initializer {
   int64_t seed_;
 };
 
+class Variable;
+
+// Makes the variable that Variable::Create was asked for (see the file comment).
+using VariableCreator =
+    std::function<Variable(const Scope& scope, std::string_view name, const TensorShape& shape,
+                           DataType dtype, const Initializer& initializer)>;
+
+// Installs `creator` on this thread for the scope's lifetime. Destroy scopes in reverse order of
+// creation, on the thread that made them.
+class VariableCreatorScope {
+ public:
+  explicit VariableCreatorScope(VariableCreator creator);
+  ~VariableCreatorScope();
+  VariableCreatorScope(const VariableCreatorScope&) = delete;
+  VariableCreatorScope& operator=(const VariableCreatorScope&) = delete;
+
+  // This thread's creators, outermost first (to re-install them on another thread).
+  static std::vector<VariableCreator> CurrentCreators();
+};
+
 class Variable {
  public:
   // An empty Variable (as returned after an error in the scope).
   Variable() = default;
 
-  // Builds the handle, the initial value and the initializer in `scope`. Errors go to the scope
-  // (the returned Variable is then empty).
+  // Builds the handle, the initial value and the initializer in `scope`, or asks this thread's
+  // innermost variable creator to (see the file comment). Errors go to the scope (the returned
+  // Variable is then empty).
   static Variable Create(const Scope& scope, std::string_view name, const TensorShape& shape,
                          DataType dtype, const Initializer& initializer);
   // A variable whose initializer assigns `initial_value` (built by the caller, e.g. a copy of

@@ -1,6 +1,7 @@
 #include "weft/graph/builder/variable.h"
 
 #include <cmath>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -227,6 +228,79 @@ TEST(VariableTest, IntegerCountersAndAssign) {
   b = *Fetch(*session, bias_value);
   EXPECT_EQ(std::vector<int32_t>(b.flat<int32_t>().begin(), b.flat<int32_t>().end()),
             std::vector<int32_t>({1, 2, 3}));
+}
+
+// A creator that records its calls under `tag` and builds the variable as "<name>_<tag>" through
+// Variable::Create (so the next creator out, or the plain builder, makes it).
+VariableCreator Renaming(std::string tag, std::vector<std::string>* calls) {
+  return [tag, calls](const Scope& scope, std::string_view name, const TensorShape& shape,
+                      DataType dtype, const Initializer& initializer) {
+    calls->push_back(StrCat(tag, ":", name));
+    return Variable::Create(scope, StrCat(name, "_", tag), shape, dtype, initializer);
+  };
+}
+
+TEST(VariableCreatorTest, CreatorsNestInnermostFirstAndDoNotReenterThemselves) {
+  Scope root = Scope::NewRootScope();
+  std::vector<std::string> calls;
+  EXPECT_TRUE(VariableCreatorScope::CurrentCreators().empty());
+  {
+    VariableCreatorScope outer(Renaming("outer", &calls));
+    {
+      VariableCreatorScope inner(Renaming("inner", &calls));
+      EXPECT_EQ(VariableCreatorScope::CurrentCreators().size(), 2u);
+      Variable v =
+          Variable::Create(root, "v", TensorShape({2}), DataType::kFloat, Initializer::Ones());
+      ASSERT_TRUE(v);
+      EXPECT_EQ(v.name(), "v_inner_outer");
+      EXPECT_EQ(calls, (std::vector<std::string>{"inner:v", "outer:v_inner"}));
+      // Both creators are back after the call.
+      EXPECT_EQ(VariableCreatorScope::CurrentCreators().size(), 2u);
+    }
+    Variable w =
+        Variable::Create(root, "w", TensorShape({}), DataType::kFloat, Initializer::Zeros());
+    EXPECT_EQ(w.name(), "w_outer");
+    // Thread-local: another thread sees no creator.
+    std::string other_name;
+    std::thread([&] {
+      Variable x =
+          Variable::Create(root, "x", TensorShape({}), DataType::kFloat, Initializer::Zeros());
+      other_name = x.name();
+    }).join();
+    EXPECT_EQ(other_name, "x");
+    // CreateFromValue does not consult creators.
+    Variable y = Variable::CreateFromValue(root, "y", ops::Const(root, 1.0f));
+    EXPECT_EQ(y.name(), "y");
+  }
+  EXPECT_TRUE(VariableCreatorScope::CurrentCreators().empty());
+  Variable z = Variable::Create(root, "z", TensorShape({}), DataType::kFloat, Initializer::Zeros());
+  EXPECT_EQ(z.name(), "z");
+  EXPECT_EQ(calls.size(), 3u);
+  ASSERT_TRUE(root.ok()) << root.status();
+  auto session = MakeSession(root);
+  std::vector<Tensor> outputs;
+  ASSERT_TRUE(session->Run({}, {}, {"v_inner_outer/Assign"}, &outputs).ok());
+}
+
+TEST(VariableCreatorTest, ACreatorMayReturnAnotherVariableOrFail) {
+  Scope root = Scope::NewRootScope();
+  Variable shared =
+      Variable::Create(root, "shared", TensorShape({3}), DataType::kFloat, Initializer::Zeros());
+  VariableCreatorScope reuse([&](const Scope& scope, std::string_view name, const TensorShape&,
+                                 DataType, const Initializer&) -> Variable {
+    if (name == "bad") {
+      scope.UpdateStatus(InvalidArgument("no variable '", name, "' here"));
+      return Variable();
+    }
+    return shared;
+  });
+  Variable a = Variable::Create(root, "a", TensorShape({3}), DataType::kFloat, Initializer::Ones());
+  EXPECT_EQ(a.name(), "shared");
+  Variable bad =
+      Variable::Create(root, "bad", TensorShape({3}), DataType::kFloat, Initializer::Ones());
+  EXPECT_FALSE(bad);
+  EXPECT_TRUE(IsInvalidArgument(root.status())) << root.status();
+  EXPECT_NE(root.status().message().find("'bad'"), std::string::npos) << root.status();
 }
 
 }  // namespace
