@@ -42,6 +42,7 @@
 #include "weft/core/statusor.h"
 #include "weft/core/tensor.h"
 #include "weft/distribute/cross_device_ops.h"
+#include "weft/distribute/distributed_dataset.h"
 #include "weft/distribute/distributed_variable.h"
 #include "weft/distribute/replica_context.h"
 
@@ -88,6 +89,11 @@ class Strategy {
   // Slices of `global_batch` along dimension 0, one per replica in order, each sharing the
   // batch's buffer. InvalidArgument for a scalar or a batch not divisible by the replica count.
   StatusOr<std::vector<Tensor>> SplitBatch(const Tensor& global_batch) const;
+  // The per-replica view of a source of global batches (see distributed_dataset.h).
+  DistributedDataset ExperimentalDistributeDataset(
+      DistributedDataset::GlobalBatchSource source) const {
+    return DistributedDataset(*this, std::move(source));
+  }
 
   // How long Run waits for one replica to pause or finish before giving up (default 5 minutes).
   void set_run_timeout(std::chrono::milliseconds timeout) { run_timeout_ = timeout; }

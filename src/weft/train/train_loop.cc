@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "weft/core/str_util.h"
 #include "weft/distribute/strategy.h"
@@ -195,6 +196,18 @@ StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& 
     feeds[2 * r].first = graph.replicas[r].images.name();
     feeds[2 * r + 1].first = graph.replicas[r].labels.name();
   }
+  // With a strategy, each global batch reaches the replicas through the distributed dataset.
+  std::optional<distribute::DistributedDataset> distributed;
+  if (graph.strategy != nullptr) {
+    distributed.emplace(graph.strategy->ExperimentalDistributeDataset(
+        [&iterator](std::vector<Tensor>* batch) -> StatusOr<bool> {
+          Tensor images, labels;
+          if (!iterator.Next(&images, &labels)) return false;
+          *batch = {std::move(images), std::move(labels)};
+          return true;
+        }));
+  }
+  std::vector<std::vector<Tensor>> per_replica;
   bool stop = false;
   for (int epoch = 0; epoch < options.epochs && !stop; ++epoch) {
     iterator.StartEpoch(epoch);
@@ -207,17 +220,19 @@ StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& 
     Tensor images, labels;
     while (!stop) {
       auto step_start = Clock::now();
-      if (!iterator.Next(&images, &labels)) break;
-      int64_t batch = images.dim_size(0);
-      if (graph.strategy == nullptr) {
+      int64_t batch = 0;
+      if (!distributed) {
+        if (!iterator.Next(&images, &labels)) break;
+        batch = images.dim_size(0);
         feeds[0].second = images;
         feeds[1].second = labels;
       } else {
-        WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> image_slices, graph.strategy->SplitBatch(images));
-        WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> label_slices, graph.strategy->SplitBatch(labels));
+        WEFT_ASSIGN_OR_RETURN(bool more, distributed->Next(&per_replica));
+        if (!more) break;
         for (int r = 0; r < replicas; ++r) {
-          feeds[2 * r].second = std::move(image_slices[r]);
-          feeds[2 * r + 1].second = std::move(label_slices[r]);
+          batch += per_replica[r][0].dim_size(0);
+          feeds[2 * r].second = std::move(per_replica[r][0]);
+          feeds[2 * r + 1].second = std::move(per_replica[r][1]);
         }
       }
       WEFT_RETURN_IF_ERROR(session->Run(feeds, fetches, graph.targets, &outputs));
