@@ -134,6 +134,16 @@ Status Conv2DShape(InferenceContext& context) {
   return Status::OK();
 }
 
+// Checks out_backprop (input 2) against the convolution of `input` and `filter`, then sets the
+// gradient's shape `output` (one of the two).
+Status SetBackpropOutput(InferenceContext& context, const PartialShape& input,
+                         const PartialShape& filter, PartialShape output) {
+  WEFT_ASSIGN_OR_RETURN(PartialShape expected, ConvOutputShape(context, input, filter));
+  WEFT_RETURN_IF_ERROR(CheckOutBackprop(context, expected, 2));
+  context.set_output(0, std::move(output));
+  return Status::OK();
+}
+
 // input_sizes [4], filter [KH,KW,Cin,Cout], out_backprop [N,OH,OW,Cout] -> [N,H,W,Cin].
 Status Conv2DBackpropInputShape(InferenceContext& context) {
   WEFT_RETURN_IF_ERROR(context.WithRank(1, 4));
@@ -141,10 +151,7 @@ Status Conv2DBackpropInputShape(InferenceContext& context) {
   WEFT_ASSIGN_OR_RETURN(PartialShape input, ShapeFromSizesInput(context, 0));
   PartialShape filter = AsRank4(context.input(1)), grad = AsRank4(context.input(2));
   input = FillUnknownDim(FillUnknownDim(input, 0, grad.dim(0)), 3, filter.dim(2));
-  WEFT_ASSIGN_OR_RETURN(PartialShape expected, ConvOutputShape(context, input, filter));
-  WEFT_RETURN_IF_ERROR(CheckOutBackprop(context, expected, 2));
-  context.set_output(0, std::move(input));
-  return Status::OK();
+  return SetBackpropOutput(context, input, filter, input);
 }
 
 // input [N,H,W,Cin], filter_sizes [4], out_backprop [N,OH,OW,Cout] -> [KH,KW,Cin,Cout].
@@ -154,10 +161,7 @@ Status Conv2DBackpropFilterShape(InferenceContext& context) {
   WEFT_ASSIGN_OR_RETURN(PartialShape filter, ShapeFromSizesInput(context, 1));
   PartialShape input = AsRank4(context.input(0)), grad = AsRank4(context.input(2));
   filter = FillUnknownDim(FillUnknownDim(filter, 2, input.dim(3)), 3, grad.dim(3));
-  WEFT_ASSIGN_OR_RETURN(PartialShape expected, ConvOutputShape(context, input, filter));
-  WEFT_RETURN_IF_ERROR(CheckOutBackprop(context, expected, 2));
-  context.set_output(0, std::move(filter));
-  return Status::OK();
+  return SetBackpropOutput(context, input, filter, filter);
 }
 
 // The MaxPool output shape for `input` [N,H,W,C] (rank 4 or unknown rank).

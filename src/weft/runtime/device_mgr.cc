@@ -16,8 +16,6 @@ StatusOr<Device*> DeviceMgr::LookupDevice(std::string_view name) const {
   for (Device* device : device_list_) {
     if (device->name() == name) return device;
   }
-  std::vector<std::string> names;
-  for (Device* device : device_list_) names.push_back(device->name());
   StatusOr<ParsedDeviceName> spec = ParseDeviceName(name);
   if (!spec.ok()) return spec.status();
   Device* found = nullptr;
@@ -31,6 +29,8 @@ StatusOr<Device*> DeviceMgr::LookupDevice(std::string_view name) const {
     found = device;
   }
   if (found == nullptr) {
+    std::vector<std::string> names;
+    for (Device* device : device_list_) names.push_back(device->name());
     return NotFound("no device matches '", name, "'; devices: ", StrJoin(names, ", "));
   }
   return found;

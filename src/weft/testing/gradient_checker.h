@@ -56,6 +56,11 @@ Tensor RandomTensor(const TensorShape& shape, double lo, double hi, uint64_t see
 // How much of a placeholder's shape the graph knows: gradient functions take static paths
 // (Const shapes) when shapes are known and build Shape-based subgraphs when they are not.
 enum class ShapeKnowledge { kFull, kRankOnly, kNone };
+// Every ShapeKnowledge, for tests that check a gradient under each.
+inline constexpr ShapeKnowledge kAllShapeKnowledges[] = {
+    ShapeKnowledge::kFull, ShapeKnowledge::kRankOnly, ShapeKnowledge::kNone};
+// The tolerance of float64 central-difference checks of Weft's gradients.
+inline constexpr double kGradientTolerance = 1e-6;
 
 // A float64 placeholder for a value of `shape`, declared with as much of it as `knowledge` says.
 Output Float64Placeholder(const Scope& scope, const TensorShape& shape,

@@ -17,13 +17,11 @@ namespace {
 using testing::Float64Placeholder;
 using testing::GradientCheckOptions;
 using testing::GradientNear;
+using testing::kAllShapeKnowledges;
+using testing::kGradientTolerance;
 using testing::RandomTensor;
 using testing::RunGraph;
 using testing::ShapeKnowledge;
-
-constexpr double kTolerance = 1e-6;
-constexpr ShapeKnowledge kKnowledges[] = {ShapeKnowledge::kFull, ShapeKnowledge::kRankOnly,
-                                          ShapeKnowledge::kNone};
 
 // An int32 index input: a Const, or a placeholder fed with `values` through `options`.
 Output IndexInput(const Scope& scope, const Tensor& values, bool fed,
@@ -40,19 +38,19 @@ TEST(ArrayGradTest, Identity) {
   Scope root = Scope::NewRootScope();
   Output x = Float64Placeholder(root.WithOpName("x"), TensorShape({2, 3}));
   EXPECT_TRUE(GradientNear(root, {x}, {RandomTensor({2, 3}, -1, 1, 1)}, ops::Identity(root, x),
-                           kTolerance));
+                           kGradientTolerance));
 }
 
 TEST(ArrayGradTest, Reshape) {
-  for (ShapeKnowledge knowledge : kKnowledges) {
+  for (ShapeKnowledge knowledge : kAllShapeKnowledges) {
     for (const Tensor& target : {Ints({3, 2}), Ints({-1}), Ints({1, 6, 1})}) {
       for (bool fed : {false, true}) {
         Scope root = Scope::NewRootScope();
         GradientCheckOptions options;
         Output x = Float64Placeholder(root.WithOpName("x"), TensorShape({2, 3}), knowledge);
         Output y = ops::Reshape(root, x, IndexInput(root, target, fed, &options));
-        EXPECT_TRUE(
-            GradientNear(root, {x}, {RandomTensor({2, 3}, -1, 1, 2)}, y, kTolerance, options))
+        EXPECT_TRUE(GradientNear(root, {x}, {RandomTensor({2, 3}, -1, 1, 2)}, y, kGradientTolerance,
+                                 options))
             << target.DebugString();
       }
     }
@@ -60,12 +58,12 @@ TEST(ArrayGradTest, Reshape) {
 }
 
 TEST(ArrayGradTest, ExpandDims) {
-  for (ShapeKnowledge knowledge : kKnowledges) {
+  for (ShapeKnowledge knowledge : kAllShapeKnowledges) {
     for (int axis : {0, 1, 2, -1}) {
       Scope root = Scope::NewRootScope();
       Output x = Float64Placeholder(root.WithOpName("x"), TensorShape({2, 3}), knowledge);
       EXPECT_TRUE(GradientNear(root, {x}, {RandomTensor({2, 3}, -1, 1, 3)},
-                               ops::ExpandDims(root, x, axis), kTolerance))
+                               ops::ExpandDims(root, x, axis), kGradientTolerance))
           << "axis " << axis;
     }
   }
@@ -73,14 +71,14 @@ TEST(ArrayGradTest, ExpandDims) {
 
 TEST(ArrayGradTest, Squeeze) {
   const TensorShape shape({1, 2, 1, 3});
-  for (ShapeKnowledge knowledge : kKnowledges) {
+  for (ShapeKnowledge knowledge : kAllShapeKnowledges) {
     for (const std::vector<int64_t>& axes :
          {std::vector<int64_t>{}, std::vector<int64_t>{0}, std::vector<int64_t>{-2, 0}}) {
       if (knowledge != ShapeKnowledge::kFull && axes.empty()) continue;  // needs known dims
       Scope root = Scope::NewRootScope();
       Output x = Float64Placeholder(root.WithOpName("x"), shape, knowledge);
       EXPECT_TRUE(GradientNear(root, {x}, {RandomTensor(shape, -1, 1, 4)},
-                               ops::Squeeze(root, x, axes), kTolerance))
+                               ops::Squeeze(root, x, axes), kGradientTolerance))
           << "axes [" << StrJoin(axes, ",") << "]";
     }
   }
@@ -100,8 +98,8 @@ TEST(ArrayGradTest, Transpose) {
         GradientCheckOptions options;
         Output x = Float64Placeholder(root.WithOpName("x"), c.shape, knowledge);
         Output y = ops::Transpose(root, x, IndexInput(root, Ints(c.perm), fed, &options));
-        EXPECT_TRUE(
-            GradientNear(root, {x}, {RandomTensor(c.shape, -1, 1, 5)}, y, kTolerance, options))
+        EXPECT_TRUE(GradientNear(root, {x}, {RandomTensor(c.shape, -1, 1, 5)}, y,
+                                 kGradientTolerance, options))
             << c.shape << " perm [" << StrJoin(c.perm, ",") << "] fed " << fed;
       }
     }
@@ -110,7 +108,7 @@ TEST(ArrayGradTest, Transpose) {
   Scope root = Scope::NewRootScope();
   Output x = Float64Placeholder(root.WithOpName("x"), TensorShape({2, 3, 4}));
   Output y = ops::Transpose(root, x, Tensor::FromVector<int64_t>({2, 1, 0}));
-  EXPECT_TRUE(GradientNear(root, {x}, {RandomTensor({2, 3, 4}, -1, 1, 6)}, y, kTolerance));
+  EXPECT_TRUE(GradientNear(root, {x}, {RandomTensor({2, 3, 4}, -1, 1, 6)}, y, kGradientTolerance));
 }
 
 TEST(ArrayGradTest, ConcatV2) {
@@ -137,7 +135,7 @@ TEST(ArrayGradTest, ConcatV2) {
       }
       Output axis = IndexInput(root, Tensor::Scalar<int32_t>(c.axis), mode == 3, &options);
       Output y = ops::Concat(root, xs, axis);
-      EXPECT_TRUE(GradientNear(root, xs, values, y, kTolerance, options))
+      EXPECT_TRUE(GradientNear(root, xs, values, y, kGradientTolerance, options))
           << "axis " << c.axis << " mode " << mode;
     }
   }
@@ -161,8 +159,8 @@ TEST(ArrayGradTest, Slice) {
         Output x = Float64Placeholder(root.WithOpName("x"), c.shape, knowledge);
         Output y = ops::Slice(root, x, IndexInput(root, Ints(c.begin), fed, &options),
                               IndexInput(root, Ints(c.size), fed, &options));
-        EXPECT_TRUE(
-            GradientNear(root, {x}, {RandomTensor(c.shape, -1, 1, 10)}, y, kTolerance, options))
+        EXPECT_TRUE(GradientNear(root, {x}, {RandomTensor(c.shape, -1, 1, 10)}, y,
+                                 kGradientTolerance, options))
             << c.shape << " begin [" << StrJoin(c.begin, ",") << "] size [" << StrJoin(c.size, ",")
             << "] fed " << fed;
       }
@@ -174,7 +172,7 @@ TEST(ArrayGradTest, Slice) {
       Float64Placeholder(root.WithOpName("x"), TensorShape({3, 4}), ShapeKnowledge::kRankOnly);
   Output y =
       ops::Slice(root, x, Tensor::FromVector<int64_t>({1, 1}), Tensor::FromVector<int64_t>({2, 2}));
-  EXPECT_TRUE(GradientNear(root, {x}, {RandomTensor({3, 4}, -1, 1, 11)}, y, kTolerance));
+  EXPECT_TRUE(GradientNear(root, {x}, {RandomTensor({3, 4}, -1, 1, 11)}, y, kGradientTolerance));
 }
 
 TEST(ArrayGradTest, Tile) {
@@ -191,8 +189,8 @@ TEST(ArrayGradTest, Tile) {
         GradientCheckOptions options;
         Output x = Float64Placeholder(root.WithOpName("x"), c.shape, knowledge);
         Output y = ops::Tile(root, x, IndexInput(root, Ints(c.multiples), fed, &options));
-        EXPECT_TRUE(
-            GradientNear(root, {x}, {RandomTensor(c.shape, -1, 1, 12)}, y, kTolerance, options))
+        EXPECT_TRUE(GradientNear(root, {x}, {RandomTensor(c.shape, -1, 1, 12)}, y,
+                                 kGradientTolerance, options))
             << c.shape << " multiples [" << StrJoin(c.multiples, ",") << "] fed " << fed;
       }
     }
@@ -207,14 +205,14 @@ TEST(ArrayGradTest, BroadcastTo) {
   const Case cases[] = {{{3}, {2, 3}}, {{2, 1}, {2, 3}}, {{1}, {2, 2, 2}},
                         {{}, {2, 2}},  {{2, 3}, {2, 3}}, {{1, 3}, {2, 1, 3}}};
   for (const Case& c : cases) {
-    for (ShapeKnowledge knowledge : kKnowledges) {
+    for (ShapeKnowledge knowledge : kAllShapeKnowledges) {
       for (bool fed : {false, true}) {
         Scope root = Scope::NewRootScope();
         GradientCheckOptions options;
         Output x = Float64Placeholder(root.WithOpName("x"), c.shape, knowledge);
         Output y = ops::BroadcastTo(root, x, IndexInput(root, Ints(c.target), fed, &options));
-        EXPECT_TRUE(
-            GradientNear(root, {x}, {RandomTensor(c.shape, -1, 1, 13)}, y, kTolerance, options))
+        EXPECT_TRUE(GradientNear(root, {x}, {RandomTensor(c.shape, -1, 1, 13)}, y,
+                                 kGradientTolerance, options))
             << c.shape << " to [" << StrJoin(c.target, ",") << "] fed " << fed;
       }
     }
@@ -227,7 +225,8 @@ TEST(ArrayGradTest, Fill) {
     GradientCheckOptions options;
     Output value = Float64Placeholder(root.WithOpName("value"), TensorShape({}));
     Output y = ops::Fill(root, IndexInput(root, Ints({2, 3}), fed, &options), value);
-    EXPECT_TRUE(GradientNear(root, {value}, {RandomTensor({}, -1, 1, 14)}, y, kTolerance, options))
+    EXPECT_TRUE(
+        GradientNear(root, {value}, {RandomTensor({}, -1, 1, 14)}, y, kGradientTolerance, options))
         << "fed " << fed;
   }
 }

@@ -17,13 +17,11 @@ namespace {
 using testing::Float64Placeholder;
 using testing::GradientCheckOptions;
 using testing::GradientNear;
+using testing::kAllShapeKnowledges;
+using testing::kGradientTolerance;
 using testing::RandomTensor;
 using testing::RunGraph;
 using testing::ShapeKnowledge;
-
-constexpr double kTolerance = 1e-6;
-constexpr ShapeKnowledge kKnowledges[] = {ShapeKnowledge::kFull, ShapeKnowledge::kRankOnly,
-                                          ShapeKnowledge::kNone};
 
 using BinaryOp = Output (*)(const Scope&, const Input&, const Input&);
 using UnaryOp = Output (*)(const Scope&, const Input&);
@@ -44,14 +42,14 @@ const std::vector<ShapePair>& BroadcastCases() {
 // Checks op(x, y) for every broadcasting case and every shape knowledge; values in [lo, hi).
 void CheckBinary(const char* name, BinaryOp op, double lo, double hi) {
   for (const ShapePair& shapes : BroadcastCases()) {
-    for (ShapeKnowledge knowledge : kKnowledges) {
+    for (ShapeKnowledge knowledge : kAllShapeKnowledges) {
       Scope root = Scope::NewRootScope();
       Output x = Float64Placeholder(root.WithOpName("x"), shapes.x, knowledge);
       Output y = Float64Placeholder(root.WithOpName("y"), shapes.y, knowledge);
       Output z = op(root, x, y);
       EXPECT_TRUE(GradientNear(
           root, {x, y}, {RandomTensor(shapes.x, lo, hi, 1), RandomTensor(shapes.y, lo, hi, 2)}, z,
-          kTolerance))
+          kGradientTolerance))
           << name << " " << shapes.x << " and " << shapes.y << ", knowledge "
           << static_cast<int>(knowledge);
     }
@@ -84,7 +82,8 @@ void CheckUnary(const char* name, UnaryOp op, double lo, double hi) {
   for (const TensorShape& shape : {TensorShape({2, 3}), TensorShape({}), TensorShape({0})}) {
     Scope root = Scope::NewRootScope();
     Output x = Float64Placeholder(root.WithOpName("x"), shape);
-    EXPECT_TRUE(GradientNear(root, {x}, {RandomTensor(shape, lo, hi, 3)}, op(root, x), kTolerance))
+    EXPECT_TRUE(
+        GradientNear(root, {x}, {RandomTensor(shape, lo, hi, 3)}, op(root, x), kGradientTolerance))
         << name << " " << shape;
   }
 }
@@ -106,13 +105,13 @@ TEST(MathGradTest, AddN) {
   EXPECT_TRUE(GradientNear(
       root, {a, b, c},
       {RandomTensor(shape, -1, 1, 4), RandomTensor(shape, -1, 1, 5), RandomTensor(shape, -1, 1, 6)},
-      sum, kTolerance));
+      sum, kGradientTolerance));
 }
 
 TEST(MathGradTest, MatMulEveryTransposeCombination) {
   for (bool transpose_a : {false, true}) {
     for (bool transpose_b : {false, true}) {
-      for (ShapeKnowledge knowledge : kKnowledges) {
+      for (ShapeKnowledge knowledge : kAllShapeKnowledges) {
         // [3, 4] x [4, 2], with each operand stored transposed when asked.
         TensorShape a_shape = transpose_a ? TensorShape({4, 3}) : TensorShape({3, 4});
         TensorShape b_shape = transpose_b ? TensorShape({2, 4}) : TensorShape({4, 2});
@@ -122,7 +121,7 @@ TEST(MathGradTest, MatMulEveryTransposeCombination) {
         Output product = ops::MatMul(root, a, b, {transpose_a, transpose_b});
         EXPECT_TRUE(GradientNear(root, {a, b},
                                  {RandomTensor(a_shape, -1, 1, 7), RandomTensor(b_shape, -1, 1, 8)},
-                                 product, kTolerance))
+                                 product, kGradientTolerance))
             << "transpose_a " << transpose_a << " transpose_b " << transpose_b;
       }
     }
@@ -159,8 +158,8 @@ void CheckReduction(const char* name, ReductionOp op) {
             axes_input = ops::Const(root, axes_value);
           }
           Output y = op(root, x, axes_input, {keep_dims});
-          EXPECT_TRUE(
-              GradientNear(root, {x}, {RandomTensor(shape, -1, 1, 9)}, y, kTolerance, options))
+          EXPECT_TRUE(GradientNear(root, {x}, {RandomTensor(shape, -1, 1, 9)}, y,
+                                   kGradientTolerance, options))
               << name << " axes [" << StrJoin(axes, ",") << "] keep_dims " << keep_dims
               << " knowledge " << static_cast<int>(knowledge) << " fed_axes " << fed_axes;
         }
@@ -180,7 +179,7 @@ TEST(MathGradTest, ReductionOverScalarAxisAndInt64Axes) {
     Output x = Float64Placeholder(root.WithOpName("x"), shape, ShapeKnowledge::kRankOnly);
     Output y =
         ops::Add(root, op(root, x, 1, {}), op(root, x, Tensor::FromVector<int64_t>({0, 1}), {}));
-    EXPECT_TRUE(GradientNear(root, {x}, {RandomTensor(shape, -1, 1, 10)}, y, kTolerance));
+    EXPECT_TRUE(GradientNear(root, {x}, {RandomTensor(shape, -1, 1, 10)}, y, kGradientTolerance));
   }
 }
 
@@ -218,7 +217,7 @@ TEST(MathGradTest, ReductionOfUnknownRankWithKeepDims) {
   Output x = Float64Placeholder(root.WithOpName("x"), shape, ShapeKnowledge::kNone);
   Output y = ops::Add(root, ops::Sum(root, x, 0, {.keep_dims = true}),
                       ops::Max(root, x, 1, {.keep_dims = true}));
-  EXPECT_TRUE(GradientNear(root, {x}, {RandomTensor(shape, -1, 1, 11)}, y, kTolerance));
+  EXPECT_TRUE(GradientNear(root, {x}, {RandomTensor(shape, -1, 1, 11)}, y, kGradientTolerance));
 }
 
 TEST(MathGradTest, CastBetweenFloatTypes) {
@@ -227,7 +226,7 @@ TEST(MathGradTest, CastBetweenFloatTypes) {
     Scope root = Scope::NewRootScope();
     Output x = Float64Placeholder(root.WithOpName("x"), shape);
     Output y = ops::Cast(root, ops::Mul(root, x, x), DataType::kDouble);
-    EXPECT_TRUE(GradientNear(root, {x}, {RandomTensor(shape, -1, 1, 12)}, y, kTolerance));
+    EXPECT_TRUE(GradientNear(root, {x}, {RandomTensor(shape, -1, 1, 12)}, y, kGradientTolerance));
   }
   {
     // Through float32: the numeric estimate needs a step float32 can resolve.

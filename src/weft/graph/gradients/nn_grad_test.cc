@@ -15,11 +15,11 @@ namespace {
 
 using testing::Float64Placeholder;
 using testing::GradientNear;
+using testing::kAllShapeKnowledges;
+using testing::kGradientTolerance;
 using testing::RandomTensor;
 using testing::RunGraph;
 using testing::ShapeKnowledge;
-
-constexpr double kTolerance = 1e-6;
 
 TEST(NnGradTest, BiasAdd) {
   for (const TensorShape& shape : {TensorShape({2, 3}), TensorShape({1, 2, 2, 3})}) {
@@ -29,7 +29,7 @@ TEST(NnGradTest, BiasAdd) {
       Output bias = Float64Placeholder(root.WithOpName("bias"), TensorShape({3}), knowledge);
       EXPECT_TRUE(GradientNear(root, {value, bias},
                                {RandomTensor(shape, -1, 1, 1), RandomTensor({3}, -1, 1, 2)},
-                               ops::BiasAdd(root, value, bias), kTolerance))
+                               ops::BiasAdd(root, value, bias), kGradientTolerance))
           << shape;
     }
   }
@@ -49,7 +49,8 @@ TEST(NnGradTest, Relu) {
   Scope root = Scope::NewRootScope();
   const TensorShape shape({3, 4});
   Output x = Float64Placeholder(root.WithOpName("x"), shape);
-  EXPECT_TRUE(GradientNear(root, {x}, {AwayFromZero(shape, 3)}, ops::Relu(root, x), kTolerance));
+  EXPECT_TRUE(
+      GradientNear(root, {x}, {AwayFromZero(shape, 3)}, ops::Relu(root, x), kGradientTolerance));
 }
 
 TEST(NnGradTest, ReluPassesNothingWhereTheInputIsNegative) {
@@ -68,7 +69,8 @@ using UnaryOp = Output (*)(const Scope&, const Input&);
 void CheckUnary(const char* name, UnaryOp op, const TensorShape& shape) {
   Scope root = Scope::NewRootScope();
   Output x = Float64Placeholder(root.WithOpName("x"), shape);
-  EXPECT_TRUE(GradientNear(root, {x}, {RandomTensor(shape, -2, 2, 4)}, op(root, x), kTolerance))
+  EXPECT_TRUE(
+      GradientNear(root, {x}, {RandomTensor(shape, -2, 2, 4)}, op(root, x), kGradientTolerance))
       << name << " " << shape;
 }
 
@@ -95,7 +97,8 @@ TEST(NnGradTest, SparseSoftmaxCrossEntropyWithLogits) {
                                                    : Tensor::FromVector<int32_t>({0, 3, 1});
     Output loss =
         ops::SparseSoftmaxCrossEntropyWithLogits(root, features, ops::Const(root, labels)).loss;
-    EXPECT_TRUE(GradientNear(root, {features}, {RandomTensor(shape, -2, 2, 5)}, loss, kTolerance))
+    EXPECT_TRUE(
+        GradientNear(root, {features}, {RandomTensor(shape, -2, 2, 5)}, loss, kGradientTolerance))
         << DataTypeName(label_type);
   }
 }
@@ -133,7 +136,7 @@ TEST(NnGradTest, Conv2D) {
       Output y = ops::Conv2D(root, input, filter, {1, c.stride, c.stride, 1}, c.padding);
       EXPECT_TRUE(GradientNear(root, {input, filter},
                                {RandomTensor(c.input, -1, 1, 6), RandomTensor(c.window, -1, 1, 7)},
-                               y, kTolerance))
+                               y, kGradientTolerance))
           << c.input << " * " << c.window << " stride " << c.stride << " " << c.padding;
     }
   }
@@ -152,7 +155,8 @@ TEST(NnGradTest, MaxPool) {
     std::vector<int64_t> ksize = c.window.dim_sizes();
     Output y = ops::MaxPool(root, input, ksize, {1, c.stride, c.stride, 1}, c.padding);
     // Continuous random values: no ties within a window, where MaxPool has no derivative.
-    EXPECT_TRUE(GradientNear(root, {input}, {RandomTensor(c.input, -1, 1, 8)}, y, kTolerance))
+    EXPECT_TRUE(
+        GradientNear(root, {input}, {RandomTensor(c.input, -1, 1, 8)}, y, kGradientTolerance))
         << c.input << " window " << c.window << " stride " << c.stride << " " << c.padding;
   }
 }
