@@ -2,6 +2,8 @@
 // Tile, BroadcastTo and Fill, each with constant index inputs and known shapes (the static paths)
 // and with fed index inputs or unknown dims (the graph-computed paths); and the ops that block
 // gradients.
+#include <functional>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -33,6 +35,35 @@ Output IndexInput(const Scope& scope, const Tensor& values, bool fed,
 }
 
 Tensor Ints(const std::vector<int32_t>& values) { return Tensor::FromVector(values); }
+
+// Makes the index inputs of an op under test: `index(values)` is a Const or a fed placeholder.
+using IndexMaker = std::function<Output(const std::vector<int32_t>& values)>;
+using IndexedOpBuilder =
+    std::function<Output(const Scope& scope, const Output& x, const IndexMaker& index)>;
+
+// Checks dy/dx numerically, y = build(x, ...) with x of `shape`, for each of `knowledges` and with
+// the index inputs constant and fed (the static and the graph-computed gradient paths).
+void CheckWithIndexInputs(const TensorShape& shape, const std::vector<ShapeKnowledge>& knowledges,
+                          int seed, const IndexedOpBuilder& build, const std::string& label) {
+  for (ShapeKnowledge knowledge : knowledges) {
+    for (bool fed : {false, true}) {
+      Scope root = Scope::NewRootScope();
+      GradientCheckOptions options;
+      Output x = Float64Placeholder(root.WithOpName("x"), shape, knowledge);
+      IndexMaker index = [&](const std::vector<int32_t>& values) {
+        return IndexInput(root, Ints(values), fed, &options);
+      };
+      Output y = build(root, x, index);
+      EXPECT_TRUE(GradientNear(root, {x}, {RandomTensor(shape, -1, 1, seed)}, y, kGradientTolerance,
+                               options))
+          << shape << " " << label << " fed " << fed;
+    }
+  }
+}
+
+const std::vector<ShapeKnowledge> kKnownRank = {ShapeKnowledge::kFull, ShapeKnowledge::kRankOnly};
+const std::vector<ShapeKnowledge> kAnyKnowledge(std::begin(kAllShapeKnowledges),
+                                                std::end(kAllShapeKnowledges));
 
 TEST(ArrayGradTest, Identity) {
   Scope root = Scope::NewRootScope();
@@ -92,17 +123,12 @@ TEST(ArrayGradTest, Transpose) {
   const Case cases[] = {
       {{2, 3}, {1, 0}}, {{2, 3, 4}, {2, 0, 1}}, {{2, 3, 4}, {1, 2, 0}}, {{2, 3}, {0, 1}}, {{}, {}}};
   for (const Case& c : cases) {
-    for (ShapeKnowledge knowledge : {ShapeKnowledge::kFull, ShapeKnowledge::kRankOnly}) {
-      for (bool fed : {false, true}) {
-        Scope root = Scope::NewRootScope();
-        GradientCheckOptions options;
-        Output x = Float64Placeholder(root.WithOpName("x"), c.shape, knowledge);
-        Output y = ops::Transpose(root, x, IndexInput(root, Ints(c.perm), fed, &options));
-        EXPECT_TRUE(GradientNear(root, {x}, {RandomTensor(c.shape, -1, 1, 5)}, y,
-                                 kGradientTolerance, options))
-            << c.shape << " perm [" << StrJoin(c.perm, ",") << "] fed " << fed;
-      }
-    }
+    CheckWithIndexInputs(
+        c.shape, kKnownRank, 5,
+        [&](const Scope& root, const Output& x, const IndexMaker& index) {
+          return ops::Transpose(root, x, index(c.perm));
+        },
+        StrCat("perm [", StrJoin(c.perm, ","), "]"));
   }
   // An int64 permutation.
   Scope root = Scope::NewRootScope();
@@ -152,19 +178,12 @@ TEST(ArrayGradTest, Slice) {
                         {{4}, {1}, {0}},
                         {{5}, {4}, {1}}};
   for (const Case& c : cases) {
-    for (ShapeKnowledge knowledge : {ShapeKnowledge::kFull, ShapeKnowledge::kRankOnly}) {
-      for (bool fed : {false, true}) {
-        Scope root = Scope::NewRootScope();
-        GradientCheckOptions options;
-        Output x = Float64Placeholder(root.WithOpName("x"), c.shape, knowledge);
-        Output y = ops::Slice(root, x, IndexInput(root, Ints(c.begin), fed, &options),
-                              IndexInput(root, Ints(c.size), fed, &options));
-        EXPECT_TRUE(GradientNear(root, {x}, {RandomTensor(c.shape, -1, 1, 10)}, y,
-                                 kGradientTolerance, options))
-            << c.shape << " begin [" << StrJoin(c.begin, ",") << "] size [" << StrJoin(c.size, ",")
-            << "] fed " << fed;
-      }
-    }
+    CheckWithIndexInputs(
+        c.shape, kKnownRank, 10,
+        [&](const Scope& root, const Output& x, const IndexMaker& index) {
+          return ops::Slice(root, x, index(c.begin), index(c.size));
+        },
+        StrCat("begin [", StrJoin(c.begin, ","), "] size [", StrJoin(c.size, ","), "]"));
   }
   // int64 begin and size.
   Scope root = Scope::NewRootScope();
@@ -183,17 +202,12 @@ TEST(ArrayGradTest, Tile) {
   const Case cases[] = {
       {{2, 3}, {2, 1}}, {{2, 3}, {1, 3}}, {{2, 3}, {2, 2}}, {{2, 1, 2}, {1, 3, 2}}, {{3}, {1}}};
   for (const Case& c : cases) {
-    for (ShapeKnowledge knowledge : {ShapeKnowledge::kFull, ShapeKnowledge::kRankOnly}) {
-      for (bool fed : {false, true}) {
-        Scope root = Scope::NewRootScope();
-        GradientCheckOptions options;
-        Output x = Float64Placeholder(root.WithOpName("x"), c.shape, knowledge);
-        Output y = ops::Tile(root, x, IndexInput(root, Ints(c.multiples), fed, &options));
-        EXPECT_TRUE(GradientNear(root, {x}, {RandomTensor(c.shape, -1, 1, 12)}, y,
-                                 kGradientTolerance, options))
-            << c.shape << " multiples [" << StrJoin(c.multiples, ",") << "] fed " << fed;
-      }
-    }
+    CheckWithIndexInputs(
+        c.shape, kKnownRank, 12,
+        [&](const Scope& root, const Output& x, const IndexMaker& index) {
+          return ops::Tile(root, x, index(c.multiples));
+        },
+        StrCat("multiples [", StrJoin(c.multiples, ","), "]"));
   }
 }
 
@@ -205,17 +219,12 @@ TEST(ArrayGradTest, BroadcastTo) {
   const Case cases[] = {{{3}, {2, 3}}, {{2, 1}, {2, 3}}, {{1}, {2, 2, 2}},
                         {{}, {2, 2}},  {{2, 3}, {2, 3}}, {{1, 3}, {2, 1, 3}}};
   for (const Case& c : cases) {
-    for (ShapeKnowledge knowledge : kAllShapeKnowledges) {
-      for (bool fed : {false, true}) {
-        Scope root = Scope::NewRootScope();
-        GradientCheckOptions options;
-        Output x = Float64Placeholder(root.WithOpName("x"), c.shape, knowledge);
-        Output y = ops::BroadcastTo(root, x, IndexInput(root, Ints(c.target), fed, &options));
-        EXPECT_TRUE(GradientNear(root, {x}, {RandomTensor(c.shape, -1, 1, 13)}, y,
-                                 kGradientTolerance, options))
-            << c.shape << " to [" << StrJoin(c.target, ",") << "] fed " << fed;
-      }
-    }
+    CheckWithIndexInputs(
+        c.shape, kAnyKnowledge, 13,
+        [&](const Scope& root, const Output& x, const IndexMaker& index) {
+          return ops::BroadcastTo(root, x, index(c.target));
+        },
+        StrCat("to [", StrJoin(c.target, ","), "]"));
   }
 }
 
