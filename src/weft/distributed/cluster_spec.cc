@@ -173,4 +173,36 @@ StatusOr<ServerConfig> ParseWeftConfig(std::string_view json_text) {
   return result;
 }
 
+StatusOr<ClusterSpec> ClusterSpec::FromProto(const proto::ClusterDef& cluster_def) {
+  std::map<std::string, std::vector<std::string>> jobs;
+  for (const proto::JobDef& job : cluster_def.job()) {
+    if (jobs.count(job.name()) > 0) {
+      return InvalidArgument("cluster_def names job '", job.name(), "' twice");
+    }
+    std::vector<std::string>& addresses = jobs[job.name()];
+    addresses.resize(job.tasks_size());
+    for (const auto& [index, address] : job.tasks()) {
+      if (index < 0 || index >= job.tasks_size()) {
+        return InvalidArgument("cluster_def job '", job.name(), "' has task ", index, " of ",
+                               job.tasks_size(), " tasks; task indices must be 0..",
+                               job.tasks_size() - 1);
+      }
+      addresses[index] = address;
+    }
+  }
+  return FromJobs(std::move(jobs));
+}
+
+proto::ClusterDef ClusterSpec::ToProto() const {
+  proto::ClusterDef cluster_def;
+  for (const auto& [name, addresses] : jobs_) {
+    proto::JobDef* job = cluster_def.add_job();
+    job->set_name(name);
+    for (size_t i = 0; i < addresses.size(); ++i) {
+      (*job->mutable_tasks())[static_cast<int>(i)] = addresses[i];
+    }
+  }
+  return cluster_def;
+}
+
 }  // namespace weft

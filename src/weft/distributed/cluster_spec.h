@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "weft/cluster.pb.h"
 #include "weft/core/statusor.h"
 
 namespace weft {
@@ -23,6 +24,11 @@ class ClusterSpec {
   static StatusOr<ClusterSpec> FromFlag(std::string_view spec);
   // From job name -> task addresses; the same checks as FromFlag.
   static StatusOr<ClusterSpec> FromJobs(std::map<std::string, std::vector<std::string>> jobs);
+
+  // From a session's ClusterDef: task indices of each job must be 0..n-1.
+  static StatusOr<ClusterSpec> FromProto(const proto::ClusterDef& cluster_def);
+  proto::ClusterDef ToProto() const;
+  bool empty() const { return jobs_.empty(); }
 
   const std::map<std::string, std::vector<std::string>>& jobs() const { return jobs_; }
   bool HasJob(std::string_view job) const;

@@ -15,9 +15,24 @@ uint64_t NewIncarnation() {
   return value;
 }
 
+class SessionDevice final : public Device {
+ public:
+  explicit SessionDevice(const Device& base)
+      : Device(base.name(), base.device_type(), base.incarnation()) {
+    set_intra_op_threads(base.intra_op_pool(), base.eigen_cpu_device(), base.intra_op_threads());
+  }
+};
+
 }  // namespace
 
 Device::Device(std::string name, std::string device_type)
-    : DeviceBase(std::move(name), std::move(device_type)), incarnation_(NewIncarnation()) {}
+    : Device(std::move(name), std::move(device_type), NewIncarnation()) {}
+
+Device::Device(std::string name, std::string device_type, uint64_t incarnation)
+    : DeviceBase(std::move(name), std::move(device_type)), incarnation_(incarnation) {}
+
+std::unique_ptr<Device> NewSessionDevice(const Device& base) {
+  return std::make_unique<SessionDevice>(base);
+}
 
 }  // namespace weft

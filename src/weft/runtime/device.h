@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "weft/framework/device_base.h"
@@ -15,8 +16,16 @@ class Device : public DeviceBase {
   Device(std::string name, std::string device_type);
   uint64_t incarnation() const { return incarnation_; }
 
+ protected:
+  Device(std::string name, std::string device_type, uint64_t incarnation);
+
  private:
   const uint64_t incarnation_;
 };
+
+// A view of `base` for one session of a worker shared by several: the same name, type,
+// incarnation and intra-op threads, but a resource manager of its own, so sessions do not see each
+// other's variables. `base` must outlive it.
+std::unique_ptr<Device> NewSessionDevice(const Device& base);
 
 }  // namespace weft

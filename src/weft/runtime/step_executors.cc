@@ -18,7 +18,8 @@ bool IsDerived(const Status& status) { return IsCancelled(status) || IsAborted(s
 
 // What the partitions of one running step share.
 struct StepState {
-  LocalRendezvous rendezvous;
+  LocalRendezvous local_rendezvous;
+  Rendezvous* rendezvous = &local_rendezvous;  // or the caller's
   LocalCollectiveExecutor collectives;
   CancellationManager* cancellation_manager = nullptr;
   std::function<void(const Status&)> done;
@@ -44,7 +45,7 @@ struct StepState {
     }
     if (first_error) {
       // Wake whatever the other partitions wait on: a Recv, a collective, a cancellable kernel.
-      rendezvous.StartAbort(partition_status);
+      rendezvous->StartAbort(partition_status);
       collectives.StartAbort(partition_status);
       cancellation_manager->StartCancel();
     }
@@ -99,11 +100,19 @@ StatusOr<std::unique_ptr<StepExecutors>> StepExecutors::Create(std::unique_ptr<G
   };
   std::map<std::string, proto::GraphDef> partitions;
   WEFT_RETURN_IF_ERROR(::weft::Partition(partition_options, *step_graph, &partitions));
-  for (auto& [device_name, graph_def] : partitions) {
+  return CreateFromPartitions(partitions, devices, step_graph->op_registry(), kernels);
+}
+
+StatusOr<std::unique_ptr<StepExecutors>> StepExecutors::CreateFromPartitions(
+    const std::map<std::string, proto::GraphDef>& partitions, const DeviceMgr& devices,
+    const OpRegistry& ops, const KernelRegistry& kernels) {
+  if (partitions.empty()) return InvalidArgument("a step needs at least one partition");
+  auto executors = std::unique_ptr<StepExecutors>(new StepExecutors());
+  for (const auto& [device_name, graph_def] : partitions) {
     WEFT_ASSIGN_OR_RETURN(Device * device, devices.LookupDevice(device_name));
-    auto graph = std::make_unique<Graph>(step_graph->op_registry());
+    auto graph = std::make_unique<Graph>(ops);
     WEFT_RETURN_IF_ERROR(ImportGraphDef(graph_def, graph.get()));
-    for (Node* node : graph->nodes()) node->set_assigned_device_name(device_name);
+    for (Node* node : graph->nodes()) node->set_assigned_device_name(device->name());
     WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor,
                           NewExecutor(device, kernels, std::move(graph)));
     executors->partitions_.push_back({device, std::move(executor)});
@@ -115,6 +124,7 @@ void StepExecutors::RunAsync(const RunArgs& args, std::function<void(const Statu
   auto state = std::make_shared<StepState>();
   state->cancellation_manager = args.cancellation_manager;
   state->remaining = num_partitions();
+  if (args.rendezvous != nullptr) state->rendezvous = args.rendezvous;
   // Collectives do not watch the cancellation themselves: a cancelled step (a timeout, another
   // partition's error) must still wake members waiting for peers that will never come.
   CancellationManager* cancellation = args.cancellation_manager;
@@ -138,7 +148,7 @@ void StepExecutors::RunAsync(const RunArgs& args, std::function<void(const Statu
   executor_args.cancellation_manager = args.cancellation_manager;
   executor_args.runner = args.runner;
   executor_args.stats = args.stats;
-  executor_args.rendezvous = &state->rendezvous;
+  executor_args.rendezvous = state->rendezvous;
   executor_args.collective_executor = &state->collectives;
   // Every partition but the last starts on the inter-op threads: RunAsync may run a good part of
   // its step inline, and the partitions must make progress together.

@@ -7,7 +7,9 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "weft/config.pb.h"
@@ -33,12 +35,21 @@ class StepExecutors {
                                                          const KernelRegistry& kernels,
                                                          const proto::ConfigProto& config);
 
+  // Builds one executor per device from graphs placed and partitioned elsewhere (a worker's share
+  // of a cluster step: device name -> GraphDef). Errors name the device or the node at fault.
+  static StatusOr<std::unique_ptr<StepExecutors>> CreateFromPartitions(
+      const std::map<std::string, proto::GraphDef>& partitions, const DeviceMgr& devices,
+      const OpRegistry& ops, const KernelRegistry& kernels);
+
   struct RunArgs {
     int64_t step_id = 0;
     CallFrame* call_frame = nullptr;
     CancellationManager* cancellation_manager = nullptr;  // the step's; required
     Executor::Runner runner;                              // inter-op threads; required
     StepStatsCollector* stats = nullptr;
+    // The step's rendezvous when it spans processes (a worker's RemoteRendezvous); null gives the
+    // step a fresh in-process one. Aborted with the step's first error either way.
+    Rendezvous* rendezvous = nullptr;
   };
   // Runs one step on every partition; `done` gets the first error (or OK) once all have ended.
   // The calling thread runs one partition itself.

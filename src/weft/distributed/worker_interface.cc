@@ -1,0 +1,65 @@
+#include "weft/distributed/worker_interface.h"
+
+#include "weft/core/notification.h"
+
+namespace weft {
+namespace {
+
+// Runs an asynchronous call and waits for its callback.
+template <typename StartCall>
+Status WaitFor(StartCall&& start) {
+  Notification done;
+  Status status;
+  start([&](const Status& call_status) {
+    status = call_status;
+    done.Notify();
+  });
+  done.WaitForNotification();
+  return status;
+}
+
+}  // namespace
+
+Status WorkerInterface::GetStatus(CallOptions* options, const proto::GetStatusRequest& request,
+                                  proto::GetStatusResponse* response) {
+  return WaitFor([&](StatusCallback done) { GetStatusAsync(options, &request, response, done); });
+}
+
+Status WorkerInterface::CreateWorkerSession(const proto::CreateWorkerSessionRequest& request,
+                                            proto::CreateWorkerSessionResponse* response) {
+  return WaitFor([&](StatusCallback done) { CreateWorkerSessionAsync(&request, response, done); });
+}
+
+Status WorkerInterface::DeleteWorkerSession(CallOptions* options,
+                                            const proto::DeleteWorkerSessionRequest& request,
+                                            proto::DeleteWorkerSessionResponse* response) {
+  return WaitFor(
+      [&](StatusCallback done) { DeleteWorkerSessionAsync(options, &request, response, done); });
+}
+
+Status WorkerInterface::RegisterGraph(const proto::RegisterGraphRequest& request,
+                                      proto::RegisterGraphResponse* response) {
+  return WaitFor([&](StatusCallback done) { RegisterGraphAsync(&request, response, done); });
+}
+
+Status WorkerInterface::DeregisterGraph(const proto::DeregisterGraphRequest& request,
+                                        proto::DeregisterGraphResponse* response) {
+  return WaitFor([&](StatusCallback done) { DeregisterGraphAsync(&request, response, done); });
+}
+
+Status WorkerInterface::RunGraph(CallOptions* options, const proto::RunGraphRequest& request,
+                                 proto::RunGraphResponse* response) {
+  return WaitFor([&](StatusCallback done) { RunGraphAsync(options, &request, response, done); });
+}
+
+Status WorkerInterface::CleanupGraph(const proto::CleanupGraphRequest& request,
+                                     proto::CleanupGraphResponse* response) {
+  return WaitFor([&](StatusCallback done) { CleanupGraphAsync(&request, response, done); });
+}
+
+Status WorkerInterface::RecvTensor(CallOptions* options, const proto::RecvTensorRequest& request,
+                                   TensorResponse* response) {
+  return WaitFor([&](StatusCallback done) { RecvTensorAsync(options, &request, response, done); });
+}
+
+}  // namespace weft

@@ -1,0 +1,72 @@
+// WorkerInterface: the WorkerService as the master and peer workers call it. Every call is
+// asynchronous: `done` runs exactly once, on some thread, after the response is filled in; the
+// request and response must outlive it. The in-process Worker implements it directly (a worker
+// talking to itself never goes through an RPC); distributed/rpc implements it over gRPC. The
+// synchronous helpers wait for the asynchronous call. Implementations are thread-safe.
+#pragma once
+
+#include <functional>
+
+#include "weft/core/status.h"
+#include "weft/core/tensor.h"
+#include "weft/distributed/call_options.h"
+#include "weft/worker.pb.h"
+
+namespace weft {
+
+using StatusCallback = std::function<void(const Status&)>;
+
+// What RecvTensor delivers: the value itself rather than its wire form, so that neither side copies
+// a large tensor more than the transport must.
+struct TensorResponse {
+  Tensor tensor;
+  bool is_dead = false;
+};
+
+class WorkerInterface {
+ public:
+  virtual ~WorkerInterface() = default;
+
+  virtual void GetStatusAsync(CallOptions* options, const proto::GetStatusRequest* request,
+                              proto::GetStatusResponse* response, StatusCallback done) = 0;
+  virtual void CreateWorkerSessionAsync(const proto::CreateWorkerSessionRequest* request,
+                                        proto::CreateWorkerSessionResponse* response,
+                                        StatusCallback done) = 0;
+  virtual void DeleteWorkerSessionAsync(CallOptions* options,
+                                        const proto::DeleteWorkerSessionRequest* request,
+                                        proto::DeleteWorkerSessionResponse* response,
+                                        StatusCallback done) = 0;
+  virtual void RegisterGraphAsync(const proto::RegisterGraphRequest* request,
+                                  proto::RegisterGraphResponse* response, StatusCallback done) = 0;
+  virtual void DeregisterGraphAsync(const proto::DeregisterGraphRequest* request,
+                                    proto::DeregisterGraphResponse* response,
+                                    StatusCallback done) = 0;
+  // `options` may be cancelled while the step runs: the worker then aborts the step.
+  virtual void RunGraphAsync(CallOptions* options, const proto::RunGraphRequest* request,
+                             proto::RunGraphResponse* response, StatusCallback done) = 0;
+  virtual void CleanupGraphAsync(const proto::CleanupGraphRequest* request,
+                                 proto::CleanupGraphResponse* response, StatusCallback done) = 0;
+  // Waits for the step's _Send of the key on this worker and delivers its value.
+  virtual void RecvTensorAsync(CallOptions* options, const proto::RecvTensorRequest* request,
+                               TensorResponse* response, StatusCallback done) = 0;
+
+  // Blocking forms, for callers that own a thread (the master's set-up, tests).
+  Status GetStatus(CallOptions* options, const proto::GetStatusRequest& request,
+                   proto::GetStatusResponse* response);
+  Status CreateWorkerSession(const proto::CreateWorkerSessionRequest& request,
+                             proto::CreateWorkerSessionResponse* response);
+  Status DeleteWorkerSession(CallOptions* options, const proto::DeleteWorkerSessionRequest& request,
+                             proto::DeleteWorkerSessionResponse* response);
+  Status RegisterGraph(const proto::RegisterGraphRequest& request,
+                       proto::RegisterGraphResponse* response);
+  Status DeregisterGraph(const proto::DeregisterGraphRequest& request,
+                         proto::DeregisterGraphResponse* response);
+  Status RunGraph(CallOptions* options, const proto::RunGraphRequest& request,
+                  proto::RunGraphResponse* response);
+  Status CleanupGraph(const proto::CleanupGraphRequest& request,
+                      proto::CleanupGraphResponse* response);
+  Status RecvTensor(CallOptions* options, const proto::RecvTensorRequest& request,
+                    TensorResponse* response);
+};
+
+}  // namespace weft
