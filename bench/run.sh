@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs Weft's benchmarks and prints `METRIC <name> <value> <unit>` and `RATIO <name> <value>` lines
 # (a RATIO above 1 means Weft is better). Usage: bench/run.sh [executor] [matmul] [train]
-# [allreduce] [mirrored] (all when none). `train` and `mirrored` need PyTorch (Debian's
+# [allreduce] [mirrored] [rpc] (all when none). `train` and `mirrored` need PyTorch (Debian's
 # python3-torch) for the peer side.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +13,7 @@ fi
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build --target executor_bench matmul_bench weft >/dev/null
 names=("$@")
-[[ ${#names[@]} -eq 0 ]] && names=(executor matmul train allreduce mirrored)
+[[ ${#names[@]} -eq 0 ]] && names=(executor matmul train allreduce mirrored rpc)
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
@@ -58,7 +58,13 @@ for name in "${names[@]}"; do
         >"$out/torch_ddp2.json"
       python3 bench/report.py mirrored "$out"
       ;;
-    *) echo "unknown benchmark '$name' (known: executor matmul train allreduce mirrored)" >&2
+    rpc)
+      # W4/W5 between two `weft server` processes: RecvTensor against raw TCP (same script), a
+      # one-float RecvTensor and a trivial RunStep against an empty gRPC call.
+      cmake --build build --target rpc_bench >/dev/null
+      build/bench/rpc_bench
+      ;;
+    *) echo "unknown benchmark '$name' (known: executor matmul train allreduce mirrored rpc)" >&2
        exit 2 ;;
   esac
 done

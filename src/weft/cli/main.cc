@@ -1,11 +1,13 @@
-// The `weft` command line: `weft train ...` (and later `weft server ...`). Bad flags print usage
-// and exit with status 2.
+// The `weft` command line: `weft train ...` and `weft server ...`. Bad flags print usage and exit
+// with status 2.
 #include <cstdio>
 
 #include <CLI/CLI.hpp>
 
 #include "weft/cli/blas_environment.h"
+#include "weft/cli/server_command.h"
 #include "weft/cli/train_command.h"
+#include "weft/distributed/rpc/grpc_session.h"
 
 int main(int argc, char** argv) {
   weft::cli::EnsureBlasCoreType(argv);
@@ -13,6 +15,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   weft::cli::TrainFlags train_flags;
   CLI::App* train = weft::cli::AddTrainCommand(app, train_flags);
+  weft::cli::ServerFlags server_flags;
+  CLI::App* server = weft::cli::AddServerCommand(app, server_flags);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& help) {
@@ -21,10 +25,12 @@ int main(int argc, char** argv) {
     return app.exit(help);
   } catch (const CLI::ParseError& error) {
     std::fprintf(stderr, "weft: %s\n\n", error.what());
-    CLI::App* shown = train->parsed() ? train : &app;
+    CLI::App* shown = train->parsed() ? train : server->parsed() ? server : &app;
     std::fprintf(stderr, "%s", shown->help().c_str());
     return 2;
   }
+  weft::RegisterGrpcSessionFactory();
   if (train->parsed()) return weft::cli::RunTrainCommand(train_flags);
+  if (server->parsed()) return weft::cli::RunServerCommand(server_flags);
   return 2;
 }

@@ -20,6 +20,8 @@ struct TrainFlags {
   int intra_op_threads = -1;  // -1: take --threads
   std::string strategy;       // "": mirrored when devices > 1
   int devices = 1;
+  std::string target;   // "grpc://host:port": train on that cluster
+  std::string cluster;  // with target: "worker=h:p,h:p", sent with the session
 };
 
 // Declares the subcommand and its flags on `app`; the flags are written into `flags`.

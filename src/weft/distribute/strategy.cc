@@ -13,6 +13,22 @@ namespace weft::distribute {
 
 constexpr char kLocalWorker[] = "/job:localhost/replica:0/task:0";
 
+namespace {
+
+bool SpansSeveralTasks(const std::vector<std::string>& canonical_devices) {
+  std::string first_task;
+  for (const std::string& device : canonical_devices) {
+    StatusOr<ParsedDeviceName> parsed = ParseDeviceName(device);
+    if (!parsed.ok()) continue;
+    std::string task = StrCat(parsed->job, "/", parsed->replica, "/", parsed->task);
+    if (first_task.empty()) first_task = task;
+    if (task != first_task) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 StatusOr<std::vector<std::string>> Strategy::CanonicalDevices(
     const std::vector<std::string>& devices) {
   if (devices.empty()) return InvalidArgument("a strategy needs at least one device");
@@ -174,7 +190,16 @@ StatusOr<std::unique_ptr<OneDeviceStrategy>> OneDeviceStrategy::Create(const std
 StatusOr<std::unique_ptr<MirroredStrategy>> MirroredStrategy::Create(
     const std::vector<std::string>& devices, std::unique_ptr<CrossDeviceOps> cross_device_ops) {
   WEFT_ASSIGN_OR_RETURN(std::vector<std::string> canonical, CanonicalDevices(devices));
-  if (cross_device_ops == nullptr) cross_device_ops = std::make_unique<AllReduceCrossDeviceOps>();
+  if (cross_device_ops == nullptr) {
+    // Collectives run within one process; replicas on several tasks of a cluster (in-graph
+    // replication) reduce on the first device through Send/Recv, as the reference's default does
+    // when the devices are not all local.
+    if (SpansSeveralTasks(canonical)) {
+      cross_device_ops = std::make_unique<ReductionToOneDevice>();
+    } else {
+      cross_device_ops = std::make_unique<AllReduceCrossDeviceOps>();
+    }
+  }
   return std::unique_ptr<MirroredStrategy>(
       new MirroredStrategy(std::move(canonical), std::move(cross_device_ops)));
 }

@@ -127,6 +127,18 @@ class DirectSession final : public Session {
     return Status::OK();
   }
 
+  Status ListDevices(std::vector<proto::DeviceAttributes>* devices) override {
+    WEFT_RETURN_IF_ERROR(devices_.status());
+    devices->clear();
+    for (const Device* device : (*devices_)->ListDevices()) {
+      proto::DeviceAttributes& attributes = devices->emplace_back();
+      attributes.set_name(device->name());
+      attributes.set_device_type(device->device_type());
+      attributes.set_incarnation(device->incarnation());
+    }
+    return Status::OK();
+  }
+
   Status Close() override {
     std::lock_guard<std::mutex> lock(mu_);
     closed_ = true;

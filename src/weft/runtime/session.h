@@ -13,6 +13,7 @@
 
 #include "weft/config.pb.h"
 #include "weft/core/tensor.h"
+#include "weft/device_attributes.pb.h"
 #include "weft/framework/kernel_registry.h"
 #include "weft/framework/op_registry.h"
 #include "weft/graph.pb.h"
@@ -49,6 +50,9 @@ class Session {
                      const std::vector<std::string>& output_names,
                      const std::vector<std::string>& target_names, std::vector<Tensor>* outputs,
                      proto::RunMetadata* run_metadata) = 0;
+
+  // The devices the session can place nodes on: this process's, or every task's of a cluster.
+  virtual Status ListDevices(std::vector<proto::DeviceAttributes>* devices) = 0;
 
   // Releases the session's resources; later calls fail with FailedPrecondition.
   virtual Status Close() = 0;

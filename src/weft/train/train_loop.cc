@@ -6,6 +6,7 @@
 
 #include "weft/core/str_util.h"
 #include "weft/distribute/strategy.h"
+#include "weft/distributed/cluster_spec.h"
 #include "weft/runtime/session.h"
 #include "weft/train/data/batch_iterator.h"
 #include "weft/train/data/fashion_mnist.h"
@@ -76,30 +77,63 @@ StatusOr<TrainGraph> BuildPlainGraph(const TrainOptions& options) {
   return result;
 }
 
-StatusOr<std::unique_ptr<distribute::Strategy>> MakeStrategy(const TrainOptions& options) {
+StatusOr<std::unique_ptr<distribute::Strategy>> MakeStrategy(
+    const TrainOptions& options, const std::vector<std::string>& devices) {
   if (options.strategy == "one_device") {
-    if (options.devices != 1) {
-      return InvalidArgument("strategy one_device runs on 1 device, not ", options.devices,
+    if (devices.size() != 1) {
+      return InvalidArgument("strategy one_device runs on 1 device, not ", devices.size(),
                              " (use mirrored for several)");
     }
     WEFT_ASSIGN_OR_RETURN(std::unique_ptr<distribute::OneDeviceStrategy> strategy,
-                          distribute::OneDeviceStrategy::Create("/cpu:0"));
+                          distribute::OneDeviceStrategy::Create(devices[0]));
     return std::unique_ptr<distribute::Strategy>(std::move(strategy));
   }
-  std::vector<std::string> devices;
-  for (int i = 0; i < options.devices; ++i) devices.push_back(StrCat("/cpu:", i));
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<distribute::MirroredStrategy> strategy,
                         distribute::MirroredStrategy::Create(devices));
   return std::unique_ptr<distribute::Strategy>(std::move(strategy));
+}
+
+// The session's options: in-process devices, or the cluster behind options.target.
+StatusOr<SessionOptions> MakeSessionOptions(const TrainOptions& options, int replicas) {
+  SessionOptions session_options;
+  session_options.target = options.target;
+  int inter_op_threads = options.inter_op_threads;
+  // The partitions of a replicated step run at once, and a partition woken by another (a _Recv,
+  // a collective) continues on an inter-op thread: one per replica. Measured with W1 on 2 devices
+  // (2 cores): 1 inter-op thread ~40k images/s, 2 threads ~63k, 3 threads ~61k.
+  if (replicas > 1 && inter_op_threads > 0) inter_op_threads = std::max(inter_op_threads, replicas);
+  session_options.config.set_inter_op_parallelism_threads(inter_op_threads);
+  session_options.config.set_intra_op_parallelism_threads(options.intra_op_threads);
+  if (options.target.empty()) {
+    (*session_options.config.mutable_device_count())["CPU"] = replicas;
+  } else if (!options.cluster.empty()) {
+    StatusOr<ClusterSpec> cluster = ClusterSpec::FromFlag(options.cluster);
+    if (!cluster.ok()) return cluster.status().WithContext("cluster");
+    *session_options.config.mutable_cluster_def() = cluster->ToProto();
+  }
+  return session_options;
+}
+
+// The CPU devices a cluster session can place on, the master's task first.
+StatusOr<std::vector<std::string>> ClusterCpuDevices(Session& session) {
+  std::vector<proto::DeviceAttributes> attributes;
+  WEFT_RETURN_IF_ERROR(session.ListDevices(&attributes));
+  std::vector<std::string> devices;
+  for (const proto::DeviceAttributes& device : attributes) {
+    if (device.device_type() == "CPU") devices.push_back(device.name());
+  }
+  if (devices.empty()) return FailedPrecondition("the cluster has no CPU devices");
+  return devices;
 }
 
 // The model once per replica through the strategy, written as for one device: inside
 // strategy.Scope() every Variable::Create (the model's and the optimizer's slots) makes a mirrored
 // variable — replica 0 creates it, every replica uses its component — and Minimize all-reduces the
 // gradients through the replica's current context.
-StatusOr<TrainGraph> BuildReplicatedGraph(const TrainOptions& options) {
+StatusOr<TrainGraph> BuildReplicatedGraph(const TrainOptions& options,
+                                          const std::vector<std::string>& devices) {
   TrainGraph result;
-  WEFT_ASSIGN_OR_RETURN(result.strategy, MakeStrategy(options));
+  WEFT_ASSIGN_OR_RETURN(result.strategy, MakeStrategy(options, devices));
   const distribute::Strategy& strategy = *result.strategy;
   const int n = strategy.num_replicas_in_sync();
   Scope root = Scope::NewRootScope();
@@ -151,31 +185,40 @@ StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& 
     return InvalidArgument("strategy one_device runs on 1 device, not ", options.devices,
                            " (use mirrored for several)");
   }
-  if (options.batch_size % options.devices != 0) {
+  if (options.target.empty() && options.batch_size % options.devices != 0) {
     return InvalidArgument("the global batch size ", options.batch_size,
                            " is not divisible by the ", options.devices, " devices");
   }
-  const bool replicated = options.devices > 1 || !options.strategy.empty();
+  if (!options.target.empty() && options.devices != 1) {
+    return InvalidArgument("with a target, the cluster's servers choose the devices (weft server ",
+                           "--devices); drop --devices ", options.devices);
+  }
   WEFT_ASSIGN_OR_RETURN(
       FashionMnist data,
       LoadFashionMnist(options.data_dir.empty() ? kDefaultFashionMnistDir : options.data_dir));
 
-  WEFT_ASSIGN_OR_RETURN(TrainGraph graph,
-                        replicated ? BuildReplicatedGraph(options) : BuildPlainGraph(options));
-  const int replicas = static_cast<int>(graph.replicas.size());
-
-  SessionOptions session_options;
-  int inter_op_threads = options.inter_op_threads;
-  // The partitions of a replicated step run at once, and a partition woken by another (a _Recv,
-  // a collective) continues on an inter-op thread: one per replica. Measured with W1 on 2 devices
-  // (2 cores): 1 inter-op thread ~40k images/s, 2 threads ~63k, 3 threads ~61k.
-  if (replicated && inter_op_threads > 0) {
-    inter_op_threads = std::max(inter_op_threads, replicas);
+  // On a cluster the session comes first: its devices decide the replicas.
+  std::unique_ptr<Session> session;
+  std::vector<std::string> devices;
+  if (options.target.empty()) {
+    for (int i = 0; i < options.devices; ++i) devices.push_back(StrCat("/cpu:", i));
+  } else {
+    WEFT_ASSIGN_OR_RETURN(SessionOptions session_options, MakeSessionOptions(options, 1));
+    WEFT_ASSIGN_OR_RETURN(session, NewSession(session_options));
+    WEFT_ASSIGN_OR_RETURN(devices, ClusterCpuDevices(*session));
   }
-  session_options.config.set_inter_op_parallelism_threads(inter_op_threads);
-  session_options.config.set_intra_op_parallelism_threads(options.intra_op_threads);
-  if (replicated) (*session_options.config.mutable_device_count())["CPU"] = replicas;
-  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, NewSession(session_options));
+  const int replicas = static_cast<int>(devices.size());
+  if (options.batch_size % replicas != 0) {
+    return InvalidArgument("the global batch size ", options.batch_size,
+                           " is not divisible by the cluster's ", replicas, " CPU devices");
+  }
+  const bool replicated = replicas > 1 || !options.strategy.empty() || !options.target.empty();
+  WEFT_ASSIGN_OR_RETURN(TrainGraph graph, replicated ? BuildReplicatedGraph(options, devices)
+                                                     : BuildPlainGraph(options));
+  if (session == nullptr) {
+    WEFT_ASSIGN_OR_RETURN(SessionOptions session_options, MakeSessionOptions(options, replicas));
+    WEFT_ASSIGN_OR_RETURN(session, NewSession(session_options));
+  }
   WEFT_RETURN_IF_ERROR(session->Create(graph.graph));
   std::vector<Tensor> outputs;
   WEFT_RETURN_IF_ERROR(session->Run({}, {}, {graph.init}, &outputs));

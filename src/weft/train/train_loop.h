@@ -34,6 +34,12 @@ struct TrainOptions {
   // "" (mirrored when devices > 1, else the plain single-device path), "one_device" (devices
   // must be 1) or "mirrored".
   std::string strategy;
+  // "grpc://host:port": train on a cluster through its master, one replica on every CPU device of
+  // every task (MirroredStrategy, in-graph replication); "" trains in this process.
+  std::string target;
+  // With a target: the cluster's tasks in the flag form ("worker=h:p,h:p"), sent with the session
+  // (servers started on ephemeral ports learn their peers from it); "": the servers' own cluster.
+  std::string cluster;
 };
 
 struct TrainProgress {

@@ -1,0 +1,289 @@
+// W4/W5 over the cluster runtime: two real `weft server` processes on loopback. Prints
+//   METRIC tcp_64mb_gbps                    raw loopback TCP between two processes (the floor)
+//   METRIC recvtensor_64mb_gbps             RecvTensor of a 64 MB float tensor from a server
+//   METRIC recvtensor_64mb_fraction_of_tcp  the two above, divided
+//   METRIC grpc_empty_us                    an empty unary call (GetStatus) through the same client
+//   METRIC recvtensor_small_us / recvtensor_small_rtt_over_grpc_empty   a one-float RecvTensor
+//   METRIC runstep_trivial_us / runstep_trivial_over_grpc_empty          RunStep over 2 workers
+// Medians over repeated runs. The RecvTensor caller is this process acting as a peer worker: the
+// same client (GrpcRemoteWorker, BulkTransferClient) a server's remote rendezvous uses.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "weft/core/str_util.h"
+#include "weft/distributed/cluster_spec.h"
+#include "weft/distributed/rpc/bulk_transfer.h"
+#include "weft/distributed/rpc/grpc_session.h"
+#include "weft/distributed/rpc/grpc_worker_cache.h"
+#include "weft/framework/attr_value_util.h"
+#include "weft/framework/rendezvous.h"
+#include "weft/graph/builder/ops.h"
+#include "weft/graph/builder/scope.h"
+#include "weft/testing/server_process.h"
+
+namespace weft {
+namespace {
+
+constexpr size_t k64Mb = 64 << 20;
+constexpr char kTask0[] = "/job:worker/replica:0/task:0";
+constexpr char kTask1[] = "/job:worker/replica:0/task:1";
+
+double NowSeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+void Check(const Status& status, const char* what) {
+  if (!status.ok()) {
+    std::fprintf(stderr, "rpc_bench: %s: %s\n", what, status.ToString().c_str());
+    std::exit(1);
+  }
+}
+
+bool WriteAll(int fd, const char* data, size_t size) {
+  while (size > 0) {
+    ssize_t n = send(fd, data, size, MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool ReadAll(int fd, char* data, size_t size) {
+  while (size > 0) {
+    ssize_t n = recv(fd, data, size, 0);
+    if (n <= 0) return false;
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+void TuneSocket(int fd) {
+  // The same socket settings as the bulk data path, so the floor is measured like for like.
+  int buffer = 4 << 20;
+  setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer, sizeof(buffer));
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer, sizeof(buffer));
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+// A child process writes 64 MB per request to this one over loopback TCP; GB/s, median.
+double TcpGigabytesPerSecond(int repetitions) {
+  int listener = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  if (bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
+      listen(listener, 1) != 0 ||
+      getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    std::perror("rpc_bench: listen");
+    std::exit(1);
+  }
+  pid_t child = fork();
+  if (child == 0) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    TuneSocket(fd);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) _exit(1);
+    std::vector<char> payload(k64Mb, 1);
+    char go = 0;
+    while (ReadAll(fd, &go, 1) && go == 1) {
+      if (!WriteAll(fd, payload.data(), payload.size())) _exit(1);
+    }
+    _exit(0);
+  }
+  int fd = accept(listener, nullptr, nullptr);
+  TuneSocket(fd);
+  std::vector<char> received(k64Mb, 0);
+  std::vector<double> rates;
+  for (int i = 0; i < repetitions; ++i) {
+    char go = 1;
+    const double start = NowSeconds();
+    if (!WriteAll(fd, &go, 1) || !ReadAll(fd, received.data(), received.size())) {
+      std::fprintf(stderr, "rpc_bench: the TCP peer went away\n");
+      std::exit(1);
+    }
+    rates.push_back(k64Mb / (NowSeconds() - start) / 1e9);
+  }
+  char stop = 0;
+  WriteAll(fd, &stop, 1);
+  close(fd);
+  close(listener);
+  waitpid(child, nullptr, 0);
+  return Median(rates);
+}
+
+// Registers, on `worker`, a graph that fills a float tensor of `elements` and _Sends it to task 0
+// under `edge_name`; returns the graph handle.
+std::string RegisterSendGraph(WorkerInterface* worker, const std::string& session,
+                              const std::string& device, uint64_t incarnation, int64_t elements,
+                              const std::string& edge_name) {
+  Scope root = Scope::NewRootScope().WithDevice(device);
+  Output filled = ops::Fill(root.WithOpName("filled"),
+                            ops::Const(root, Tensor::FromVector<int64_t>({elements})), 1.5f);
+  proto::GraphDef graph = root.ToGraphDef().value();
+  proto::NodeDef* send = graph.add_node();
+  send->set_name("send");
+  send->set_op("_Send");
+  send->set_device(device);
+  send->add_input(filled.node()->name());
+  auto& attr = *send->mutable_attr();
+  attr["T"] = MakeAttrValue(DataType::kFloat);
+  attr["tensor_name"] = MakeAttrValue(edge_name);
+  attr["send_device"] = MakeAttrValue(device);
+  attr["send_device_incarnation"] = MakeAttrValue(static_cast<int64_t>(incarnation));
+  attr["recv_device"] = MakeAttrValue(std::string(kTask0) + "/device:CPU:0");
+  attr["client_terminated"] = MakeAttrValue(false);
+  for (proto::NodeDef& node : *graph.mutable_node()) node.set_device(device);
+
+  proto::RegisterGraphRequest request;
+  request.set_session_handle(session);
+  proto::DevicePartition* partition = request.add_partition();
+  partition->set_device(device);
+  *partition->mutable_graph_def() = graph;
+  proto::RegisterGraphResponse response;
+  Check(worker->RegisterGraph(request, &response), "RegisterGraph");
+  return response.graph_handle();
+}
+
+// Seconds of each RecvTensor of the graph's value, one step each; the step's _Send has happened
+// before the clock starts, so only the transfer is timed.
+std::vector<double> TimeRecvTensor(WorkerInterface* worker, const std::string& session,
+                                   const std::string& graph_handle, const std::string& key,
+                                   int64_t first_step, int repetitions, size_t expected_bytes) {
+  std::vector<double> seconds;
+  for (int i = 0; i < repetitions; ++i) {
+    const int64_t step_id = first_step + i;
+    proto::RunGraphRequest run;
+    run.set_session_handle(session);
+    run.set_graph_handle(graph_handle);
+    run.set_step_id(step_id);
+    proto::RunGraphResponse run_response;
+    CallOptions run_options;
+    Check(worker->RunGraph(&run_options, run, &run_response), "RunGraph");
+    proto::RecvTensorRequest recv;
+    recv.set_step_id(step_id);
+    recv.set_rendezvous_key(key);
+    recv.set_bulk_ok(true);
+    TensorResponse value;
+    CallOptions recv_options;
+    const double start = NowSeconds();
+    Check(worker->RecvTensor(&recv_options, recv, &value), "RecvTensor");
+    seconds.push_back(NowSeconds() - start);
+    if (value.tensor.TotalBytes() != expected_bytes || value.tensor.data<float>()[0] != 1.5f) {
+      std::fprintf(stderr, "rpc_bench: RecvTensor returned the wrong value\n");
+      std::exit(1);
+    }
+    proto::CleanupGraphRequest cleanup;
+    cleanup.set_step_id(step_id);
+    proto::CleanupGraphResponse cleanup_response;
+    Check(worker->CleanupGraph(cleanup, &cleanup_response), "CleanupGraph");
+  }
+  return seconds;
+}
+
+int Main() {
+  RegisterGrpcSessionFactory();
+  const double tcp_gbps = TcpGigabytesPerSecond(7);
+
+  std::vector<std::unique_ptr<testing::ServerProcess>> servers;
+  std::vector<std::string> addresses;
+  for (int task = 0; task < 2; ++task) {
+    StatusOr<std::unique_ptr<testing::ServerProcess>> server = testing::ServerProcess::Start(
+        WEFT_BINARY, {"--cluster", "worker=127.0.0.1:0,127.0.0.1:0", "--task", std::to_string(task),
+                      "--intra-op-threads", "1", "--inter-op-threads", "1"});
+    Check(server.status(), "starting a weft server");
+    addresses.push_back((*server)->address());
+    servers.push_back(std::move(server).value());
+  }
+  ClusterSpec cluster = ClusterSpec::FromJobs({{"worker", addresses}}).value();
+
+  // This process talks to task 1 as task 0 would.
+  auto bulk_client = std::make_shared<BulkTransferClient>();
+  std::unique_ptr<WorkerCacheInterface> cache =
+      NewGrpcWorkerCache(cluster, "/job:bench/replica:0/task:0", nullptr, bulk_client);
+  WorkerInterface* worker = cache->GetOrCreateWorker(kTask1);
+  CallOptions status_options;
+  status_options.set_wait_for_ready(true);
+  status_options.set_timeout_ms(20000);
+  proto::GetStatusResponse status;
+  Check(worker->GetStatus(&status_options, proto::GetStatusRequest(), &status), "GetStatus");
+  const std::string device = status.device_attributes(0).name();
+  const uint64_t incarnation = status.device_attributes(0).incarnation();
+
+  std::vector<double> empty_seconds;
+  for (int i = 0; i < 2000; ++i) {
+    CallOptions options;
+    proto::GetStatusResponse response;
+    const double start = NowSeconds();
+    Check(worker->GetStatus(&options, proto::GetStatusRequest(), &response), "GetStatus");
+    empty_seconds.push_back(NowSeconds() - start);
+  }
+  const double empty_us = Median(empty_seconds) * 1e6;
+
+  proto::CreateWorkerSessionRequest create;
+  create.set_session_handle("rpc_bench");
+  proto::CreateWorkerSessionResponse create_response;
+  Check(worker->CreateWorkerSession(create, &create_response), "CreateWorkerSession");
+  const std::string dst = std::string(kTask0) + "/device:CPU:0";
+  const std::string big_handle =
+      RegisterSendGraph(worker, "rpc_bench", device, incarnation, k64Mb / sizeof(float), "big");
+  const std::string small_handle =
+      RegisterSendGraph(worker, "rpc_bench", device, incarnation, 1, "small");
+  const std::string big_key = Rendezvous::CreateKey(device, incarnation, dst, "big", {});
+  const std::string small_key = Rendezvous::CreateKey(device, incarnation, dst, "small", {});
+  const double big_seconds =
+      Median(TimeRecvTensor(worker, "rpc_bench", big_handle, big_key, 1, 7, k64Mb));
+  const double small_us =
+      Median(TimeRecvTensor(worker, "rpc_bench", small_handle, small_key, 1000, 2000, 4)) * 1e6;
+  const double recv_gbps = k64Mb / big_seconds / 1e9;
+
+  // RunStep of a trivial graph over both workers: a constant on each, both fetched.
+  SessionOptions options;
+  options.target = "grpc://" + addresses[0];
+  *options.config.mutable_cluster_def() = cluster.ToProto();
+  std::unique_ptr<Session> session = NewSession(options).value();
+  Scope root = Scope::NewRootScope();
+  Output on_task0 = ops::Const(root.WithOpName("c0").WithDevice(kTask0), 1.0f);
+  Output on_task1 = ops::Const(root.WithOpName("c1").WithDevice(kTask1), 2.0f);
+  Check(session->Create(root.ToGraphDef().value()), "Create");
+  std::vector<Tensor> outputs;
+  std::vector<double> step_seconds;
+  for (int i = 0; i < 2100; ++i) {
+    const double start = NowSeconds();
+    Check(session->Run({}, {on_task0.name(), on_task1.name()}, {}, &outputs), "RunStep");
+    if (i >= 100) step_seconds.push_back(NowSeconds() - start);  // after warm-up
+  }
+  const double step_us = Median(step_seconds) * 1e6;
+  Check(session->Close(), "Close");
+
+  std::printf("METRIC tcp_64mb_gbps %.3f GB/s\n", tcp_gbps);
+  std::printf("METRIC recvtensor_64mb_gbps %.3f GB/s\n", recv_gbps);
+  std::printf("METRIC recvtensor_64mb_fraction_of_tcp %.3f ratio\n", recv_gbps / tcp_gbps);
+  std::printf("METRIC grpc_empty_us %.1f us\n", empty_us);
+  std::printf("METRIC recvtensor_small_us %.1f us\n", small_us);
+  std::printf("METRIC recvtensor_small_rtt_over_grpc_empty %.3f ratio\n", small_us / empty_us);
+  std::printf("METRIC runstep_trivial_us %.1f us\n", step_us);
+  std::printf("METRIC runstep_trivial_over_grpc_empty %.3f ratio\n", step_us / empty_us);
+  return 0;
+}
+
+}  // namespace
+}  // namespace weft
+
+int main() { return weft::Main(); }

@@ -1,0 +1,379 @@
+// Multi-process tests of the distributed runtime: real `weft server` processes on loopback, each on
+// an ephemeral port, joined by the cluster the client sends with its session (ClusterSpec
+// propagation). Covers results across processes, concurrent sessions, a worker killed mid-training,
+// a worker that never comes up, garbage on the wire and a clean SIGTERM. Every server is torn down
+// by its ServerProcess, even when a test fails.
+#include <chrono>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include "weft/core/str_util.h"
+#include "weft/distributed/cluster_spec.h"
+#include "weft/distributed/rpc/grpc_session.h"
+#include "weft/graph/builder/ops.h"
+#include "weft/graph/builder/scope.h"
+#include "weft/graph/builder/variable.h"
+#include "weft/master.pb.h"
+#include "weft/testing/server_process.h"
+
+namespace weft {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::ServerProcess;
+
+constexpr char kTask0[] = "/job:worker/replica:0/task:0";
+constexpr char kTask1[] = "/job:worker/replica:0/task:1";
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// `n` servers of job "worker", each told it is task i of an n-task cluster on ephemeral ports.
+std::vector<std::unique_ptr<ServerProcess>> StartCluster(
+    int n, const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> placeholders(n, "127.0.0.1:0");
+  std::vector<std::unique_ptr<ServerProcess>> servers;
+  for (int i = 0; i < n; ++i) {
+    std::vector<std::string> flags = {"--cluster",
+                                      "worker=" + StrJoin(placeholders, ","),
+                                      "--task",
+                                      std::to_string(i),
+                                      "--intra-op-threads",
+                                      "1",
+                                      "--inter-op-threads",
+                                      "2"};
+    flags.insert(flags.end(), extra.begin(), extra.end());
+    StatusOr<std::unique_ptr<ServerProcess>> server = ServerProcess::Start(WEFT_BINARY, flags);
+    EXPECT_TRUE(server.ok()) << server.status().ToString();
+    if (!server.ok()) return {};
+    servers.push_back(std::move(server).value());
+  }
+  return servers;
+}
+
+// Session options for the cluster made of `addresses`, its master on the first.
+SessionOptions ClusterOptions(const std::vector<std::string>& addresses) {
+  SessionOptions options;
+  options.target = "grpc://" + addresses[0];
+  *options.config.mutable_cluster_def() =
+      ClusterSpec::FromJobs({{"worker", addresses}}).value().ToProto();
+  return options;
+}
+
+std::vector<std::string> Addresses(const std::vector<std::unique_ptr<ServerProcess>>& servers) {
+  std::vector<std::string> addresses;
+  for (const auto& server : servers) addresses.push_back(server->address());
+  return addresses;
+}
+
+std::unique_ptr<Session> NewSessionOrDie(const SessionOptions& options) {
+  StatusOr<std::unique_ptr<Session>> session = NewSession(options);
+  EXPECT_TRUE(session.ok()) << session.status().ToString();
+  return session.ok() ? std::move(session).value() : nullptr;
+}
+
+// x (fed, task 0) * 3 (task 1) + a variable on task 1 holding `initial`, fetched on task 0; and an
+// update that adds x to the variable.
+struct CrossTaskGraph {
+  proto::GraphDef graph;
+  std::string x, y, init, update, read;
+};
+
+CrossTaskGraph BuildCrossTaskGraph(float initial) {
+  Scope root = Scope::NewRootScope();
+  Scope on_task0 = root.WithDevice(std::string(kTask0) + "/device:CPU:0");
+  Scope on_task1 = root.WithDevice(std::string(kTask1) + "/device:CPU:0");
+  CrossTaskGraph result;
+  Output x = ops::Placeholder(on_task0.WithOpName("x"), DataType::kFloat);
+  Variable v = Variable::Create(on_task1.WithOpName("v"), "v", TensorShape({}), DataType::kFloat,
+                                Initializer::Constant(initial));
+  Output tripled = ops::Mul(on_task1.WithOpName("tripled"), x, 3.0f);
+  Output read = v.Read(on_task1.WithOpName("read"));
+  Output y = ops::Add(on_task0.WithOpName("y"), tripled, read);
+  Output update = v.AssignAdd(on_task1.WithOpName("update"), x);
+  result.graph = root.ToGraphDef().value();
+  result.x = x.name();
+  result.y = y.name();
+  result.init = v.initializer().name();
+  result.update = update.node()->name();
+  result.read = read.name();
+  return result;
+}
+
+float ScalarOf(const Tensor& tensor) { return *tensor.data<float>(); }
+
+TEST(ClusterTest, StepCrossesServersAndKeepsVariables) {
+  auto servers = StartCluster(2);
+  ASSERT_EQ(servers.size(), 2u);
+  std::unique_ptr<Session> session = NewSessionOrDie(ClusterOptions(Addresses(servers)));
+  ASSERT_NE(session, nullptr);
+  std::vector<proto::DeviceAttributes> devices;
+  ASSERT_TRUE(session->ListDevices(&devices).ok());
+  ASSERT_EQ(devices.size(), 2u);
+  EXPECT_EQ(devices[0].name(), std::string(kTask0) + "/device:CPU:0");
+  EXPECT_EQ(devices[1].name(), std::string(kTask1) + "/device:CPU:0");
+
+  CrossTaskGraph graph = BuildCrossTaskGraph(10.0f);
+  ASSERT_TRUE(session->Create(graph.graph).ok());
+  std::vector<Tensor> outputs;
+  ASSERT_TRUE(session->Run({}, {}, {graph.init}, &outputs).ok());
+  for (int step = 1; step <= 3; ++step) {
+    Status status =
+        session->Run({{graph.x, Tensor::Scalar(2.0f)}}, {graph.y}, {graph.update}, &outputs);
+    ASSERT_TRUE(status.ok()) << status.ToString();
+    ASSERT_EQ(outputs.size(), 1u);
+    // The update may run before or after the read in the same step; the read of the next step
+    // sees every earlier update.
+    const float before = 10.0f + 2.0f * (step - 1);
+    EXPECT_THAT(ScalarOf(outputs[0]), ::testing::AnyOf(6.0f + before, 6.0f + before + 2.0f));
+  }
+  ASSERT_TRUE(session->Run({}, {graph.read}, {}, &outputs).ok());
+  EXPECT_EQ(ScalarOf(outputs[0]), 16.0f);
+  EXPECT_TRUE(session->Close().ok());
+}
+
+TEST(ClusterTest, ErrorOnOneWorkerNamesItAndTheSessionGoesOn) {
+  auto servers = StartCluster(2);
+  ASSERT_EQ(servers.size(), 2u);
+  std::unique_ptr<Session> session = NewSessionOrDie(ClusterOptions(Addresses(servers)));
+  ASSERT_NE(session, nullptr);
+  Scope root = Scope::NewRootScope();
+  Scope on_task1 = root.WithDevice(std::string(kTask1) + "/device:CPU:0");
+  Output a = ops::Placeholder(root.WithOpName("a"), DataType::kFloat);
+  Output b = ops::Placeholder(root.WithOpName("b"), DataType::kFloat);
+  Output product = ops::MatMul(on_task1.WithOpName("product"), a, b);
+  ASSERT_TRUE(session->Create(root.ToGraphDef().value()).ok());
+  std::vector<Tensor> outputs;
+  Tensor two_by_three = Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, TensorShape({2, 3}));
+  Status status = session->Run({{a.name(), two_by_three}, {b.name(), two_by_three}},
+                               {product.name()}, {}, &outputs);
+  EXPECT_TRUE(IsInvalidArgument(status)) << status.ToString();
+  EXPECT_THAT(status.message(), HasSubstr("product"));
+  EXPECT_THAT(status.message(), HasSubstr(kTask1));
+  Tensor three_by_two = Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, TensorShape({3, 2}));
+  status = session->Run({{a.name(), two_by_three}, {b.name(), three_by_two}}, {product.name()}, {},
+                        &outputs);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(outputs[0].shape(), TensorShape({2, 2}));
+}
+
+TEST(ClusterTest, EightConcurrentSessionsGetTheirOwnResults) {
+  auto servers = StartCluster(2);
+  ASSERT_EQ(servers.size(), 2u);
+  const SessionOptions options = ClusterOptions(Addresses(servers));
+  constexpr int kSessions = 8;
+  constexpr int kSteps = 20;
+  std::vector<Status> results(kSessions);
+  std::vector<std::thread> threads;
+  for (int s = 0; s < kSessions; ++s) {
+    threads.emplace_back([&, s] {
+      results[s] = [&]() -> Status {
+        WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, NewSession(options));
+        // Same variable name in every session: sessions must not share it.
+        CrossTaskGraph graph = BuildCrossTaskGraph(100.0f * s);
+        WEFT_RETURN_IF_ERROR(session->Create(graph.graph));
+        std::vector<Tensor> outputs;
+        WEFT_RETURN_IF_ERROR(session->Run({}, {}, {graph.init}, &outputs));
+        for (int step = 0; step < kSteps; ++step) {
+          WEFT_RETURN_IF_ERROR(
+              session->Run({{graph.x, Tensor::Scalar(1.0f * s)}}, {}, {graph.update}, &outputs));
+        }
+        WEFT_RETURN_IF_ERROR(
+            session->Run({{graph.x, Tensor::Scalar(0.0f)}}, {graph.read, graph.y}, {}, &outputs));
+        const float expected = 100.0f * s + kSteps * s;
+        if (ScalarOf(outputs[0]) != expected || ScalarOf(outputs[1]) != expected) {
+          return Internal("session ", s, " read ", ScalarOf(outputs[0]), " and ",
+                          ScalarOf(outputs[1]), ", expected ", expected);
+        }
+        return session->Close();
+      }();
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int s = 0; s < kSessions; ++s) EXPECT_TRUE(results[s].ok()) << results[s].ToString();
+}
+
+TEST(ClusterTest, KilledWorkerIsUnavailableAndARestartedOneTrainsAgain) {
+  auto servers = StartCluster(2);
+  ASSERT_EQ(servers.size(), 2u);
+  std::vector<std::string> addresses = Addresses(servers);
+  std::unique_ptr<Session> session = NewSessionOrDie(ClusterOptions(addresses));
+  ASSERT_NE(session, nullptr);
+  CrossTaskGraph graph = BuildCrossTaskGraph(0.0f);
+  ASSERT_TRUE(session->Create(graph.graph).ok());
+  std::vector<Tensor> outputs;
+  ASSERT_TRUE(session->Run({}, {}, {graph.init}, &outputs).ok());
+
+  // Steps run in a loop on another thread while worker 1 dies under them.
+  Status failure;
+  int64_t failed_at_ms = 0;
+  std::thread training([&] {
+    const int64_t give_up = NowMs() + 30000;
+    while (NowMs() < give_up) {
+      Status status =
+          session->Run({{graph.x, Tensor::Scalar(1.0f)}}, {graph.y}, {graph.update}, &outputs);
+      if (!status.ok()) {
+        failure = status;
+        failed_at_ms = NowMs();
+        return;
+      }
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const int64_t killed_at_ms = NowMs();
+  servers[1]->Signal(SIGKILL);
+  training.join();
+  ASSERT_FALSE(failure.ok());
+  EXPECT_TRUE(IsUnavailable(failure)) << failure.ToString();
+  EXPECT_THAT(failure.message(), HasSubstr(kTask1));
+  EXPECT_LT(failed_at_ms - killed_at_ms, 10000);
+
+  // The surviving server still serves a session of its own.
+  std::unique_ptr<Session> alone = NewSessionOrDie(ClusterOptions({addresses[0]}));
+  ASSERT_NE(alone, nullptr);
+  Scope root = Scope::NewRootScope();
+  Output sum = ops::Add(root.WithOpName("sum"), 1.0f, 2.0f);
+  ASSERT_TRUE(alone->Create(root.ToGraphDef().value()).ok());
+  ASSERT_TRUE(alone->Run({}, {sum.name()}, {}, &outputs).ok());
+  EXPECT_EQ(ScalarOf(outputs[0]), 3.0f);
+
+  // A restarted worker 1 (on a new port) joins a new session, which trains again.
+  StatusOr<std::unique_ptr<ServerProcess>> restarted = ServerProcess::Start(
+      WEFT_BINARY, {"--cluster", "worker=127.0.0.1:0,127.0.0.1:0", "--task", "1"});
+  ASSERT_TRUE(restarted.ok()) << restarted.status().ToString();
+  addresses[1] = (*restarted)->address();
+  std::unique_ptr<Session> again = NewSessionOrDie(ClusterOptions(addresses));
+  ASSERT_NE(again, nullptr);
+  ASSERT_TRUE(again->Create(graph.graph).ok());
+  ASSERT_TRUE(again->Run({}, {}, {graph.init}, &outputs).ok());
+  Status status = again->Run({{graph.x, Tensor::Scalar(1.0f)}}, {graph.y}, {}, &outputs);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(ScalarOf(outputs[0]), 3.0f);
+}
+
+TEST(ClusterTest, WorkerThatNeverComesUpIsAClearErrorWithinTheDeadline) {
+  auto servers = StartCluster(1, {"--worker-timeout-ms", "1500"});
+  ASSERT_EQ(servers.size(), 1u);
+  const std::string nobody = StrCat("127.0.0.1:", testing::UnusedLoopbackPort());
+  std::unique_ptr<Session> session =
+      NewSessionOrDie(ClusterOptions({servers[0]->address(), nobody}));
+  ASSERT_NE(session, nullptr);
+  const int64_t start = NowMs();
+  Scope root = Scope::NewRootScope();
+  ops::Add(root.WithOpName("sum"), 1.0f, 2.0f);
+  Status status = session->Create(root.ToGraphDef().value());
+  const int64_t waited = NowMs() - start;
+  EXPECT_TRUE(IsUnavailable(status) || IsDeadlineExceeded(status)) << status.ToString();
+  EXPECT_THAT(status.message(), HasSubstr(kTask1));
+  EXPECT_THAT(status.message(), HasSubstr(nobody));
+  EXPECT_GE(waited, 1000);
+  EXPECT_LT(waited, 10000);
+}
+
+// Sends `bytes` as the request of `method` without any proto in between.
+grpc::Status CallWithRawBytes(const std::string& address, const std::string& method,
+                              const std::string& bytes) {
+  auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  grpc::GenericStub stub(channel);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  grpc::Slice slice(bytes);
+  grpc::ByteBuffer request(&slice, 1);
+  grpc::ByteBuffer response;
+  std::mutex mu;
+  std::condition_variable done_cv;
+  bool done = false;
+  grpc::Status result;
+  stub.UnaryCall(&context, method, grpc::StubOptions(), &request, &response,
+                 [&](grpc::Status status) {
+                   std::lock_guard<std::mutex> lock(mu);
+                   result = status;
+                   done = true;
+                   done_cv.notify_one();
+                 });
+  std::unique_lock<std::mutex> lock(mu);
+  done_cv.wait(lock, [&] { return done; });
+  return result;
+}
+
+TEST(ClusterTest, GarbageOnTheWireIsInvalidArgumentAndTheServerSurvives) {
+  auto servers = StartCluster(1);
+  ASSERT_EQ(servers.size(), 1u);
+  const std::string address = servers[0]->address();
+  const std::vector<std::string> methods = {"/weft.proto.WorkerService/GetStatus",
+                                            "/weft.proto.WorkerService/CreateWorkerSession",
+                                            "/weft.proto.WorkerService/DeleteWorkerSession",
+                                            "/weft.proto.WorkerService/RegisterGraph",
+                                            "/weft.proto.WorkerService/DeregisterGraph",
+                                            "/weft.proto.WorkerService/RunGraph",
+                                            "/weft.proto.WorkerService/CleanupGraph",
+                                            "/weft.proto.WorkerService/RecvTensor",
+                                            "/weft.proto.MasterService/CreateSession",
+                                            "/weft.proto.MasterService/ExtendSession",
+                                            "/weft.proto.MasterService/RunStep",
+                                            "/weft.proto.MasterService/CloseSession",
+                                            "/weft.proto.MasterService/ListDevices",
+                                            "/weft.proto.MasterService/Reset"};
+  // An invalid tag, and a length-delimited field cut short.
+  const std::vector<std::string> garbage = {std::string("\xff\xff\xff\xff\xff\xff", 6),
+                                            std::string("\x0a\x40truncated", 11)};
+  for (const std::string& method : methods) {
+    for (const std::string& bytes : garbage) {
+      grpc::Status status = CallWithRawBytes(address, method, bytes);
+      EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+          << method << ": " << status.error_message();
+    }
+  }
+  EXPECT_EQ(CallWithRawBytes(address, "/weft.proto.WorkerService/NoSuchMethod", "").error_code(),
+            grpc::StatusCode::UNIMPLEMENTED);
+  // Unknown handles are refused by name, and the server is still there.
+  proto::RunStepRequest run_step;
+  run_step.set_session_handle("no-such-session");
+  grpc::Status status =
+      CallWithRawBytes(address, "/weft.proto.MasterService/RunStep", run_step.SerializeAsString());
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::ABORTED) << status.error_message();
+  EXPECT_THAT(status.error_message(), HasSubstr("no-such-session"));
+  proto::RunGraphRequest run_graph;
+  run_graph.set_session_handle("no-such-session");
+  status = CallWithRawBytes(address, "/weft.proto.WorkerService/RunGraph",
+                            run_graph.SerializeAsString());
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::ABORTED) << status.error_message();
+  EXPECT_EQ(CallWithRawBytes(address, "/weft.proto.WorkerService/GetStatus", "").error_code(),
+            grpc::StatusCode::OK);
+}
+
+TEST(ClusterTest, SigtermStopsTheServerCleanly) {
+  auto servers = StartCluster(1);
+  ASSERT_EQ(servers.size(), 1u);
+  servers[0]->Signal(SIGTERM);
+  StatusOr<int> exit_code = servers[0]->WaitForExit(10000);
+  ASSERT_TRUE(exit_code.ok()) << exit_code.status().ToString();
+  EXPECT_EQ(*exit_code, 0);
+}
+
+TEST(ClusterTest, BadFlagsAndClustersExitWithUsageErrors) {
+  StatusOr<std::unique_ptr<ServerProcess>> server =
+      ServerProcess::Start(WEFT_BINARY, {"--cluster", "worker=127.0.0.1:0", "--task", "3"}, 5000);
+  ASSERT_FALSE(server.ok());
+  EXPECT_THAT(server.status().message(), HasSubstr("code 2"));
+  server = ServerProcess::Start(WEFT_BINARY, {"--cluster", "worker=nonsense"}, 5000);
+  ASSERT_FALSE(server.ok());
+  EXPECT_THAT(server.status().message(), HasSubstr("code 2"));
+}
+
+}  // namespace
+}  // namespace weft
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  weft::RegisterGrpcSessionFactory();
+  return RUN_ALL_TESTS();
+}

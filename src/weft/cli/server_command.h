@@ -1,0 +1,27 @@
+// `weft server`: runs one task of a cluster (GrpcServer) until SIGTERM or SIGINT. The cluster comes
+// from --cluster, else from the WEFT_CONFIG environment variable, else is a one-task cluster on an
+// ephemeral port. Once serving it prints "weft server listening on HOST:PORT" on stdout.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace weft::cli {
+
+struct ServerFlags {
+  std::string cluster;  // "worker=host:port,host:port;ps=host:port"
+  std::string job;      // default "worker" (or WEFT_CONFIG's task.type)
+  int task = -1;        // default 0 (or WEFT_CONFIG's task.index)
+  int devices = 1;
+  std::string bind_host = "127.0.0.1";
+  int intra_op_threads = 0;
+  int inter_op_threads = 0;
+  int64_t worker_timeout_ms = 30000;
+};
+
+CLI::App* AddServerCommand(CLI::App& app, ServerFlags& flags);
+
+// Returns the process exit code: 0 after a clean stop, 2 for a bad cluster or task, 1 when the
+// server cannot start (port taken).
+int RunServerCommand(const ServerFlags& flags);
+
+}  // namespace weft::cli

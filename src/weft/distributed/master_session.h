@@ -1,0 +1,100 @@
+// MasterSession: the master's side of one client session. It owns the session's graph (Extend
+// imports into a copy, so a bad GraphDef changes nothing), knows the cluster's devices, and, per
+// (feeds, fetches, targets) signature, builds and registers one graph per task once; each RunStep
+// then runs those graphs on every task under one fresh step id, cancels the others on the first
+// root-cause error or at the deadline, and always sends CleanupGraph afterwards.
+// Thread-safe. Shared (std::shared_ptr) between the Master and the steps in flight, so a worker
+// answering late never touches a destroyed session.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "weft/distributed/master.h"
+#include "weft/distributed/master_client_graph.h"
+#include "weft/graph/graph.h"
+
+namespace weft {
+
+class MasterSession : public std::enable_shared_from_this<MasterSession> {
+ public:
+  struct Options {
+    std::string handle;
+    proto::ConfigProto config;
+    std::string local_task;
+    const OpRegistry* op_registry = nullptr;            // not owned
+    const KernelRegistry* kernel_registry = nullptr;    // not owned
+    MasterTimer* timer = nullptr;                       // deadlines; not owned
+    WorkerCacheInterface* worker_cache = nullptr;       // not owned (may point into owned_cache)
+    std::unique_ptr<WorkerCacheInterface> owned_cache;  // the session's own cluster, if any
+    int64_t worker_ready_timeout_ms = 30000;
+  };
+
+  // Imports `graph_def`, finds the cluster's devices and creates a worker session (same handle,
+  // same config) on every task. Blocks: call it from a pool.
+  static StatusOr<std::shared_ptr<MasterSession>> Create(Options options,
+                                                         const proto::GraphDef& graph_def);
+  ~MasterSession();
+  MasterSession(const MasterSession&) = delete;
+  MasterSession& operator=(const MasterSession&) = delete;
+
+  const std::string& handle() const { return options_.handle; }
+  const std::vector<proto::DeviceAttributes>& devices() const { return devices_; }
+  const std::string& local_task() const { return options_.local_task; }
+
+  Status Extend(const proto::ExtendSessionRequest& request, proto::ExtendSessionResponse* response);
+
+  // May block while the signature's graphs are built and registered (call it from a pool); the
+  // step itself runs asynchronously. `options` may be null.
+  void RunAsync(CallOptions* options, const proto::RunStepRequest* request,
+                proto::RunStepResponse* response, StatusCallback done);
+
+  // Waits for running steps, then deregisters the graphs and deletes the worker sessions; errors
+  // are ignored (a worker may be gone). Later RunAsync calls fail. Blocks.
+  void Close();
+
+ private:
+  struct RegisteredGraph;
+  struct Step;
+
+  explicit MasterSession(Options options);
+  Status CreateWorkerSessions();
+  StatusOr<std::shared_ptr<RegisteredGraph>> GetOrRegister(const StepSignature& signature);
+  Status BuildAndRegister(const StepSignature& signature, std::shared_ptr<const Graph> graph,
+                          RegisteredGraph* registered);
+  StatusOr<std::shared_ptr<Step>> PrepareStep(CallOptions* options,
+                                              const proto::RunStepRequest* request,
+                                              proto::RunStepResponse* response,
+                                              StatusCallback done);
+  void StartStep(const std::shared_ptr<Step>& step);
+  void OnRunGraphDone(const std::shared_ptr<Step>& step, size_t task_index, const Status& status);
+  // Answers the client now (deadline, client cancel) and tells the RunGraphs to stop.
+  void Abandon(const std::shared_ptr<Step>& step, const Status& status);
+  // After every RunGraph has answered: cleanup, then the answer unless one was given already.
+  void FinishStep(const std::shared_ptr<Step>& step);
+  // Whether the caller is the one to answer the client (exactly one is).
+  bool ClaimReport(const std::shared_ptr<Step>& step);
+  Status CollectFetches(Step* step);
+  void Report(const std::shared_ptr<Step>& step, const Status& status);
+  void SendCleanup(const Step& step);
+  WorkerInterface* Worker(const std::string& task);
+  int64_t NewStepId();
+
+  Options options_;
+  std::vector<proto::DeviceAttributes> devices_;
+
+  std::mutex mu_;
+  std::condition_variable no_running_steps_;
+  std::shared_ptr<const Graph> graph_;                              // guarded by mu_
+  int64_t graph_version_ = 0;                                       // guarded by mu_
+  std::map<std::string, std::shared_ptr<RegisteredGraph>> graphs_;  // guarded by mu_
+  int running_steps_ = 0;                                           // guarded by mu_
+  bool closed_ = false;                                             // guarded by mu_
+};
+
+}  // namespace weft

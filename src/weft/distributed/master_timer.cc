@@ -1,0 +1,59 @@
+#include "weft/distributed/master_timer.h"
+
+#include <utility>
+
+namespace weft {
+
+MasterTimer::MasterTimer() : thread_([this] { Loop(); }) {}
+
+MasterTimer::~MasterTimer() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    entries_.clear();
+  }
+  changed_.notify_all();
+  thread_.join();
+}
+
+int64_t MasterTimer::Schedule(int64_t delay_ms, std::function<void()> callback) {
+  int64_t id;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    id = next_id_++;
+    entries_[id] = Entry{Clock::now() + std::chrono::milliseconds(delay_ms), std::move(callback)};
+  }
+  changed_.notify_all();
+  return id;
+}
+
+bool MasterTimer::Cancel(int64_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return entries_.erase(id) > 0;
+}
+
+void MasterTimer::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    // Few entries are pending at once (one per running step with a deadline): a scan is enough.
+    auto earliest = entries_.end();
+    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+      if (earliest == entries_.end() || it->second.when < earliest->second.when) earliest = it;
+    }
+    if (earliest == entries_.end()) {
+      changed_.wait(lock);
+      continue;
+    }
+    if (earliest->second.when > Clock::now()) {
+      changed_.wait_until(lock, earliest->second.when);
+      continue;
+    }
+    std::function<void()> callback = std::move(earliest->second.callback);
+    entries_.erase(earliest);
+    lock.unlock();
+    callback();
+    lock.lock();
+  }
+}
+
+}  // namespace weft

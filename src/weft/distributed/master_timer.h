@@ -1,0 +1,44 @@
+// MasterTimer: runs callbacks after a delay on one thread of its own, so that a step's deadline
+// needs no thread blocked waiting for it. Callbacks must be short (they cancel RPCs and report
+// errors). Thread-safe. The destructor drops callbacks that have not run yet.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <thread>
+
+namespace weft {
+
+class MasterTimer {
+ public:
+  MasterTimer();
+  ~MasterTimer();
+  MasterTimer(const MasterTimer&) = delete;
+  MasterTimer& operator=(const MasterTimer&) = delete;
+
+  // Runs `callback` on the timer's thread in `delay_ms` milliseconds; returns an id for Cancel.
+  int64_t Schedule(int64_t delay_ms, std::function<void()> callback);
+  // Drops the callback when it has not started; returns whether it was dropped.
+  bool Cancel(int64_t id);
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Entry {
+    Clock::time_point when;
+    std::function<void()> callback;
+  };
+  void Loop();
+
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::map<int64_t, Entry> entries_;  // by id; guarded by mu_
+  int64_t next_id_ = 1;               // guarded by mu_
+  bool stopping_ = false;             // guarded by mu_
+  std::thread thread_;
+};
+
+}  // namespace weft

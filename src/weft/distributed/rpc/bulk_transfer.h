@@ -1,0 +1,130 @@
+// The bulk data path beside gRPC: large RecvTensor values travel as raw bytes over plain TCP, which
+// loopback moves several times faster than a gRPC message. The worker that holds a value Offers it
+// to its BulkTransferServer and sends the ticket in the RecvTensor reply; the receiver's
+// BulkTransferClient fetches the bytes by ticket straight into the destination tensor.
+//
+// Wire format (little-endian, fixed size): request {uint64 magic, uint64 ticket}; reply {uint64
+// magic, uint32 code, uint32 reserved, uint64 num_bytes} followed by num_bytes raw bytes when code
+// is 0. Each ticket can be fetched once. Both classes are thread-safe.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "weft/core/status.h"
+#include "weft/core/statusor.h"
+#include "weft/core/tensor.h"
+#include "weft/core/thread_pool.h"
+
+namespace weft {
+
+// Tensors of at least this many bytes go over the bulk path when the receiver allows it.
+inline constexpr size_t kBulkThreshold = 64 * 1024;
+
+inline constexpr uint64_t kBulkRequestMagic = 0x5745465442554c4bULL;  // "WEFTBULK"
+inline constexpr uint64_t kBulkReplyMagic = 0x5745465452504c59ULL;    // "WEFTRPLY"
+
+class BulkTransferServer {
+ public:
+  struct Options {
+    std::string host = "127.0.0.1";
+    int port = 0;  // 0: an ephemeral port
+    int max_connections = 64;
+  };
+
+  // Listens at once; errors name the host and port.
+  static StatusOr<std::unique_ptr<BulkTransferServer>> Create(const Options& options);
+  ~BulkTransferServer();  // Shutdown()
+  BulkTransferServer(const BulkTransferServer&) = delete;
+  BulkTransferServer& operator=(const BulkTransferServer&) = delete;
+
+  int port() const { return port_; }
+
+  // Keeps a reference to `tensor`'s buffer (no copy) until fetched or the step is released;
+  // returns the ticket to fetch it with.
+  uint64_t Offer(int64_t step_id, const Tensor& tensor);
+  // Drops the step's tickets not fetched yet.
+  void ReleaseStep(int64_t step_id);
+  // Number of tickets not fetched yet (for tests).
+  size_t NumOffered() const;
+  // Closes the listener and every connection and joins the threads. Idempotent.
+  void Shutdown();
+
+ private:
+  struct Offered {
+    int64_t step_id;
+    Tensor tensor;
+  };
+  struct Connection {
+    int fd = -1;
+    std::thread thread;
+    std::atomic<bool> finished{false};
+  };
+
+  BulkTransferServer(int listen_fd, int port, int max_connections);
+  void AcceptLoop();
+  void ServeConnection(Connection* connection);
+  // Joins connection threads that have ended; caller holds mu_.
+  void ReapFinishedLocked();
+  bool Claim(uint64_t ticket, Tensor* tensor);
+
+  const int listen_fd_;
+  const int port_;
+  const int max_connections_;
+  std::atomic<bool> stopping_{false};
+  std::thread accept_thread_;
+
+  mutable std::mutex mu_;
+  std::map<uint64_t, Offered> offered_;                 // guarded by mu_
+  std::mt19937_64 random_;                              // guarded by mu_
+  std::list<std::unique_ptr<Connection>> connections_;  // guarded by mu_
+  bool shut_down_ = false;                              // guarded by mu_
+};
+
+class BulkTransferClient {
+ public:
+  struct Options {
+    int num_threads = 4;
+    // Longest wait for any single socket read or write before the fetch fails.
+    int io_timeout_ms = 60000;
+    int max_idle_connections_per_peer = 8;
+  };
+
+  BulkTransferClient() : BulkTransferClient(Options()) {}
+  explicit BulkTransferClient(const Options& options);
+  ~BulkTransferClient();  // runs pending fetches, then closes the pooled connections
+  BulkTransferClient(const BulkTransferClient&) = delete;
+  BulkTransferClient& operator=(const BulkTransferClient&) = delete;
+
+  // Fetches `ticket` from the server at host:port into `destination`, which must hold `num_bytes`
+  // and stay valid until `done` runs (once, on the client's own threads). Errors name host:port
+  // and the ticket.
+  void FetchAsync(const std::string& host, int port, uint64_t ticket, void* destination,
+                  size_t num_bytes, std::function<void(const Status&)> done);
+
+ private:
+  Status Fetch(const std::string& host, int port, uint64_t ticket, void* destination,
+               size_t num_bytes);
+  // One attempt on `fd`; `transport_failed` says whether the connection is unusable afterwards.
+  Status FetchOn(int fd, const std::string& peer, uint64_t ticket, void* destination,
+                 size_t num_bytes, bool* transport_failed);
+  StatusOr<int> Connect(const std::string& host, int port);
+  int TakeIdle(const std::string& peer);
+  void ReturnIdle(const std::string& peer, int fd);
+
+  const Options options_;
+  std::mutex mu_;
+  std::map<std::string, std::vector<int>> idle_;  // guarded by mu_
+  std::unique_ptr<ThreadPool> pool_;              // last: its destructor runs pending fetches
+};
+
+}  // namespace weft

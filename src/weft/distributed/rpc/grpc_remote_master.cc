@@ -1,0 +1,89 @@
+#include "weft/distributed/rpc/grpc_remote_master.h"
+
+#include <chrono>
+#include <utility>
+
+#include <grpcpp/client_context.h>
+
+#include "weft/distributed/rpc/grpc_util.h"
+#include "weft/master.grpc.pb.h"
+
+namespace weft {
+namespace {
+
+class GrpcRemoteMaster final : public MasterInterface {
+ public:
+  explicit GrpcRemoteMaster(std::string address)
+      : address_(std::move(address)),
+        stub_(proto::MasterService::NewStub(NewWeftChannel(address_))) {}
+
+  Status CreateSession(CallOptions* options, const proto::CreateSessionRequest& request,
+                       proto::CreateSessionResponse* response) override {
+    return Call("CreateSession", options, /*wait_for_ready=*/true,
+                [&](grpc::ClientContext* context) {
+                  return stub_->CreateSession(context, request, response);
+                });
+  }
+  Status ExtendSession(CallOptions* options, const proto::ExtendSessionRequest& request,
+                       proto::ExtendSessionResponse* response) override {
+    return Call("ExtendSession", options, false, [&](grpc::ClientContext* context) {
+      return stub_->ExtendSession(context, request, response);
+    });
+  }
+  Status RunStep(CallOptions* options, const proto::RunStepRequest& request,
+                 proto::RunStepResponse* response) override {
+    return Call("RunStep", options, false, [&](grpc::ClientContext* context) {
+      return stub_->RunStep(context, request, response);
+    });
+  }
+  Status CloseSession(CallOptions* options, const proto::CloseSessionRequest& request,
+                      proto::CloseSessionResponse* response) override {
+    return Call("CloseSession", options, false, [&](grpc::ClientContext* context) {
+      return stub_->CloseSession(context, request, response);
+    });
+  }
+  Status ListDevices(CallOptions* options, const proto::ListDevicesRequest& request,
+                     proto::ListDevicesResponse* response) override {
+    return Call("ListDevices", options, /*wait_for_ready=*/true, [&](grpc::ClientContext* context) {
+      return stub_->ListDevices(context, request, response);
+    });
+  }
+  Status Reset(CallOptions* options, const proto::ResetRequest& request,
+               proto::ResetResponse* response) override {
+    return Call("Reset", options, false, [&](grpc::ClientContext* context) {
+      return stub_->Reset(context, request, response);
+    });
+  }
+
+ private:
+  template <typename Invoke>
+  Status Call(const char* method, CallOptions* options, bool wait_for_ready, Invoke invoke) {
+    // Shared with the cancel callback, which may still be running when the call returns.
+    auto context = std::make_shared<grpc::ClientContext>();
+    bool wait = wait_for_ready;
+    if (options != nullptr) {
+      if (options->timeout_ms() > 0) {
+        context->set_deadline(std::chrono::system_clock::now() +
+                              std::chrono::milliseconds(options->timeout_ms()));
+      }
+      wait = wait || options->wait_for_ready();
+      options->SetCancelCallback([context] { context->TryCancel(); });
+    }
+    context->set_wait_for_ready(wait);
+    grpc::Status status = invoke(context.get());
+    if (options != nullptr) options->ClearCancelCallback();
+    if (status.ok()) return Status::OK();
+    return FromGrpcStatus(status).WithContext(StrCat(method, " to master at ", address_));
+  }
+
+  const std::string address_;
+  std::unique_ptr<proto::MasterService::Stub> stub_;
+};
+
+}  // namespace
+
+std::unique_ptr<MasterInterface> NewGrpcRemoteMaster(std::string address) {
+  return std::make_unique<GrpcRemoteMaster>(std::move(address));
+}
+
+}  // namespace weft

@@ -1,0 +1,98 @@
+#include "weft/distributed/rpc/grpc_remote_worker.h"
+
+#include <gtest/gtest.h>
+
+#include "weft/distributed/rpc/rpc_test_util.h"
+
+namespace weft {
+namespace {
+
+using testing_rpc::WorkerFixture;
+
+constexpr char kTask[] = "/job:worker/replica:0/task:3";
+
+// A port nobody listens on: bound, then closed.
+int UnusedPort() {
+  auto server = BulkTransferServer::Create(BulkTransferServer::Options());
+  EXPECT_TRUE(server.ok());
+  return (*server)->port();
+}
+
+TEST(GrpcRemoteWorkerTest, StoppedServerIsUnavailableQuickly) {
+  WorkerFixture fixture;
+  const std::string address = fixture.server->address();
+  GrpcRemoteWorker remote(kTask, address, NewWeftChannel(address), nullptr);
+  CallOptions options;
+  options.set_timeout_ms(10000);
+  proto::GetStatusResponse response;
+  ASSERT_TRUE(remote.GetStatus(&options, proto::GetStatusRequest(), &response).ok());
+  fixture.server->Stop();
+
+  auto start = std::chrono::steady_clock::now();
+  Status status = remote.GetStatus(&options, proto::GetStatusRequest(), &response);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  EXPECT_EQ(status.code(), Code::kUnavailable) << status;
+  EXPECT_NE(status.message().find(StrCat("GetStatus to ", kTask, " at ", address)),
+            std::string::npos)
+      << status;
+}
+
+TEST(GrpcRemoteWorkerTest, WaitForReadyHonoursTheDeadline) {
+  const std::string address = "127.0.0.1:" + std::to_string(UnusedPort());
+  GrpcRemoteWorker remote(kTask, address, NewWeftChannel(address), nullptr);
+  CallOptions options;
+  options.set_timeout_ms(300);
+  options.set_wait_for_ready(true);
+  proto::RunGraphResponse response;
+  auto start = std::chrono::steady_clock::now();
+  Status status = remote.RunGraph(&options, proto::RunGraphRequest(), &response);
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  EXPECT_LT(elapsed, std::chrono::milliseconds(1500));
+  EXPECT_GE(elapsed, std::chrono::milliseconds(250));
+  EXPECT_TRUE(status.code() == Code::kDeadlineExceeded || status.code() == Code::kUnavailable)
+      << status;
+  EXPECT_NE(status.message().find(address), std::string::npos) << status;
+}
+
+TEST(GrpcRemoteWorkerTest, CancelledBeforeTheCallFailsAtOnce) {
+  WorkerFixture fixture;
+  const std::string address = fixture.server->address();
+  GrpcRemoteWorker remote(kTask, address, NewWeftChannel(address), nullptr);
+  CallOptions options;
+  options.StartCancel();
+  proto::RunGraphResponse response;
+  Status status = remote.RunGraph(&options, proto::RunGraphRequest(), &response);
+  EXPECT_EQ(status.code(), Code::kCancelled) << status;
+}
+
+TEST(GrpcRemoteWorkerTest, ReachesARestartedServerAgain) {
+  // Same port after a restart: the short reconnect backoff makes the second call succeed soon.
+  auto fixture = std::make_unique<WorkerFixture>();
+  const int port = fixture->server->port();
+  const std::string address = fixture->server->address();
+  GrpcRemoteWorker remote(kTask, address, NewWeftChannel(address), nullptr);
+  CallOptions options;
+  options.set_timeout_ms(5000);
+  proto::GetStatusResponse response;
+  ASSERT_TRUE(remote.GetStatus(&options, proto::GetStatusRequest(), &response).ok());
+  fixture.reset();
+
+  testing_rpc::FakeWorker worker;
+  GrpcCallDispatcher dispatcher;
+  GrpcWorkerService service(&worker, nullptr, &dispatcher);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials());
+  builder.RegisterCallbackGenericService(&dispatcher);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr) << "port " << port << " could not be bound again";
+  options.set_wait_for_ready(true);
+  auto start = std::chrono::steady_clock::now();
+  Status status = remote.GetStatus(&options, proto::GetStatusRequest(), &response);
+  EXPECT_TRUE(status.ok()) << status;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  server->Wait();
+}
+
+}  // namespace
+}  // namespace weft

@@ -1,0 +1,221 @@
+#include "weft/distributed/worker.h"
+
+#include <utility>
+
+#include "weft/distributed/rendezvous_mgr.h"
+#include "weft/distributed/worker_session.h"
+#include "weft/framework/cancellation.h"
+#include "weft/framework/rendezvous.h"
+
+namespace weft {
+
+Worker::Worker(WorkerEnv* env)
+    : env_(env),
+      session_mgr_(std::make_unique<SessionMgr>(env)),
+      rendezvous_mgr_(std::make_unique<RendezvousMgr>()) {}
+
+Worker::~Worker() {
+  const Status shutting_down = Aborted("worker ", env_->task_name, " is shutting down");
+  session_mgr_->AbortAllSteps(shutting_down);
+  rendezvous_mgr_->CleanupAll(shutting_down);
+  std::unique_lock<std::mutex> lock(mu_);
+  steps_ended_.wait(lock, [this] { return running_steps_ == 0; });
+}
+
+void Worker::StepStarted() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++running_steps_;
+}
+
+void Worker::StepEnded() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (--running_steps_ == 0) steps_ended_.notify_all();
+}
+
+void Worker::GetStatusAsync(CallOptions* /*options*/, const proto::GetStatusRequest* /*request*/,
+                            proto::GetStatusResponse* response, StatusCallback done) {
+  response->set_task_name(env_->task_name);
+  for (const Device* device : env_->devices->ListDevices()) {
+    proto::DeviceAttributes* attributes = response->add_device_attributes();
+    attributes->set_name(device->name());
+    attributes->set_device_type(device->device_type());
+    attributes->set_incarnation(device->incarnation());
+  }
+  done(Status::OK());
+}
+
+void Worker::CreateWorkerSessionAsync(const proto::CreateWorkerSessionRequest* request,
+                                      proto::CreateWorkerSessionResponse* /*response*/,
+                                      StatusCallback done) {
+  done(session_mgr_->CreateSession(request->session_handle(), request->config()));
+}
+
+void Worker::DeleteWorkerSessionAsync(CallOptions* /*options*/,
+                                      const proto::DeleteWorkerSessionRequest* request,
+                                      proto::DeleteWorkerSessionResponse* /*response*/,
+                                      StatusCallback done) {
+  session_mgr_->DeleteSession(request->session_handle());
+  done(Status::OK());
+}
+
+void Worker::RegisterGraphAsync(const proto::RegisterGraphRequest* request,
+                                proto::RegisterGraphResponse* response, StatusCallback done) {
+  StatusOr<std::shared_ptr<WorkerSession>> session =
+      session_mgr_->FindSession(request->session_handle());
+  if (!session.ok()) {
+    done(session.status());
+    return;
+  }
+  StatusOr<std::string> handle = (*session)->graph_mgr()->Register(*request);
+  if (!handle.ok()) {
+    done(handle.status());
+    return;
+  }
+  response->set_graph_handle(*handle);
+  done(Status::OK());
+}
+
+void Worker::DeregisterGraphAsync(const proto::DeregisterGraphRequest* request,
+                                  proto::DeregisterGraphResponse* /*response*/,
+                                  StatusCallback done) {
+  StatusOr<std::shared_ptr<WorkerSession>> session =
+      session_mgr_->FindSession(request->session_handle());
+  if (!session.ok()) {
+    done(session.status());
+    return;
+  }
+  done((*session)->graph_mgr()->Deregister(request->graph_handle()));
+}
+
+void Worker::RunGraphAsync(CallOptions* options, const proto::RunGraphRequest* request,
+                           proto::RunGraphResponse* response, StatusCallback done) {
+  StatusOr<std::shared_ptr<WorkerSession>> found =
+      session_mgr_->FindSession(request->session_handle());
+  if (!found.ok()) {
+    done(found.status());
+    return;
+  }
+  const int64_t step_id = request->step_id();
+  StatusOr<std::shared_ptr<RemoteRendezvous>> rendezvous = rendezvous_mgr_->FindOrCreate(step_id);
+  if (!rendezvous.ok()) {
+    done(rendezvous.status());
+    return;
+  }
+  std::shared_ptr<WorkerSession> session = std::move(found).value();
+  Status initialized = (*rendezvous)->Initialize(session->worker_cache(), env_->task_name);
+  if (!initialized.ok()) {
+    done(initialized);
+    return;
+  }
+
+  // What the step owns until its `done`.
+  struct StepState {
+    std::shared_ptr<WorkerSession> session;
+    std::shared_ptr<RemoteRendezvous> rendezvous;
+    CancellationManager cancellation;
+    int64_t token = 0;
+  };
+  auto state = std::make_shared<StepState>();
+  state->session = session;
+  state->rendezvous = std::move(rendezvous).value();
+  auto abort = [weak = std::weak_ptr<StepState>(state)](const Status& status) {
+    if (auto alive = weak.lock()) {
+      // Abort first: a Recv woken by the cancellation then reports the abort's reason.
+      alive->rendezvous->StartAbort(status);
+      alive->cancellation.StartCancel();
+    }
+  };
+  state->token = session->AddStep(abort);
+  if (state->token == 0) {
+    done(Aborted("session '", request->session_handle(), "' was deleted on worker ",
+                 env_->task_name, " before step ", step_id, " started"));
+    return;
+  }
+  StepStarted();
+  if (options != nullptr) {
+    options->SetCancelCallback([abort, step_id] {
+      abort(Aborted("RunGraph of step ", step_id, " was cancelled by its caller"));
+    });
+  }
+
+  GraphMgr::StepArgs args;
+  args.step_id = step_id;
+  args.rendezvous = state->rendezvous.get();
+  args.cancellation_manager = &state->cancellation;
+  ThreadPool* pool = env_->compute_pool;
+  args.runner = [pool](std::function<void()> fn) {
+    if (pool != nullptr) {
+      pool->Schedule(std::move(fn));
+    } else {
+      fn();
+    }
+  };
+  args.collect_step_stats = request->collect_step_stats();
+  auto step_done = [this, state, options, done = std::move(done)](const Status& status) {
+    if (options != nullptr) options->ClearCancelCallback();
+    state->session->RemoveStep(state->token);
+    done(status);
+    StepEnded();
+  };
+  // The caller may be a transport's callback thread: the step starts on the compute pool.
+  args.runner([state, args, request, response, step_done = std::move(step_done)]() mutable {
+    state->session->graph_mgr()->ExecuteAsync(args, *request, response, std::move(step_done));
+  });
+}
+
+void Worker::CleanupGraphAsync(const proto::CleanupGraphRequest* request,
+                               proto::CleanupGraphResponse* /*response*/, StatusCallback done) {
+  rendezvous_mgr_->Cleanup(request->step_id());
+  done(Status::OK());
+}
+
+void Worker::RecvTensorAsync(CallOptions* options, const proto::RecvTensorRequest* request,
+                             TensorResponse* response, StatusCallback done) {
+  StatusOr<Rendezvous::ParsedKey> key = Rendezvous::ParseKey(request->rendezvous_key());
+  if (!key.ok()) {
+    done(InvalidArgument("RecvTensor on worker ", env_->task_name, " for step ", request->step_id(),
+                         ": ", key.status().message()));
+    return;
+  }
+  const Device* source = nullptr;
+  for (const Device* device : env_->devices->ListDevices()) {
+    if (device->name() == key->src_device) source = device;
+  }
+  if (source == nullptr) {
+    done(InvalidArgument("RecvTensor of rendezvous key '", key->full_key, "' names source device ",
+                         key->src_device, ", which is not a device of worker ", env_->task_name));
+    return;
+  }
+  if (source->incarnation() != key->src_incarnation) {
+    done(Aborted("RecvTensor expects incarnation ", key->src_incarnation, " of ", source->name(),
+                 " but it is ", source->incarnation(), ": the worker was probably restarted"));
+    return;
+  }
+  StatusOr<std::shared_ptr<RemoteRendezvous>> rendezvous =
+      rendezvous_mgr_->FindOrCreate(request->step_id());
+  if (!rendezvous.ok()) {
+    done(rendezvous.status());
+    return;
+  }
+  // A cancelled RecvTensor ends only its own wait: the step is the master's to abort.
+  auto cancellation = std::make_shared<CancellationManager>();
+  if (options != nullptr)
+    options->SetCancelCallback([cancellation] { cancellation->StartCancel(); });
+  Rendezvous::Args recv_args;
+  recv_args.cancellation_manager = cancellation.get();
+  (*rendezvous)
+      ->RecvLocalAsync(
+          *key, recv_args,
+          [cancellation, options, response, done = std::move(done)](
+              const Status& status, const Rendezvous::Args& /*send_args*/,
+              const Rendezvous::Args& /*recv_args*/, const Tensor& value, bool is_dead) {
+            if (options != nullptr) options->ClearCancelCallback();
+            if (status.ok()) {
+              response->tensor = value;
+              response->is_dead = is_dead;
+            }
+            done(status);
+          });
+}
+
+}  // namespace weft

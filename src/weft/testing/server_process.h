@@ -1,0 +1,50 @@
+// ServerProcess: a real `weft server` child process for multi-process tests. Start() runs the
+// binary with the given flags, reads its stdout until the "weft server listening on HOST:PORT" line
+// (so the test learns an ephemeral port) and returns; the destructor kills it (SIGKILL) and reaps
+// it, so no test leaves a server behind. Not thread-safe; one owner.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <sys/types.h>
+
+#include "weft/core/statusor.h"
+
+namespace weft::testing {
+
+class ServerProcess {
+ public:
+  // DeadlineExceeded when the line does not come within `timeout_ms`; the error quotes what the
+  // server printed.
+  static StatusOr<std::unique_ptr<ServerProcess>> Start(const std::string& binary,
+                                                        const std::vector<std::string>& flags,
+                                                        int64_t timeout_ms = 20000);
+  ~ServerProcess();
+  ServerProcess(const ServerProcess&) = delete;
+  ServerProcess& operator=(const ServerProcess&) = delete;
+
+  // "127.0.0.1:PORT" from the listening line.
+  const std::string& address() const { return address_; }
+  std::string target() const { return "grpc://" + address_; }
+  pid_t pid() const { return pid_; }
+
+  // Sends `signal`; no-op once the process has been reaped.
+  void Signal(int signal);
+  // Waits up to `timeout_ms` for the process to exit and reaps it; its exit code, or 128 + the
+  // signal that killed it; DeadlineExceeded when it is still running.
+  StatusOr<int> WaitForExit(int64_t timeout_ms);
+
+ private:
+  ServerProcess(pid_t pid, int stdout_fd) : pid_(pid), stdout_fd_(stdout_fd) {}
+  pid_t pid_;
+  int stdout_fd_;  // kept open: a server writing to a closed pipe would die of SIGPIPE
+  bool reaped_ = false;
+  std::string address_;
+};
+
+// A TCP port on 127.0.0.1 that nothing listens on right now (bound, then released).
+int UnusedLoopbackPort();
+
+}  // namespace weft::testing
