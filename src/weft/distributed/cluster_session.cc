@@ -37,7 +37,9 @@ class ClusterSession final : public Session {
       request.set_session_handle(handle_);
     }
     proto::ListDevicesResponse response;
-    WEFT_RETURN_IF_ERROR(master_->ListDevices(nullptr, request, &response));
+    CallOptions call_options;
+    ForSetUp(&call_options);
+    WEFT_RETURN_IF_ERROR(master_->ListDevices(&call_options, request, &response));
     devices->assign(response.local_device().begin(), response.local_device().end());
     devices->insert(devices->end(), response.remote_device().begin(),
                     response.remote_device().end());
@@ -113,6 +115,14 @@ class ClusterSession final : public Session {
  private:
   static constexpr int64_t kDeadlineGraceMs = 5000;
   static constexpr int64_t kCloseTimeoutMs = 10000;
+  // Creating a session waits for the master to come up and for it to find the workers (its own
+  // wait is 30 s by default): longer than that, a master is not coming.
+  static constexpr int64_t kSetUpTimeoutMs = 45000;
+
+  static void ForSetUp(CallOptions* options) {
+    options->set_timeout_ms(kSetUpTimeoutMs);
+    options->set_wait_for_ready(true);
+  }
 
   Status CheckOpen() const {
     if (closed_) return FailedPrecondition("the session has been closed");
@@ -131,7 +141,9 @@ class ClusterSession final : public Session {
     *request.mutable_graph_def() = graph;
     request.set_current_graph_version(graph_version_);
     proto::ExtendSessionResponse response;
-    WEFT_RETURN_IF_ERROR(master_->ExtendSession(nullptr, request, &response));
+    CallOptions call_options;
+    ForSetUp(&call_options);
+    WEFT_RETURN_IF_ERROR(master_->ExtendSession(&call_options, request, &response));
     graph_version_ = response.new_graph_version();
     if (graph.node_size() > 0) has_graph_ = true;
     return Status::OK();
@@ -142,7 +154,9 @@ class ClusterSession final : public Session {
     *request.mutable_graph_def() = graph;
     *request.mutable_config() = options_.config;
     proto::CreateSessionResponse response;
-    WEFT_RETURN_IF_ERROR(master_->CreateSession(nullptr, request, &response));
+    CallOptions call_options;
+    ForSetUp(&call_options);
+    WEFT_RETURN_IF_ERROR(master_->CreateSession(&call_options, request, &response));
     handle_ = response.session_handle();
     graph_version_ = response.graph_version();
     return Status::OK();

@@ -4,6 +4,7 @@
 #include <set>
 #include <utility>
 
+#include "weft/distributed/step_cleanup.h"
 #include "weft/framework/attr_value_util.h"
 #include "weft/framework/call_frame.h"
 #include "weft/framework/device_name_utils.h"
@@ -70,6 +71,7 @@ StatusOr<std::string> GraphMgr::Register(const proto::RegisterGraphRequest& requ
   item->devices = devices_;
   item->feeds.assign(request.feed().begin(), request.feed().end());
   item->fetches.assign(request.fetch().begin(), request.fetch().end());
+  item->sends_to_other_tasks = ::weft::SendsToOtherTasks(request, task_name_);
   std::set<std::string> seen;
   for (const std::string& feed : item->feeds) {
     if (!seen.insert(feed).second) return InvalidArgument("feed '", feed, "' is registered twice");
@@ -91,6 +93,11 @@ Status GraphMgr::Deregister(const std::string& graph_handle) {
                    "; possibly this worker restarted");
   }
   return Status::OK();
+}
+
+bool GraphMgr::SendsToOtherTasks(const std::string& graph_handle) {
+  StatusOr<std::shared_ptr<const Item>> item = Lookup(graph_handle);
+  return !item.ok() || (*item)->sends_to_other_tasks;
 }
 
 StatusOr<std::shared_ptr<const GraphMgr::Item>> GraphMgr::Lookup(const std::string& graph_handle) {

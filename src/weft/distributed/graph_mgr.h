@@ -38,6 +38,8 @@ class GraphMgr {
   StatusOr<std::string> Register(const proto::RegisterGraphRequest& request);
   // Aborted when the handle is unknown (the worker may have restarted).
   Status Deregister(const std::string& graph_handle);
+  // Whether the graph _Sends to another task (step_cleanup.h); true for an unknown handle.
+  bool SendsToOtherTasks(const std::string& graph_handle);
 
   struct StepArgs {
     int64_t step_id = 0;
@@ -57,6 +59,7 @@ class GraphMgr {
     std::shared_ptr<const DeviceMgr> devices;  // destroyed after the executors
     std::vector<std::string> feeds;
     std::vector<std::string> fetches;
+    bool sends_to_other_tasks = true;
     std::unique_ptr<StepExecutors> executors;
   };
 

@@ -5,6 +5,7 @@
 
 #include "weft/core/str_util.h"
 #include "weft/distributed/master_devices.h"
+#include "weft/distributed/step_cleanup.h"
 #include "weft/framework/attr_value_util.h"
 #include "weft/framework/tensor_proto_util.h"
 #include "weft/graph/partition.h"
@@ -117,6 +118,7 @@ StatusOr<ClientGraph> BuildClientGraph(const Graph& graph, const StepSignature& 
         Renumber("_Arg", signature.feeds, &registration, registration.mutable_feed()));
     WEFT_RETURN_IF_ERROR(
         Renumber("_Retval", signature.fetches, &registration, registration.mutable_fetch()));
+    task_graph.sends_to_other_tasks = SendsToOtherTasks(registration, task);
     client_graph.tasks.push_back(std::move(task_graph));
   }
   return client_graph;

@@ -27,6 +27,8 @@ struct TaskGraph {
   std::string task;  // "/job:worker/replica:0/task:1"
   // partition, feed and fetch filled in; the caller adds the session handle.
   proto::RegisterGraphRequest registration;
+  // See step_cleanup.h: without such sends, a successful step needs no CleanupGraph here.
+  bool sends_to_other_tasks = true;
 };
 
 struct ClientGraph {

@@ -28,6 +28,17 @@ std::string SignatureKey(const StepSignature& signature) {
                 StrJoin(signature.targets, ","));
 }
 
+// Feeds, fetches and targets sorted, so that orderings of one set share a registration.
+StepSignature SignatureOf(const proto::RunStepRequest& request) {
+  StepSignature signature;
+  std::set<std::string> feeds;
+  for (const auto& feed : request.feed()) feeds.insert(feed.name());
+  signature.feeds.assign(feeds.begin(), feeds.end());
+  signature.fetches = SortedUnique(request.fetch());
+  signature.targets = SortedUnique(request.target());
+  return signature;
+}
+
 }  // namespace
 
 // The graphs of one signature, registered on every task that runs part of it. Built once: the
@@ -214,6 +225,13 @@ int64_t MasterSession::NewStepId() {
   return id;
 }
 
+bool MasterSession::IsRegistered(const proto::RunStepRequest& request) {
+  const std::string key = SignatureKey(SignatureOf(request));
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = graphs_.find(key);
+  return it != graphs_.end() && it->second->ready.HasBeenNotified() && it->second->status.ok();
+}
+
 void MasterSession::RunAsync(CallOptions* options, const proto::RunStepRequest* request,
                              proto::RunStepResponse* response, StatusCallback done) {
   StatusOr<std::shared_ptr<Step>> step = PrepareStep(options, request, response, done);
@@ -230,11 +248,8 @@ StatusOr<std::shared_ptr<MasterSession::Step>> MasterSession::PrepareStep(
       return InvalidArgument("feed '", feed.name(), "' is given more than once");
     }
   }
-  StepSignature signature;
-  for (const auto& [name, feed] : feeds) signature.feeds.push_back(name);
-  signature.fetches = SortedUnique(request->fetch());
-  signature.targets = SortedUnique(request->target());
-  WEFT_ASSIGN_OR_RETURN(std::shared_ptr<RegisteredGraph> graph, GetOrRegister(signature));
+  WEFT_ASSIGN_OR_RETURN(std::shared_ptr<RegisteredGraph> graph,
+                        GetOrRegister(SignatureOf(*request)));
   for (const FeedSpec& spec : graph->client_graph.feeds) {
     WEFT_RETURN_IF_ERROR(CheckFeed(*feeds.at(spec.name), spec));
   }
@@ -292,7 +307,15 @@ void MasterSession::StartStep(const std::shared_ptr<Step>& step) {
   }
   if (step->calls.empty()) return FinishStep(step);
   const std::vector<TaskGraph>& tasks = step->graph->client_graph.tasks;
-  for (size_t i = 0; i < step->calls.size(); ++i) {
+  // The master's own worker runs its partition on this thread, so the RPCs go out first.
+  std::vector<size_t> order;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    if (tasks[i].task != options_.local_task) order.push_back(i);
+  }
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    if (tasks[i].task == options_.local_task) order.push_back(i);
+  }
+  for (size_t i : order) {
     Step::TaskCall* call = step->calls[i].get();
     WorkerInterface* worker = Worker(tasks[i].task);
     auto done = [self, step, i](const Status& status) { self->OnRunGraphDone(step, i, status); };
@@ -357,6 +380,8 @@ void MasterSession::Abandon(const std::shared_ptr<Step>& step, const Status& sta
 }
 
 void MasterSession::FinishStep(const std::shared_ptr<Step>& step) {
+  // Before the report: once the client has its answer, the session and the worker cache it uses
+  // may go away.
   SendCleanup(*step);
   if (!ClaimReport(step)) return;
   Status status;
@@ -419,7 +444,11 @@ void MasterSession::Report(const std::shared_ptr<Step>& step, const Status& stat
 }
 
 void MasterSession::SendCleanup(const Step& step) {
-  for (const TaskGraph& task : step.graph->client_graph.tasks) {
+  const std::vector<TaskGraph>& tasks = step.graph->client_graph.tasks;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const TaskGraph& task = tasks[i];
+    // Every RunGraph has answered: the worker dropped a successful step's rendezvous itself.
+    if (step.calls[i]->status.ok() && !task.sends_to_other_tasks) continue;
     WorkerInterface* worker = Worker(task.task);
     if (worker == nullptr) continue;
     auto request = std::make_shared<proto::CleanupGraphRequest>();

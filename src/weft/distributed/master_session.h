@@ -49,6 +49,10 @@ class MasterSession : public std::enable_shared_from_this<MasterSession> {
 
   Status Extend(const proto::ExtendSessionRequest& request, proto::ExtendSessionResponse* response);
 
+  // Whether the request's (feeds, fetches, targets) are built and registered already: then
+  // RunAsync does not block, and the master runs it on the caller's thread.
+  bool IsRegistered(const proto::RunStepRequest& request);
+
   // May block while the signature's graphs are built and registered (call it from a pool); the
   // step itself runs asynchronously. `options` may be null.
   void RunAsync(CallOptions* options, const proto::RunStepRequest* request,

@@ -84,6 +84,9 @@ class GrpcServerImpl final : public GrpcServer {
     master_env_.worker_ready_timeout_ms = options_.worker_ready_timeout_ms;
     master_ = std::make_unique<Master>(&master_env_);
 
+    // gRPC 1.51 tears down its shared callback queue with the process's last channel or server
+    // and can double-free it then (seen under ASan with several servers in one process).
+    RetainCallbackCompletionQueue();
     dispatcher_ = std::make_unique<GrpcCallDispatcher>();
     worker_service_ =
         std::make_unique<GrpcWorkerService>(worker_.get(), bulk_server_.get(), dispatcher_.get());
