@@ -72,6 +72,26 @@ Status Renumber(const std::string& op, const std::vector<std::string>& names,
   return Status::OK();
 }
 
+// Moves each feed (_Arg) to the device of its consumers when they all share one, and each fetch
+// (_Retval) to its producer's device. A feed then travels inside the RunGraph request of the
+// worker that uses it, and a fetch inside that worker's response, instead of each taking an extra
+// RecvTensor round trip through the master's task (in-graph replication feeds every replica).
+void PlaceFeedsAndFetchesWithTheirUsers(Graph* step_graph) {
+  for (Node* node : step_graph->nodes()) {
+    if (node->type_string() == "_Arg") {
+      std::set<std::string> consumer_devices;
+      for (const Edge* edge : node->out_edges()) {
+        if (!edge->IsControlEdge()) consumer_devices.insert(edge->dst->assigned_device_name());
+      }
+      if (consumer_devices.size() == 1) node->set_assigned_device_name(*consumer_devices.begin());
+    } else if (node->type_string() == "_Retval") {
+      for (const Edge* edge : node->in_edges()) {
+        if (!edge->IsControlEdge()) node->set_assigned_device_name(edge->src->assigned_device_name());
+      }
+    }
+  }
+}
+
 }  // namespace
 
 StatusOr<ClientGraph> BuildClientGraph(const Graph& graph, const StepSignature& signature,
@@ -93,6 +113,7 @@ StatusOr<ClientGraph> BuildClientGraph(const Graph& graph, const StepSignature& 
   placer_options.log_device_placement = options.log_device_placement;
   Placer placer(step_graph.get(), std::move(descriptions), 0, kernels, placer_options);
   WEFT_RETURN_IF_ERROR(placer.Run());
+  PlaceFeedsAndFetchesWithTheirUsers(step_graph.get());
   WEFT_RETURN_IF_ERROR(CheckCollectivesStayOnOneTask(*step_graph));
 
   PartitionOptions partition_options;

@@ -312,10 +312,18 @@ TEST_F(MasterTest, CleanupGraphIsSentAfterSuccessAndFailure) {
   ASSERT_TRUE(Run(*handle, {{"x", Tensor::FromVector<float>({1, 2, 3, 4})}}, {"reshaped", "y"}, {},
                   &outputs)
                   .ok());
-  EXPECT_TRUE(WaitForCleanups(2)) << TotalCleanups();
+  // Feeds and fetches live with their users: x on task 1 (its only consumer, squared, is there),
+  // reshaped's fetch on task 1, y's on task 0. Only task 1 sends to another task (squared to y),
+  // so only it keeps the step's rendezvous for a CleanupGraph; task 0 drops its own.
+  EXPECT_TRUE(WaitForCleanups(1)) << TotalCleanups();
+  EXPECT_EQ(counting_[1]->cleanup_graph, 1);
+  EXPECT_EQ(counting_[0]->cleanup_graph, 0);
+  // A failed step gets CleanupGraph everywhere.
   ASSERT_FALSE(
       Run(*handle, {{"x", Tensor::FromVector<float>({1})}}, {"reshaped", "y"}, {}, &outputs).ok());
-  EXPECT_TRUE(WaitForCleanups(4)) << TotalCleanups();
+  EXPECT_TRUE(WaitForCleanups(3)) << TotalCleanups();
+  EXPECT_EQ(counting_[0]->cleanup_graph, 1);
+  EXPECT_EQ(counting_[1]->cleanup_graph, 2);
 }
 
 TEST_F(MasterTest, StepThatNeverEndsFailsWithDeadlineExceededPromptly) {
