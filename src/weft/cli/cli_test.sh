@@ -35,4 +35,34 @@ expect "two-device run reports replicas" 0 '"replicas":2' -- \
   "$weft" train --devices 2 --max-steps 20 --json
 expect "a later --devices overrides an earlier one" 0 '"replicas":1' -- \
   "$weft" train --devices 2 --devices 1 --max-steps 2 --json
+expect "server help" 0 "--cluster" -- "$weft" server --help
+expect "server bad cluster" 2 "nonsense" -- "$weft" server --cluster "worker=nonsense"
+expect "server task not in cluster" 2 "task 3" -- "$weft" server --cluster "worker=127.0.0.1:0" --task 3
+expect "server bad WEFT_CONFIG" 2 "WEFT_CONFIG" -- env WEFT_CONFIG='{"cluster": 3}' "$weft" server
+expect "bad target" 2 "grpc://host:port" -- "$weft" train --target grpc:// --max-steps 1
+expect "target with --devices" 2 "--devices" -- \
+  "$weft" train --target grpc://127.0.0.1:1 --devices 2 --max-steps 1
+
+# Two servers on ephemeral ports, joined by the cluster the client sends: training over them.
+logs=$(mktemp -d)
+"$weft" server --cluster "worker=127.0.0.1:0,127.0.0.1:0" --task 0 >"$logs/0" 2>/dev/null &
+server0=$!
+"$weft" server --cluster "worker=127.0.0.1:0,127.0.0.1:0" --task 1 >"$logs/1" 2>/dev/null &
+server1=$!
+trap 'kill -9 $server0 $server1 2>/dev/null; rm -rf "$logs"' EXIT
+for _ in $(seq 100); do  # at most 10 s
+  grep -q listening "$logs/0" && grep -q listening "$logs/1" && break
+  sleep 0.1
+done
+address0=$(sed -n 's/^weft server listening on //p' "$logs/0")
+address1=$(sed -n 's/^weft server listening on //p' "$logs/1")
+expect "training over two servers reports two replicas" 0 '"replicas":2' -- \
+  "$weft" train --target "grpc://$address0" --cluster "worker=$address0,$address1" \
+  --max-steps 20 --json
+kill -TERM $server0 $server1
+wait $server0
+code0=$?
+wait $server1
+code1=$?
+expect "servers stop cleanly on SIGTERM" 0 "" -- test "$code0" -eq 0 -a "$code1" -eq 0
 exit $((failures > 0))

@@ -278,6 +278,30 @@ TEST(ClusterTest, WorkerThatNeverComesUpIsAClearErrorWithinTheDeadline) {
   EXPECT_LT(waited, 10000);
 }
 
+TEST(ClusterTest, WorkerThatComesUpLateIsWaitedFor) {
+  auto servers = StartCluster(1);
+  ASSERT_EQ(servers.size(), 1u);
+  const std::string late = StrCat("127.0.0.1:", testing::UnusedLoopbackPort());
+  std::unique_ptr<ServerProcess> late_server;
+  std::thread starter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    StatusOr<std::unique_ptr<ServerProcess>> started = ServerProcess::Start(
+        WEFT_BINARY, {"--cluster", "worker=127.0.0.1:0," + late, "--task", "1"});
+    if (started.ok()) late_server = std::move(started).value();
+  });
+  std::unique_ptr<Session> session = NewSessionOrDie(ClusterOptions({servers[0]->address(), late}));
+  CrossTaskGraph graph = BuildCrossTaskGraph(1.0f);
+  Status created = session->Create(graph.graph);
+  starter.join();
+  ASSERT_NE(late_server, nullptr) << "the late server did not start (port " << late << " taken?)";
+  ASSERT_TRUE(created.ok()) << created.ToString();
+  std::vector<Tensor> outputs;
+  ASSERT_TRUE(session->Run({}, {}, {graph.init}, &outputs).ok());
+  Status status = session->Run({{graph.x, Tensor::Scalar(1.0f)}}, {graph.y}, {}, &outputs);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(ScalarOf(outputs[0]), 4.0f);
+}
+
 // Sends `bytes` as the request of `method` without any proto in between.
 grpc::Status CallWithRawBytes(const std::string& address, const std::string& method,
                               const std::string& bytes) {
