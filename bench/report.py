@@ -20,7 +20,7 @@ def load_json(path):
 
 def main():
     kind, path = sys.argv[1], sys.argv[2]
-    runs = medians(path) if kind not in ("train", "mirrored") else {}
+    runs = medians(path) if kind not in ("train", "mirrored", "cluster") else {}
     if kind == "executor":
         for metric, run in (("executor_overhead_us_per_node", "BM_ExecutorChain"),
                             ("executor_fan_us_per_node", "BM_ExecutorFan")):
@@ -75,6 +75,16 @@ def main():
         print(f"METRIC mirrored2_mlp_weft_final_loss {weft['final_loss']:.4f} loss")
         print(f"METRIC mirrored2_mlp_torch_ddp_final_loss {ddp['final_loss']:.4f} loss")
         print(f"RATIO mirrored2_mlp_vs_torch_ddp2 "
+              f"{weft['train_images_per_sec'] / ddp['train_images_per_sec']:.3f}")
+    elif kind == "cluster":
+        # W1 on 2 replicas in 2 processes: `weft train --target` over two `weft server`s against
+        # PyTorch DDP (gloo), both with one thread per process.
+        weft = load_json(f"{path}/weft_cluster2.json")
+        ddp = load_json(f"{path}/torch_ddp2.json")
+        print(f"METRIC cluster2_mlp_weft_images_per_sec {weft['train_images_per_sec']:.0f} images/s")
+        print(f"METRIC cluster2_mlp_torch_ddp_images_per_sec {ddp['train_images_per_sec']:.0f} "
+              "images/s")
+        print(f"RATIO cluster2_mlp_vs_torch_ddp2 "
               f"{weft['train_images_per_sec'] / ddp['train_images_per_sec']:.3f}")
     else:
         raise SystemExit(f"unknown kind {kind}")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs Weft's benchmarks and prints `METRIC <name> <value> <unit>` and `RATIO <name> <value>` lines
 # (a RATIO above 1 means Weft is better). Usage: bench/run.sh [executor] [matmul] [train]
-# [allreduce] [mirrored] [rpc] (all when none). `train` and `mirrored` need PyTorch (Debian's
+# [allreduce] [mirrored] [rpc] [cluster] (all when none). `train` and `mirrored` need PyTorch (Debian's
 # python3-torch) for the peer side.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +13,7 @@ fi
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build --target executor_bench matmul_bench weft >/dev/null
 names=("$@")
-[[ ${#names[@]} -eq 0 ]] && names=(executor matmul train allreduce mirrored rpc)
+[[ ${#names[@]} -eq 0 ]] && names=(executor matmul train allreduce mirrored rpc cluster)
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
@@ -64,7 +64,29 @@ for name in "${names[@]}"; do
       cmake --build build --target rpc_bench >/dev/null
       build/bench/rpc_bench
       ;;
-    *) echo "unknown benchmark '$name' (known: executor matmul train allreduce mirrored rpc)" >&2
+    cluster)
+      # W1 data-parallel over 2 processes, one epoch: two `weft server`s (one thread each, on
+      # ephemeral ports) trained by `weft train --target`, against PyTorch DDP in 2 processes.
+      for task in 0 1; do
+        build/bin/weft server --cluster "worker=127.0.0.1:0,127.0.0.1:0" --task $task \
+          --intra-op-threads 1 --inter-op-threads 1 >"$out/server$task.log" 2>/dev/null &
+        echo $! >>"$out/servers.pid"
+      done
+      for _ in $(seq 100); do
+        grep -q listening "$out/server0.log" && grep -q listening "$out/server1.log" && break
+        sleep 0.1
+      done
+      address0=$(sed -n 's/^weft server listening on //p' "$out/server0.log")
+      address1=$(sed -n 's/^weft server listening on //p' "$out/server1.log")
+      build/bin/weft train --model mlp --epochs 1 --json --target "grpc://$address0" \
+        --cluster "worker=$address0,$address1" | tail -n 1 >"$out/weft_cluster2.json"
+      kill $(cat "$out/servers.pid")
+      wait $(cat "$out/servers.pid") 2>/dev/null || true
+      PYTHONPATH=bench /usr/bin/python3 bench/torch_ddp_train.py --world 2 --epochs 1 \
+        >"$out/torch_ddp2.json"
+      python3 bench/report.py cluster "$out"
+      ;;
+    *) echo "unknown benchmark '$name' (known: executor matmul train allreduce mirrored rpc cluster)" >&2
        exit 2 ;;
   esac
 done
