@@ -27,8 +27,8 @@ Status ParseFromByteBuffer(const grpc::ByteBuffer& buffer, google::protobuf::Mes
 // The bytes of `buffer` in one string (tests and diagnostics; copies).
 std::string ByteBufferToString(const grpc::ByteBuffer& buffer);
 
-// Unlimited message sizes, and a short reconnect backoff (100 ms, at most 1 s) so that a restarted
-// worker is reached again quickly.
+// Unlimited message sizes, and a short reconnect backoff (100 ms, at most 1 s; each connection
+// attempt may take 5 s) so that a restarted worker is reached again quickly.
 grpc::ChannelArguments WeftChannelArguments();
 // An insecure channel to "host:port" with WeftChannelArguments().
 std::shared_ptr<grpc::Channel> NewWeftChannel(const std::string& address);
