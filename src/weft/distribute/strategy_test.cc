@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include "weft/distribute/all_reduce_cross_device_ops.h"
+#include "weft/distribute/reduce_on_each_destination.h"
 #include "weft/distribute/session_test_util.h"
 #include "weft/graph/builder/ops.h"
 #include "weft/testing/tensor_matchers.h"
@@ -40,6 +42,17 @@ TEST(StrategyTest, DevicesAreCanonicalAndBadListsAreRefused) {
   auto one = OneDeviceStrategy::Create("/cpu:1");
   ASSERT_TRUE(one.ok()) << one.status();
   EXPECT_EQ((*one)->devices(), std::vector<std::string>{CpuDevice(1)});
+}
+
+TEST(StrategyTest, MirroredPicksItsCrossDeviceOpsByWhereTheDevicesAre) {
+  auto local = MirroredStrategy::Create({"/cpu:0", "/cpu:1"});
+  ASSERT_TRUE(local.ok()) << local.status();
+  EXPECT_NE(dynamic_cast<AllReduceCrossDeviceOps*>(&(*local)->cross_device_ops()), nullptr);
+  // Collectives stay within one process: replicas on two tasks send to each other instead.
+  auto cluster = MirroredStrategy::Create(
+      {"/job:worker/replica:0/task:0/device:CPU:0", "/job:worker/replica:0/task:1/device:CPU:0"});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  EXPECT_NE(dynamic_cast<ReduceOnEachDestination*>(&(*cluster)->cross_device_ops()), nullptr);
 }
 
 TEST(StrategyTest, RunBuildsEachReplicaInItsScopeAndDeviceOneAtATime) {
