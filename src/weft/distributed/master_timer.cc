@@ -44,8 +44,10 @@ void MasterTimer::Loop() {
       changed_.wait(lock);
       continue;
     }
-    if (earliest->second.when > Clock::now()) {
-      changed_.wait_until(lock, earliest->second.when);
+    // A copy: the entry may be cancelled (erased) while this thread waits.
+    const Clock::time_point when = earliest->second.when;
+    if (when > Clock::now()) {
+      changed_.wait_until(lock, when);
       continue;
     }
     std::function<void()> callback = std::move(earliest->second.callback);
