@@ -6,6 +6,7 @@
 
 #include <grpcpp/client_context.h>
 
+#include "weft/distributed/rpc/grpc_client_queue.h"
 #include "weft/distributed/rpc/grpc_util.h"
 #include "weft/framework/tensor_proto_util.h"
 
@@ -92,9 +93,23 @@ void GrpcRemoteWorker::DeregisterGraphAsync(const proto::DeregisterGraphRequest*
 
 void GrpcRemoteWorker::RunGraphAsync(CallOptions* options, const proto::RunGraphRequest* request,
                                      proto::RunGraphResponse* response, StatusCallback done) {
+  // A step's RunGraph completes on the thread that polls for it (grpc_client_queue.h): it is on
+  // the critical path of every step, and the master's part of the completion is short.
   Issue("RunGraph", options, request, response, std::move(done),
-        [this](auto* context, auto* req, auto* resp, auto callback) {
-          stub_->async()->RunGraph(context, req, resp, std::move(callback));
+        [this](grpc::ClientContext* context, const proto::RunGraphRequest* req,
+               proto::RunGraphResponse* resp, std::function<void(grpc::Status)> callback) {
+          GrpcClientQueue& queue = GrpcClientQueue::Get();
+          struct Call {
+            std::unique_ptr<grpc::ClientAsyncResponseReader<proto::RunGraphResponse>> reader;
+            grpc::Status status;
+          };
+          auto call = std::make_shared<Call>();
+          call->reader = stub_->PrepareAsyncRunGraph(context, *req, queue.queue());
+          call->reader->StartCall();
+          call->reader->Finish(resp, &call->status,
+                               queue.NewTag([call, callback = std::move(callback)](bool) {
+                                 callback(call->status);
+                               }));
         });
 }
 
