@@ -286,6 +286,7 @@ StatusOr<std::shared_ptr<MasterSession::Step>> MasterSession::PrepareStep(
   std::lock_guard<std::mutex> lock(mu_);
   if (closed_) return FailedPrecondition("session '", options_.handle, "' is closed");
   ++running_steps_;
+  unreported_steps_.insert(step);
   return step;
 }
 
@@ -440,6 +441,7 @@ void MasterSession::Report(const std::shared_ptr<Step>& step, const Status& stat
   done(status);
   std::lock_guard<std::mutex> lock(mu_);
   --running_steps_;
+  unreported_steps_.erase(step);
   no_running_steps_.notify_all();
 }
 
@@ -461,10 +463,21 @@ void MasterSession::SendCleanup(const Step& step) {
 
 void MasterSession::Close() {
   std::map<std::string, std::shared_ptr<RegisteredGraph>> graphs;
+  std::set<std::shared_ptr<Step>> running;
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     if (closed_) return;
     closed_ = true;
+    running = unreported_steps_;
+  }
+  // Running steps end now, as in the reference: a step with no deadline on a hung worker would
+  // otherwise hold Close forever. Their workers are told through the RunGraph cancellation.
+  for (const std::shared_ptr<Step>& step : running) {
+    Abandon(step, Cancelled("step ", step->step_id, " was cancelled because session '",
+                            options_.handle, "' was closed"));
+  }
+  {
+    std::unique_lock<std::mutex> lock(mu_);
     no_running_steps_.wait(lock, [this] { return running_steps_ == 0; });
     graphs.swap(graphs_);
   }

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -58,8 +59,9 @@ class MasterSession : public std::enable_shared_from_this<MasterSession> {
   void RunAsync(CallOptions* options, const proto::RunStepRequest* request,
                 proto::RunStepResponse* response, StatusCallback done);
 
-  // Waits for running steps, then deregisters the graphs and deletes the worker sessions; errors
-  // are ignored (a worker may be gone). Later RunAsync calls fail. Blocks.
+  // Cancels running steps (their clients get Cancelled), then deregisters the graphs and deletes
+  // the worker sessions; errors are ignored (a worker may be gone). Later RunAsync calls fail.
+  // Blocks.
   void Close();
 
  private:
@@ -98,6 +100,7 @@ class MasterSession : public std::enable_shared_from_this<MasterSession> {
   int64_t graph_version_ = 0;                                       // guarded by mu_
   std::map<std::string, std::shared_ptr<RegisteredGraph>> graphs_;  // guarded by mu_
   int running_steps_ = 0;                                           // guarded by mu_
+  std::set<std::shared_ptr<Step>> unreported_steps_;                // guarded by mu_
   bool closed_ = false;                                             // guarded by mu_
 };
 

@@ -365,6 +365,28 @@ TEST_F(MasterTest, CancellingTheCallCancelsTheStep) {
   EXPECT_TRUE(IsCancelled(s)) << s;
 }
 
+TEST_F(MasterTest, ClosingTheSessionCancelsItsRunningSteps) {
+  auto handle = CreateSession(SpanningGraph());
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  counting_[1]->run_graph_hangs = true;  // answers only when its RunGraph is cancelled
+  Status step_status;
+  std::thread step([&] {
+    std::vector<Tensor> outputs;
+    step_status = Run(*handle, {{"x", Tensor::FromVector<float>({1})}}, {"y"}, {}, &outputs);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const auto start = Clock::now();
+  proto::CloseSessionRequest close;
+  close.set_session_handle(*handle);
+  proto::CloseSessionResponse closed;
+  EXPECT_TRUE(client_->CloseSession(nullptr, close, &closed).ok());
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+  step.join();
+  EXPECT_TRUE(IsCancelled(step_status)) << step_status;
+  EXPECT_NE(step_status.message().find("closed"), std::string::npos) << step_status;
+  counting_[1]->run_graph_hangs = false;
+}
+
 TEST_F(MasterTest, UnknownSessionHandleIsAborted) {
   proto::RunStepRequest request;
   request.set_session_handle("no-such-session");
