@@ -1,6 +1,6 @@
 // GrpcSession: the Session for targets "grpc://host:port" — a ClusterSession whose MasterService
 // is reached over gRPC. RegisterGrpcSessionFactory makes NewSession serve such targets; call it
-// once at start-up (the `weft` binary does).
+// once at start-up (the `weft` binary does). Both are thread-safe; the sessions are too.
 #pragma once
 
 #include <memory>
