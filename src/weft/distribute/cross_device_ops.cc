@@ -32,6 +32,20 @@ Status CheckBatch(std::string_view what, const std::vector<PerReplica>& values) 
   return Status::OK();
 }
 
+StatusOr<std::vector<Mirrored>> CrossDeviceOps::ReduceEach(
+    const Scope& scope, ReduceOp op, const std::vector<PerReplica>& values,
+    const std::vector<std::string>& destinations) {
+  WEFT_RETURN_IF_ERROR(CheckDestinations("BatchReduce", destinations));
+  WEFT_RETURN_IF_ERROR(CheckBatch("BatchReduce", values));
+  std::vector<Mirrored> results;
+  results.reserve(values.size());
+  for (const PerReplica& value : values) {
+    WEFT_ASSIGN_OR_RETURN(Mirrored reduced, Reduce(scope, op, value, destinations));
+    results.push_back(std::move(reduced));
+  }
+  return results;
+}
+
 StatusOr<Mirrored> ReductionToOneDevice::Reduce(const Scope& scope, ReduceOp op,
                                                 const PerReplica& value,
                                                 const std::vector<std::string>& destinations) {
@@ -60,15 +74,7 @@ StatusOr<Mirrored> ReductionToOneDevice::Reduce(const Scope& scope, ReduceOp op,
 StatusOr<std::vector<Mirrored>> ReductionToOneDevice::BatchReduce(
     const Scope& scope, ReduceOp op, const std::vector<PerReplica>& values,
     const std::vector<std::string>& destinations) {
-  WEFT_RETURN_IF_ERROR(CheckDestinations("BatchReduce", destinations));
-  WEFT_RETURN_IF_ERROR(CheckBatch("BatchReduce", values));
-  std::vector<Mirrored> results;
-  results.reserve(values.size());
-  for (const PerReplica& value : values) {
-    WEFT_ASSIGN_OR_RETURN(Mirrored reduced, Reduce(scope, op, value, destinations));
-    results.push_back(std::move(reduced));
-  }
-  return results;
+  return ReduceEach(scope, op, values, destinations);
 }
 
 StatusOr<Mirrored> ReductionToOneDevice::Broadcast(const Scope& scope, const Output& value,

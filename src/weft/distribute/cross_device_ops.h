@@ -34,6 +34,12 @@ class CrossDeviceOps {
   // A copy of `value` on every device of `destinations`.
   virtual StatusOr<Mirrored> Broadcast(const Scope& scope, const Output& value,
                                        const std::vector<std::string>& destinations) = 0;
+
+ protected:
+  // BatchReduce as one Reduce per value, for implementations that gain nothing from batching.
+  StatusOr<std::vector<Mirrored>> ReduceEach(const Scope& scope, ReduceOp op,
+                                             const std::vector<PerReplica>& values,
+                                             const std::vector<std::string>& destinations);
 };
 
 struct ReductionToOneDeviceOptions {

@@ -29,15 +29,7 @@ StatusOr<Mirrored> ReduceOnEachDestination::Reduce(const Scope& scope, ReduceOp 
 StatusOr<std::vector<Mirrored>> ReduceOnEachDestination::BatchReduce(
     const Scope& scope, ReduceOp op, const std::vector<PerReplica>& values,
     const std::vector<std::string>& destinations) {
-  WEFT_RETURN_IF_ERROR(CheckDestinations("BatchReduce", destinations));
-  WEFT_RETURN_IF_ERROR(CheckBatch("BatchReduce", values));
-  std::vector<Mirrored> results;
-  results.reserve(values.size());
-  for (const PerReplica& value : values) {
-    WEFT_ASSIGN_OR_RETURN(Mirrored reduced, Reduce(scope, op, value, destinations));
-    results.push_back(std::move(reduced));
-  }
-  return results;
+  return ReduceEach(scope, op, values, destinations);
 }
 
 StatusOr<Mirrored> ReduceOnEachDestination::Broadcast(

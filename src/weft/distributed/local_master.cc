@@ -1,22 +1,9 @@
 #include "weft/distributed/local_master.h"
 
-#include "weft/core/notification.h"
+#include "weft/distributed/worker_interface.h"
 
 namespace weft {
 namespace {
-
-// Starts an asynchronous Master call and waits for its `done`, which the Master always runs.
-template <typename StartCall>
-Status CallAndWait(StartCall&& start) {
-  Notification finished;
-  Status status;
-  start([&](const Status& call_status) {
-    status = call_status;
-    finished.Notify();
-  });
-  finished.WaitForNotification();
-  return status;
-}
 
 class LocalMaster final : public MasterInterface {
  public:
@@ -24,32 +11,32 @@ class LocalMaster final : public MasterInterface {
 
   Status CreateSession(CallOptions* /*options*/, const proto::CreateSessionRequest& request,
                        proto::CreateSessionResponse* response) override {
-    return CallAndWait(
+    return WaitForCall(
         [&](StatusCallback done) { master_->CreateSession(&request, response, done); });
   }
   Status ExtendSession(CallOptions* /*options*/, const proto::ExtendSessionRequest& request,
                        proto::ExtendSessionResponse* response) override {
-    return CallAndWait(
+    return WaitForCall(
         [&](StatusCallback done) { master_->ExtendSession(&request, response, done); });
   }
   Status RunStep(CallOptions* options, const proto::RunStepRequest& request,
                  proto::RunStepResponse* response) override {
-    return CallAndWait(
+    return WaitForCall(
         [&](StatusCallback done) { master_->RunStep(options, &request, response, done); });
   }
   Status CloseSession(CallOptions* /*options*/, const proto::CloseSessionRequest& request,
                       proto::CloseSessionResponse* response) override {
-    return CallAndWait(
+    return WaitForCall(
         [&](StatusCallback done) { master_->CloseSession(&request, response, done); });
   }
   Status ListDevices(CallOptions* /*options*/, const proto::ListDevicesRequest& request,
                      proto::ListDevicesResponse* response) override {
-    return CallAndWait(
+    return WaitForCall(
         [&](StatusCallback done) { master_->ListDevices(&request, response, done); });
   }
   Status Reset(CallOptions* /*options*/, const proto::ResetRequest& request,
                proto::ResetResponse* response) override {
-    return CallAndWait([&](StatusCallback done) { master_->Reset(&request, response, done); });
+    return WaitForCall([&](StatusCallback done) { master_->Reset(&request, response, done); });
   }
 
  private:

@@ -116,12 +116,8 @@ void Master::RunStep(CallOptions* options, const proto::RunStepRequest* request,
   auto session = FindSession(request->session_handle());
   if (!session.ok()) return done(session.status());
   // A known signature runs on the caller's thread: no blocking set-up, and no thread hop per step.
-  if ((*session)->IsRegistered(*request)) {
-    return (*session)->RunAsync(options, request, response, std::move(done));
-  }
-  Schedule([session = *session, options, request, response, done = std::move(done)] {
-    session->RunAsync(options, request, response, done);
-  });
+  (*session)->RunAsync(options, request, response, std::move(done),
+                       [this](std::function<void()> fn) { Schedule(std::move(fn)); });
 }
 
 void Master::CloseSession(const proto::CloseSessionRequest* request,

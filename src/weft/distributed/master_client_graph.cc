@@ -86,7 +86,8 @@ void PlaceFeedsAndFetchesWithTheirUsers(Graph* step_graph) {
       if (consumer_devices.size() == 1) node->set_assigned_device_name(*consumer_devices.begin());
     } else if (node->type_string() == "_Retval") {
       for (const Edge* edge : node->in_edges()) {
-        if (!edge->IsControlEdge()) node->set_assigned_device_name(edge->src->assigned_device_name());
+        if (!edge->IsControlEdge())
+          node->set_assigned_device_name(edge->src->assigned_device_name());
       }
     }
   }

@@ -225,31 +225,50 @@ int64_t MasterSession::NewStepId() {
   return id;
 }
 
-bool MasterSession::IsRegistered(const proto::RunStepRequest& request) {
-  const std::string key = SignatureKey(SignatureOf(request));
+std::shared_ptr<MasterSession::RegisteredGraph> MasterSession::FindRegistered(
+    const StepSignature& signature) {
+  const std::string key = SignatureKey(signature);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = graphs_.find(key);
-  return it != graphs_.end() && it->second->ready.HasBeenNotified() && it->second->status.ok();
+  if (it == graphs_.end() || !it->second->ready.HasBeenNotified() || !it->second->status.ok()) {
+    return nullptr;
+  }
+  return it->second;
 }
 
 void MasterSession::RunAsync(CallOptions* options, const proto::RunStepRequest* request,
-                             proto::RunStepResponse* response, StatusCallback done) {
-  StatusOr<std::shared_ptr<Step>> step = PrepareStep(options, request, response, done);
+                             proto::RunStepResponse* response, StatusCallback done,
+                             const SetUpRunner& set_up) {
+  StepSignature signature = SignatureOf(*request);
+  if (std::shared_ptr<RegisteredGraph> graph = FindRegistered(signature)) {
+    return RunRegistered(std::move(graph), options, request, response, std::move(done));
+  }
+  set_up([self = shared_from_this(), signature = std::move(signature), options, request, response,
+          done = std::move(done)]() mutable {
+    StatusOr<std::shared_ptr<RegisteredGraph>> graph = self->GetOrRegister(signature);
+    if (!graph.ok()) return done(graph.status());
+    self->RunRegistered(std::move(graph).value(), options, request, response, std::move(done));
+  });
+}
+
+void MasterSession::RunRegistered(std::shared_ptr<RegisteredGraph> graph, CallOptions* options,
+                                  const proto::RunStepRequest* request,
+                                  proto::RunStepResponse* response, StatusCallback done) {
+  StatusOr<std::shared_ptr<Step>> step =
+      PrepareStep(std::move(graph), options, request, response, done);
   if (!step.ok()) return done(step.status());
   StartStep(*step);
 }
 
 StatusOr<std::shared_ptr<MasterSession::Step>> MasterSession::PrepareStep(
-    CallOptions* options, const proto::RunStepRequest* request, proto::RunStepResponse* response,
-    StatusCallback done) {
+    std::shared_ptr<RegisteredGraph> graph, CallOptions* options,
+    const proto::RunStepRequest* request, proto::RunStepResponse* response, StatusCallback done) {
   std::map<std::string, const proto::NamedTensorProto*> feeds;
   for (const auto& feed : request->feed()) {
     if (!feeds.emplace(feed.name(), &feed).second) {
       return InvalidArgument("feed '", feed.name(), "' is given more than once");
     }
   }
-  WEFT_ASSIGN_OR_RETURN(std::shared_ptr<RegisteredGraph> graph,
-                        GetOrRegister(SignatureOf(*request)));
   for (const FeedSpec& spec : graph->client_graph.feeds) {
     WEFT_RETURN_IF_ERROR(CheckFeed(*feeds.at(spec.name), spec));
   }

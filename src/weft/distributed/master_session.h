@@ -50,14 +50,14 @@ class MasterSession : public std::enable_shared_from_this<MasterSession> {
 
   Status Extend(const proto::ExtendSessionRequest& request, proto::ExtendSessionResponse* response);
 
-  // Whether the request's (feeds, fetches, targets) are built and registered already: then
-  // RunAsync does not block, and the master runs it on the caller's thread.
-  bool IsRegistered(const proto::RunStepRequest& request);
+  // Runs `fn` where blocking is allowed (the master's pool).
+  using SetUpRunner = std::function<void(std::function<void()>)>;
 
-  // May block while the signature's graphs are built and registered (call it from a pool); the
-  // step itself runs asynchronously. `options` may be null.
+  // Runs one step asynchronously. A (feeds, fetches, targets) signature registered before starts
+  // on the calling thread without blocking; a new one is first built and registered through
+  // `set_up`, since that waits for the workers. `options` may be null.
   void RunAsync(CallOptions* options, const proto::RunStepRequest* request,
-                proto::RunStepResponse* response, StatusCallback done);
+                proto::RunStepResponse* response, StatusCallback done, const SetUpRunner& set_up);
 
   // Cancels running steps (their clients get Cancelled), then deregisters the graphs and deletes
   // the worker sessions; errors are ignored (a worker may be gone). Later RunAsync calls fail.
@@ -73,7 +73,14 @@ class MasterSession : public std::enable_shared_from_this<MasterSession> {
   StatusOr<std::shared_ptr<RegisteredGraph>> GetOrRegister(const StepSignature& signature);
   Status BuildAndRegister(const StepSignature& signature, std::shared_ptr<const Graph> graph,
                           RegisteredGraph* registered);
-  StatusOr<std::shared_ptr<Step>> PrepareStep(CallOptions* options,
+  // The signature's graphs when they are registered and ready, else null.
+  std::shared_ptr<RegisteredGraph> FindRegistered(const StepSignature& signature);
+  // Checks the feeds against `graph`, then starts the step (or reports the error to `done`).
+  void RunRegistered(std::shared_ptr<RegisteredGraph> graph, CallOptions* options,
+                     const proto::RunStepRequest* request, proto::RunStepResponse* response,
+                     StatusCallback done);
+  StatusOr<std::shared_ptr<Step>> PrepareStep(std::shared_ptr<RegisteredGraph> graph,
+                                              CallOptions* options,
                                               const proto::RunStepRequest* request,
                                               proto::RunStepResponse* response,
                                               StatusCallback done);

@@ -3,11 +3,8 @@
 #include "weft/core/notification.h"
 
 namespace weft {
-namespace {
 
-// Runs an asynchronous call and waits for its callback.
-template <typename StartCall>
-Status WaitFor(StartCall&& start) {
+Status WaitForCall(const std::function<void(StatusCallback)>& start) {
   Notification done;
   Status status;
   start([&](const Status& call_status) {
@@ -18,48 +15,50 @@ Status WaitFor(StartCall&& start) {
   return status;
 }
 
-}  // namespace
-
 Status WorkerInterface::GetStatus(CallOptions* options, const proto::GetStatusRequest& request,
                                   proto::GetStatusResponse* response) {
-  return WaitFor([&](StatusCallback done) { GetStatusAsync(options, &request, response, done); });
+  return WaitForCall(
+      [&](StatusCallback done) { GetStatusAsync(options, &request, response, done); });
 }
 
 Status WorkerInterface::CreateWorkerSession(const proto::CreateWorkerSessionRequest& request,
                                             proto::CreateWorkerSessionResponse* response) {
-  return WaitFor([&](StatusCallback done) { CreateWorkerSessionAsync(&request, response, done); });
+  return WaitForCall(
+      [&](StatusCallback done) { CreateWorkerSessionAsync(&request, response, done); });
 }
 
 Status WorkerInterface::DeleteWorkerSession(CallOptions* options,
                                             const proto::DeleteWorkerSessionRequest& request,
                                             proto::DeleteWorkerSessionResponse* response) {
-  return WaitFor(
+  return WaitForCall(
       [&](StatusCallback done) { DeleteWorkerSessionAsync(options, &request, response, done); });
 }
 
 Status WorkerInterface::RegisterGraph(const proto::RegisterGraphRequest& request,
                                       proto::RegisterGraphResponse* response) {
-  return WaitFor([&](StatusCallback done) { RegisterGraphAsync(&request, response, done); });
+  return WaitForCall([&](StatusCallback done) { RegisterGraphAsync(&request, response, done); });
 }
 
 Status WorkerInterface::DeregisterGraph(const proto::DeregisterGraphRequest& request,
                                         proto::DeregisterGraphResponse* response) {
-  return WaitFor([&](StatusCallback done) { DeregisterGraphAsync(&request, response, done); });
+  return WaitForCall([&](StatusCallback done) { DeregisterGraphAsync(&request, response, done); });
 }
 
 Status WorkerInterface::RunGraph(CallOptions* options, const proto::RunGraphRequest& request,
                                  proto::RunGraphResponse* response) {
-  return WaitFor([&](StatusCallback done) { RunGraphAsync(options, &request, response, done); });
+  return WaitForCall(
+      [&](StatusCallback done) { RunGraphAsync(options, &request, response, done); });
 }
 
 Status WorkerInterface::CleanupGraph(const proto::CleanupGraphRequest& request,
                                      proto::CleanupGraphResponse* response) {
-  return WaitFor([&](StatusCallback done) { CleanupGraphAsync(&request, response, done); });
+  return WaitForCall([&](StatusCallback done) { CleanupGraphAsync(&request, response, done); });
 }
 
 Status WorkerInterface::RecvTensor(CallOptions* options, const proto::RecvTensorRequest& request,
                                    TensorResponse* response) {
-  return WaitFor([&](StatusCallback done) { RecvTensorAsync(options, &request, response, done); });
+  return WaitForCall(
+      [&](StatusCallback done) { RecvTensorAsync(options, &request, response, done); });
 }
 
 }  // namespace weft

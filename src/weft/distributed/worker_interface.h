@@ -16,6 +16,9 @@ namespace weft {
 
 using StatusCallback = std::function<void(const Status&)>;
 
+// Starts an asynchronous call (`start` passes it the callback) and waits for its status.
+Status WaitForCall(const std::function<void(StatusCallback)>& start);
+
 // What RecvTensor delivers: the value itself rather than its wire form, so that neither side copies
 // a large tensor more than the transport must.
 struct TensorResponse {
