@@ -2,36 +2,39 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
+
+#include "weft/core/mutex.h"
 
 namespace weft {
 
 class Notification {
  public:
   void Notify() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     notified_ = true;
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
   bool HasBeenNotified() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return notified_;
   }
   void WaitForNotification() const {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [this] { return notified_; });
+    MutexLock lock(mu_);
+    while (!notified_) cv_.Wait(lock);
   }
   // Returns whether the notification came before the timeout.
   bool WaitForNotificationWithTimeout(std::chrono::microseconds timeout) const {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, timeout, [this] { return notified_; });
+    MutexLock lock(mu_);
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!notified_ && cv_.WaitUntil(lock, deadline)) {
+    }
+    return notified_;
   }
 
  private:
-  mutable std::mutex mu_;
-  mutable std::condition_variable cv_;
-  bool notified_ = false;
+  mutable Mutex mu_;
+  mutable CondVar cv_;
+  bool notified_ WEFT_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace weft

@@ -69,7 +69,7 @@ class Runner final : public MergeCoordinator, public std::enable_shared_from_thi
   std::vector<std::thread> threads_;
 
   Mutex mu_;
-  std::condition_variable cv_;
+  CondVar cv_;
   std::vector<ReplicaState> replicas_ WEFT_GUARDED_BY(mu_);
   bool aborted_ WEFT_GUARDED_BY(mu_) = false;
 };
@@ -130,12 +130,15 @@ void Runner::ReplicaMain(int r) {
   {
     MutexLock lock(mu_);
     ReplicaState& replica = replicas_[r];
-    bool got_turn = cv_.wait_for(lock.native(), timeout_, [&] { return replica.go; });
+    const auto deadline = std::chrono::steady_clock::now() + timeout_;
+    while (!replica.go && cv_.WaitUntil(lock, deadline)) {
+    }
+    const bool got_turn = replica.go;
     replica.go = false;
     if (!got_turn || aborted_) {
       replica.result_status = Aborted("replica ", r, " did not start: the run was stopped");
       replica.phase = Phase::kDone;
-      cv_.notify_all();
+      cv_.NotifyAll();
       return;
     }
     replica.phase = Phase::kRunning;
@@ -160,7 +163,7 @@ void Runner::ReplicaMain(int r) {
     replica.result_status = result.status();
   }
   replica.phase = Phase::kDone;
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 StatusOr<std::vector<Output>> Runner::MergeCall(int replica_id, const std::vector<Output>& values,
@@ -172,8 +175,11 @@ StatusOr<std::vector<Output>> Runner::MergeCall(int replica_id, const std::vecto
   replica.merge_fn = std::move(merge_fn);
   ++replica.merge_calls;
   replica.phase = Phase::kInMerge;
-  cv_.notify_all();
-  bool got_turn = cv_.wait_for(lock.native(), timeout_, [&] { return replica.go; });
+  cv_.NotifyAll();
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  while (!replica.go && cv_.WaitUntil(lock, deadline)) {
+  }
+  const bool got_turn = replica.go;
   replica.go = false;
   replica.phase = Phase::kRunning;
   if (!got_turn) {
@@ -188,11 +194,14 @@ Status Runner::Resume(int r) {
   MutexLock lock(mu_);
   ReplicaState& replica = replicas_[r];
   replica.go = true;
-  cv_.notify_all();
-  bool paused = cv_.wait_for(lock.native(), timeout_, [&] {
+  cv_.NotifyAll();
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  auto paused = [&replica] {
     return !replica.go && (replica.phase == Phase::kInMerge || replica.phase == Phase::kDone);
-  });
-  if (paused) return Status::OK();
+  };
+  while (!paused() && cv_.WaitUntil(lock, deadline)) {
+  }
+  if (paused()) return Status::OK();
   return DeadlineExceeded("replica ", r, " neither finished nor reached MergeCall within ",
                           timeout_.count(), " ms");
 }
@@ -257,7 +266,7 @@ Status Runner::Abandon(Status status) {
     MutexLock lock(mu_);
     aborted_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   for (std::thread& thread : threads_) thread.detach();
   return status;
 }
