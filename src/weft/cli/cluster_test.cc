@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include "weft/core/notification.h"
 #include "weft/core/str_util.h"
 #include "weft/distributed/cluster_spec.h"
 #include "weft/distributed/rpc/grpc_session.h"
@@ -312,19 +313,14 @@ grpc::Status CallWithRawBytes(const std::string& address, const std::string& met
   grpc::Slice slice(bytes);
   grpc::ByteBuffer request(&slice, 1);
   grpc::ByteBuffer response;
-  std::mutex mu;
-  std::condition_variable done_cv;
-  bool done = false;
+  Notification done;
   grpc::Status result;
   stub.UnaryCall(&context, method, grpc::StubOptions(), &request, &response,
                  [&](grpc::Status status) {
-                   std::lock_guard<std::mutex> lock(mu);
                    result = status;
-                   done = true;
-                   done_cv.notify_one();
+                   done.Notify();
                  });
-  std::unique_lock<std::mutex> lock(mu);
-  done_cv.wait(lock, [&] { return done; });
+  done.WaitForNotification();
   return result;
 }
 

@@ -3,7 +3,8 @@
 #include <atomic>
 #include <cstdlib>
 #include <deque>
-#include <mutex>
+
+#include "weft/core/mutex.h"
 
 namespace weft {
 namespace {
@@ -16,7 +17,7 @@ std::atomic<int64_t> allocation_count{0};
 class LargeBlockCache {
  public:
   void* Take(size_t rounded) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (auto it = blocks_.begin(); it != blocks_.end(); ++it) {
       if (it->size != rounded) continue;
       void* pointer = it->pointer;
@@ -31,7 +32,7 @@ class LargeBlockCache {
     if (rounded > kMaxCachedBytes) return false;
     std::deque<Block> evicted;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       while (cached_bytes_ + rounded > kMaxCachedBytes) {
         evicted.push_back(blocks_.front());
         cached_bytes_ -= blocks_.front().size;
@@ -46,14 +47,14 @@ class LargeBlockCache {
   void Release() {
     std::deque<Block> released;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       released.swap(blocks_);
       cached_bytes_ = 0;
     }
     for (const Block& block : released) std::free(block.pointer);
   }
   int64_t cached_bytes() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return static_cast<int64_t>(cached_bytes_);
   }
 
@@ -62,9 +63,9 @@ class LargeBlockCache {
     void* pointer;
     size_t size;
   };
-  std::mutex mu_;
-  std::deque<Block> blocks_;  // guarded by mu_
-  size_t cached_bytes_ = 0;   // guarded by mu_
+  Mutex mu_;
+  std::deque<Block> blocks_ WEFT_GUARDED_BY(mu_);
+  size_t cached_bytes_ WEFT_GUARDED_BY(mu_) = 0;
 };
 
 // Never destroyed: tensors may be freed during static destruction.

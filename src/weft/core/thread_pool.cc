@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "weft/core/logging.h"
+#include "weft/core/mutex.h"
 #include "weft/core/notification.h"
 
 namespace weft {
@@ -41,17 +42,17 @@ ThreadPool::ThreadPool(std::string name, int num_threads, int64_t spin_micros)
 
 ThreadPool::~ThreadPool() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
-  work_available_.notify_all();
+  work_available_.NotifyAll();
   for (std::thread& worker : workers_) worker.join();
 }
 
 void ThreadPool::Schedule(std::function<void()> fn) {
   bool wake;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     queue_.push_back(std::move(fn));
     queued_.store(static_cast<int64_t>(queue_.size()), std::memory_order_release);
     // A spinning worker takes the closure without a wake-up; wake a sleeper only for what the
@@ -59,7 +60,7 @@ void ThreadPool::Schedule(std::function<void()> fn) {
     wake = sleeping_ > 0 &&
            static_cast<int64_t>(queue_.size()) > spinning_.load(std::memory_order_acquire);
   }
-  if (wake) work_available_.notify_one();
+  if (wake) work_available_.NotifyOne();
 }
 
 bool ThreadPool::SpinForWork() {
@@ -79,9 +80,9 @@ void ThreadPool::WorkerLoop(int index) {
     std::function<void()> fn;
     if (queued_.load(std::memory_order_acquire) == 0) SpinForWork();
     {
-      std::unique_lock<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       ++sleeping_;
-      work_available_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      while (!stopping_ && queue_.empty()) work_available_.Wait(lock);
       --sleeping_;
       if (queue_.empty()) return;  // stopping and drained
       fn = std::move(queue_.front());

@@ -9,14 +9,14 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "weft/core/mutex.h"
 
 namespace weft {
 
@@ -48,13 +48,13 @@ class ThreadPool {
 
   const std::string name_;
   const int64_t spin_micros_;
-  std::mutex mu_;
-  std::condition_variable work_available_;
-  std::deque<std::function<void()>> queue_;  // guarded by mu_
-  bool stopping_ = false;                    // guarded by mu_
-  int sleeping_ = 0;                         // workers waiting on work_available_; guarded by mu_
-  std::atomic<int64_t> queued_{0};           // queue_.size(), readable without mu_
-  std::atomic<int> spinning_{0};             // workers in SpinForWork
+  Mutex mu_;
+  CondVar work_available_;
+  std::deque<std::function<void()>> queue_ WEFT_GUARDED_BY(mu_);
+  bool stopping_ WEFT_GUARDED_BY(mu_) = false;
+  int sleeping_ WEFT_GUARDED_BY(mu_) = 0;  // workers waiting on work_available_
+  std::atomic<int64_t> queued_{0};         // queue_.size(), readable without mu_
+  std::atomic<int> spinning_{0};           // workers in SpinForWork
   std::vector<std::thread> workers_;
 };
 

@@ -1,11 +1,13 @@
 #include "weft/framework/cancellation.h"
 
+#include "weft/core/mutex.h"
+
 namespace weft {
 
 void CancellationManager::StartCancel() {
   std::map<Token, Callback> to_run;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (cancelled_.load()) return;
     cancelled_.store(true, std::memory_order_release);
     to_run.swap(callbacks_);
@@ -14,14 +16,14 @@ void CancellationManager::StartCancel() {
 }
 
 bool CancellationManager::RegisterCallback(Token token, Callback callback) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (cancelled_.load()) return false;
   callbacks_.emplace(token, std::move(callback));
   return true;
 }
 
 bool CancellationManager::DeregisterCallback(Token token) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return callbacks_.erase(token) > 0;
 }
 

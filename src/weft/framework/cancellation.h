@@ -7,7 +7,8 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
+
+#include "weft/core/mutex.h"
 
 namespace weft {
 
@@ -32,8 +33,8 @@ class CancellationManager {
  private:
   std::atomic<bool> cancelled_{false};
   std::atomic<Token> next_token_{0};
-  std::mutex mu_;
-  std::map<Token, Callback> callbacks_;  // guarded by mu_
+  Mutex mu_;
+  std::map<Token, Callback> callbacks_ WEFT_GUARDED_BY(mu_);
 };
 
 }  // namespace weft

@@ -4,12 +4,12 @@
 
 #include <chrono>
 #include <map>
-#include <mutex>
 #include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "weft/core/mutex.h"
 #include "weft/framework/cancellation.h"
 
 namespace weft {
@@ -32,7 +32,7 @@ class FakeRendezvous final : public Rendezvous {
     DoneCallback waiter;
     Args recv_args;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       auto it = waiters_.find(key.full_key);
       if (it == waiters_.end()) {
         values_[key.full_key] = {value, is_dead};
@@ -47,12 +47,12 @@ class FakeRendezvous final : public Rendezvous {
   }
 
   void RecvAsync(const ParsedKey& key, const Args& recv_args, DoneCallback done) override {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = values_.find(key.full_key);
     if (it != values_.end()) {
       auto [value, is_dead] = it->second;
       values_.erase(it);
-      lock.unlock();
+      lock.Unlock();
       done(Status::OK(), Args(), recv_args, value, is_dead);
       return;
     }
@@ -60,7 +60,7 @@ class FakeRendezvous final : public Rendezvous {
     if (cm != nullptr) {
       std::string full_key = key.full_key;
       if (!cm->RegisterCallback(cm->NewToken(), [this, full_key] { Cancel(full_key); })) {
-        lock.unlock();
+        lock.Unlock();
         done(Cancelled("recv of '", key.full_key, "' cancelled"), Args(), recv_args, Tensor(),
              false);
         return;
@@ -80,7 +80,7 @@ class FakeRendezvous final : public Rendezvous {
   void Cancel(const std::string& full_key) {
     Waiter waiter;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       auto it = waiters_.find(full_key);
       if (it == waiters_.end()) return;
       waiter = std::move(it->second);
@@ -91,9 +91,9 @@ class FakeRendezvous final : public Rendezvous {
   }
 
   const bool honor_cancellation_;
-  std::mutex mu_;
-  std::map<std::string, std::pair<Tensor, bool>> values_;
-  std::map<std::string, Waiter> waiters_;
+  Mutex mu_;
+  std::map<std::string, std::pair<Tensor, bool>> values_ WEFT_GUARDED_BY(mu_);
+  std::map<std::string, Waiter> waiters_ WEFT_GUARDED_BY(mu_);
 };
 
 Rendezvous::ParsedKey MakeKey(const std::string& name) {

@@ -1,15 +1,16 @@
 #include "weft/runtime/device.h"
 
-#include <mutex>
 #include <random>
+
+#include "weft/core/mutex.h"
 
 namespace weft {
 namespace {
 
 uint64_t NewIncarnation() {
   static std::mt19937_64 generator{std::random_device{}()};
-  static std::mutex mu;
-  std::lock_guard<std::mutex> lock(mu);
+  static Mutex mu;
+  MutexLock lock(mu);
   uint64_t value = 0;
   while (value == 0) value = generator();
   return value;

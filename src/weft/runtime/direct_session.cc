@@ -3,8 +3,8 @@
 #include <atomic>
 #include <chrono>
 #include <map>
-#include <mutex>
 
+#include "weft/core/mutex.h"
 #include "weft/core/notification.h"
 #include "weft/core/thread_pool.h"
 #include "weft/graph/graph_def_io.h"
@@ -45,7 +45,7 @@ class DirectSession final : public Session {
   ~DirectSession() override { Close().IgnoreError(); }
 
   Status Create(const proto::GraphDef& graph_def) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     WEFT_RETURN_IF_ERROR(CheckOpen());
     WEFT_RETURN_IF_ERROR(devices_.status());
     if (graph_->num_nodes() > 0) {
@@ -55,7 +55,7 @@ class DirectSession final : public Session {
   }
 
   Status Extend(const proto::GraphDef& graph_def) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     WEFT_RETURN_IF_ERROR(CheckOpen());
     return ExtendLocked(graph_def);
   }
@@ -140,7 +140,7 @@ class DirectSession final : public Session {
   }
 
   Status Close() override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     closed_ = true;
     return Status::OK();
   }
@@ -162,7 +162,7 @@ class DirectSession final : public Session {
   StatusOr<const PreparedStep*> GetOrPrepare(const StepSignature& signature) {
     std::string key = StrCat(StrJoin(signature.feeds, ","), "->", StrJoin(signature.fetches, ","),
                              "/", StrJoin(signature.targets, ","));
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     WEFT_RETURN_IF_ERROR(CheckOpen());
     WEFT_RETURN_IF_ERROR(devices_.status());
     auto it = prepared_.find(key);
@@ -196,10 +196,10 @@ class DirectSession final : public Session {
   const std::unique_ptr<ThreadPool> inter_op_pool_;
   std::atomic<int64_t> next_step_id_{1};
 
-  std::mutex mu_;
-  std::unique_ptr<Graph> graph_;                                   // guarded by mu_
-  std::map<std::string, std::unique_ptr<PreparedStep>> prepared_;  // guarded by mu_
-  bool closed_ = false;                                            // guarded by mu_
+  Mutex mu_;
+  std::unique_ptr<Graph> graph_ WEFT_GUARDED_BY(mu_);
+  std::map<std::string, std::unique_ptr<PreparedStep>> prepared_ WEFT_GUARDED_BY(mu_);
+  bool closed_ WEFT_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace

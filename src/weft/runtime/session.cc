@@ -1,15 +1,15 @@
 #include "weft/runtime/session.h"
 
 #include <map>
-#include <mutex>
 
+#include "weft/core/mutex.h"
 #include "weft/runtime/direct_session.h"
 
 namespace weft {
 namespace {
 
-std::mutex& FactoriesMutex() {
-  static std::mutex mu;
+Mutex& FactoriesMutex() {
+  static Mutex mu;
   return mu;
 }
 
@@ -21,7 +21,7 @@ std::map<std::string, SessionFactory>& Factories() {
 }  // namespace
 
 void RegisterSessionFactory(const std::string& scheme, SessionFactory factory) {
-  std::lock_guard<std::mutex> lock(FactoriesMutex());
+  MutexLock lock(FactoriesMutex());
   Factories()[scheme] = std::move(factory);
 }
 
@@ -29,7 +29,7 @@ StatusOr<std::unique_ptr<Session>> NewSession(const SessionOptions& options) {
   if (options.target.empty()) return NewDirectSession(options);
   SessionFactory factory;
   {
-    std::lock_guard<std::mutex> lock(FactoriesMutex());
+    MutexLock lock(FactoriesMutex());
     for (const auto& [scheme, candidate] : Factories()) {
       if (options.target.starts_with(scheme)) factory = candidate;
     }

@@ -1,9 +1,9 @@
 #include "weft/runtime/step_executors.h"
 
 #include <map>
-#include <mutex>
 #include <set>
 
+#include "weft/core/mutex.h"
 #include "weft/graph/graph_def_io.h"
 #include "weft/graph/partition.h"
 #include "weft/graph/placer.h"
@@ -24,15 +24,15 @@ struct StepState {
   CancellationManager* cancellation_manager = nullptr;
   std::function<void(const Status&)> done;
 
-  std::mutex mu;
-  int remaining = 0;  // guarded by mu
-  Status status;      // the first error; guarded by mu
+  Mutex mu;
+  int remaining WEFT_GUARDED_BY(mu) = 0;
+  Status status WEFT_GUARDED_BY(mu);  // the first error
 
   void PartitionDone(const Status& partition_status) {
     bool first_error = false;
     bool last = false;
     {
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(mu);
       if (!partition_status.ok()) {
         first_error = status.ok();
         // A partition that failed because another one cancelled the step reports Cancelled or

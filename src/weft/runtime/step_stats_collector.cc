@@ -1,14 +1,16 @@
 #include "weft/runtime/step_stats_collector.h"
 
+#include "weft/core/mutex.h"
+
 namespace weft {
 
 void StepStatsCollector::Save(const std::string& device, proto::NodeExecStats stats) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   by_device_[device].push_back(std::move(stats));
 }
 
 void StepStatsCollector::Finalize(proto::StepStats* step_stats) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (auto& [device, nodes] : by_device_) {
     proto::DeviceStepStats* device_stats = step_stats->add_dev_stats();
     device_stats->set_device(device);

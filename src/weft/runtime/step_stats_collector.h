@@ -3,10 +3,10 @@
 #pragma once
 
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "weft/core/mutex.h"
 #include "weft/step_stats.pb.h"
 
 namespace weft {
@@ -18,8 +18,8 @@ class StepStatsCollector {
   void Finalize(proto::StepStats* step_stats);
 
  private:
-  std::mutex mu_;
-  std::map<std::string, std::vector<proto::NodeExecStats>> by_device_;  // guarded by mu_
+  Mutex mu_;
+  std::map<std::string, std::vector<proto::NodeExecStats>> by_device_ WEFT_GUARDED_BY(mu_);
 };
 
 }  // namespace weft

@@ -3,13 +3,13 @@
 // was given (the real LocalRendezvous lives in runtime/, which kernels do not depend on).
 #include <map>
 #include <memory>
-#include <mutex>
 #include <tuple>
 #include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "weft/core/mutex.h"
 #include "weft/core/notification.h"
 #include "weft/framework/cancellation.h"
 #include "weft/framework/node_def_util.h"
@@ -36,7 +36,7 @@ class FakeRendezvous final : public Rendezvous {
     DoneCallback waiter;
     Args recv_args;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (!abort_.ok()) return abort_;
       sent_keys_.push_back(key.full_key);
       last_send_args_ = send_args;
@@ -53,11 +53,11 @@ class FakeRendezvous final : public Rendezvous {
   }
 
   void RecvAsync(const ParsedKey& key, const Args& recv_args, DoneCallback done) override {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     last_recv_args_ = recv_args;
     if (!abort_.ok()) {
       Status abort = abort_;
-      lock.unlock();
+      lock.Unlock();
       done(abort, Args(), recv_args, Tensor(), false);
       return;
     }
@@ -68,14 +68,14 @@ class FakeRendezvous final : public Rendezvous {
     }
     auto [value, is_dead] = it->second;
     values_.erase(it);
-    lock.unlock();
+    lock.Unlock();
     done(Status::OK(), last_send_args_, recv_args, value, is_dead);
   }
 
   void StartAbort(const Status& status) override {
     std::map<std::string, std::pair<Args, DoneCallback>> waiters;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       abort_ = status;
       waiters.swap(waiters_);
     }
@@ -84,25 +84,26 @@ class FakeRendezvous final : public Rendezvous {
   }
 
   std::vector<std::string> sent_keys() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return sent_keys_;
   }
   Args last_send_args() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return last_send_args_;
   }
   Args last_recv_args() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return last_recv_args_;
   }
 
  private:
-  std::mutex mu_;
-  Status abort_;
-  std::map<std::string, std::pair<Tensor, bool>> values_;
-  std::map<std::string, std::pair<Args, DoneCallback>> waiters_;
-  std::vector<std::string> sent_keys_;
-  Args last_send_args_, last_recv_args_;
+  Mutex mu_;
+  Status abort_ WEFT_GUARDED_BY(mu_);
+  std::map<std::string, std::pair<Tensor, bool>> values_ WEFT_GUARDED_BY(mu_);
+  std::map<std::string, std::pair<Args, DoneCallback>> waiters_ WEFT_GUARDED_BY(mu_);
+  std::vector<std::string> sent_keys_ WEFT_GUARDED_BY(mu_);
+  Args last_send_args_ WEFT_GUARDED_BY(mu_);
+  Args last_recv_args_ WEFT_GUARDED_BY(mu_);
 };
 
 struct EndpointAttrs {

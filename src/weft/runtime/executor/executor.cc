@@ -3,6 +3,7 @@
 #include <chrono>
 #include <thread>
 
+#include "weft/core/mutex.h"
 #include "weft/core/notification.h"
 #include "weft/framework/node_def_util.h"
 #include "weft/runtime/executor/executor_graph.h"
@@ -210,7 +211,7 @@ class StepState : public std::enable_shared_from_this<StepState> {
   void Finish() {
     Status status;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       status = status_;
     }
     Executor::DoneCallback done = std::move(done_);
@@ -225,7 +226,7 @@ class StepState : public std::enable_shared_from_this<StepState> {
 
   void Fail(const Status& status) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (!status_.ok()) return;
       status_ = status;
     }
@@ -254,8 +255,8 @@ class StepState : public std::enable_shared_from_this<StepState> {
   std::unique_ptr<std::atomic<int>[]> pending_;
   std::atomic<int> outstanding_{0};
   std::atomic<bool> failed_{false};
-  std::mutex mu_;
-  Status status_;  // guarded by mu_
+  Mutex mu_;
+  Status status_ WEFT_GUARDED_BY(mu_);
 };
 
 class LocalExecutor final : public Executor {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "weft/core/allocator.h"
+#include "weft/core/mutex.h"
 #include "weft/core/thread_pool.h"
 #include "weft/framework/shape_inference.h"
 #include "weft/graph/graph_def_io.h"
@@ -45,8 +46,8 @@ class AddOp final : public OpKernel {
 };
 
 struct SleepLog {
-  std::mutex mu;
-  std::vector<std::pair<Clock::time_point, Clock::time_point>> intervals;
+  Mutex mu;
+  std::vector<std::pair<Clock::time_point, Clock::time_point>> intervals WEFT_GUARDED_BY(mu);
 };
 SleepLog* sleep_log = nullptr;
 
@@ -59,7 +60,7 @@ class SleepOp final : public OpKernel {
     auto start = Clock::now();
     std::this_thread::sleep_for(std::chrono::milliseconds(millis_));
     if (sleep_log != nullptr) {
-      std::lock_guard<std::mutex> lock(sleep_log->mu);
+      MutexLock lock(sleep_log->mu);
       sleep_log->intervals.emplace_back(start, Clock::now());
     }
     return context->SetOutput(0, context->input(0));
