@@ -3,6 +3,7 @@
 set -euo pipefail
 packages=(
   cmake ninja-build g++ pkg-config clang-format python3
+  clang libclang-rt-14-dev
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   libeigen3-dev libopenblas-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev

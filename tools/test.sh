@@ -1,7 +1,41 @@
 #!/usr/bin/env bash
 # The README's second command (and CI's): installs dependencies, builds, runs every test.
+#   tools/test.sh              optimised build in build/, the whole suite
+#   tools/test.sh --sanitize   the whole suite under AddressSanitizer + UndefinedBehaviorSanitizer
+#                              (gcc, build-asan/), then the concurrent targets (runtime, distribute,
+#                              distributed, cluster) under ThreadSanitizer in a clang build
+#                              (build-tsan/) that also checks the lock annotations
+#                              (-Wthread-safety -Werror)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+jobs="$(nproc)"
+
+if [[ "${1:-}" != "--sanitize" ]]; then
+  tools/setup.sh
+  tools/build.sh
+  ctest --test-dir build --output-on-failure -j "$jobs" --timeout 600
+  exit 0
+fi
+
 tools/setup.sh
-tools/build.sh
-ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 600
+# -O1 keeps the sanitized suites quick to build and to run; frame pointers give whole stacks.
+sanitizer_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1"
+                 -DWEFT_BUILD_BENCH=OFF -DWEFT_BUILD_EXAMPLES=OFF)
+
+echo "== AddressSanitizer + UndefinedBehaviorSanitizer: the whole suite (build-asan/)"
+cmake -S . -B build-asan -G Ninja "${sanitizer_flags[@]}" -DWEFT_SANITIZE=ON >/dev/null
+cmake --build build-asan
+ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:strict_string_checks=1" \
+UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
+  ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 1200
+
+echo "== ThreadSanitizer: the concurrent targets (build-tsan/, clang -Wthread-safety -Werror)"
+tsan_targets=(runtime_test runtime_rendezvous_test runtime_collective_test runtime_multi_device_test
+              distribute_test distributed_test distributed_worker_test distributed_master_test
+              distributed_rpc_test cluster_test weft)
+CC=clang CXX=clang++ cmake -S . -B build-tsan -G Ninja "${sanitizer_flags[@]}" -DWEFT_TSAN=ON \
+  >/dev/null
+cmake --build build-tsan --target "${tsan_targets[@]}"
+tsan_tests="^($(IFS='|'; echo "${tsan_targets[*]:0:${#tsan_targets[@]}-1}"))\$"
+TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tools/tsan_suppressions.txt" \
+  ctest --test-dir build-tsan --output-on-failure -j "$jobs" --timeout 1200 -R "$tsan_tests"

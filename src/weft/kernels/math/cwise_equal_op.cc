@@ -10,7 +10,8 @@ struct EqualFunctor {
   using Out = bool;
   template <typename X, typename Y>
   static auto Apply(const X& x, const Y& y) {
-    return x == y;
+    // Spelled out: C++20's reversed candidates make Eigen's operator== ambiguous under clang.
+    return x.binaryExpr(y, Eigen::internal::scalar_cmp_op<T, T, Eigen::internal::cmp_EQ>());
   }
 };
 

@@ -68,8 +68,9 @@ class FakeRendezvous final : public Rendezvous {
     }
     auto [value, is_dead] = it->second;
     values_.erase(it);
+    const Args send_args = last_send_args_;
     lock.Unlock();
-    done(Status::OK(), last_send_args_, recv_args, value, is_dead);
+    done(Status::OK(), send_args, recv_args, value, is_dead);
   }
 
   void StartAbort(const Status& status) override {
