@@ -146,13 +146,13 @@ class DirectSession final : public Session {
   }
 
  private:
-  Status CheckOpen() const {
+  Status CheckOpen() const WEFT_REQUIRES(mu_) {
     if (closed_) return FailedPrecondition("the session has been closed");
     return Status::OK();
   }
 
   // Imports into a copy so that a bad GraphDef leaves the session's graph as it was.
-  Status ExtendLocked(const proto::GraphDef& graph_def) {
+  Status ExtendLocked(const proto::GraphDef& graph_def) WEFT_REQUIRES(mu_) {
     WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Graph> extended, CopyGraph(*graph_));
     WEFT_RETURN_IF_ERROR(ImportGraphDef(graph_def, extended.get()));
     graph_ = std::move(extended);

@@ -31,6 +31,7 @@ struct StepState {
   void PartitionDone(const Status& partition_status) {
     bool first_error = false;
     bool last = false;
+    Status final_status;
     {
       MutexLock lock(mu);
       if (!partition_status.ok()) {
@@ -42,6 +43,7 @@ struct StepState {
         }
       }
       last = --remaining == 0;
+      if (last) final_status = status;
     }
     if (first_error) {
       // Wake whatever the other partitions wait on: a Recv, a collective, a cancellable kernel.
@@ -49,7 +51,7 @@ struct StepState {
       collectives.StartAbort(partition_status);
       cancellation_manager->StartCancel();
     }
-    if (last) done(status);
+    if (last) done(final_status);
   }
 };
 
@@ -123,7 +125,10 @@ StatusOr<std::unique_ptr<StepExecutors>> StepExecutors::CreateFromPartitions(
 void StepExecutors::RunAsync(const RunArgs& args, std::function<void(const Status&)> done) const {
   auto state = std::make_shared<StepState>();
   state->cancellation_manager = args.cancellation_manager;
-  state->remaining = num_partitions();
+  {
+    MutexLock lock(state->mu);  // not shared yet; the lock only tells the analysis so
+    state->remaining = num_partitions();
+  }
   if (args.rendezvous != nullptr) state->rendezvous = args.rendezvous;
   // Collectives do not watch the cancellation themselves: a cancelled step (a timeout, another
   // partition's error) must still wake members waiting for peers that will never come.

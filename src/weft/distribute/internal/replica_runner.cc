@@ -8,7 +8,6 @@
 // threads still build one at a time.
 #include "weft/distribute/internal/replica_runner.h"
 
-#include <condition_variable>
 #include <memory>
 #include <thread>
 
@@ -39,9 +38,9 @@ class Runner final : public MergeCoordinator, public std::enable_shared_from_thi
         scope_(scope),
         fn_(std::move(fn)),
         timeout_(timeout),
-        creators_(VariableCreatorScope::CurrentCreators()) {
-    replicas_.resize(strategy.num_replicas_in_sync());
-  }
+        creators_(VariableCreatorScope::CurrentCreators()),
+        num_replicas_(strategy.num_replicas_in_sync()),
+        replicas_(num_replicas_) {}
 
   StatusOr<std::vector<std::vector<Output>>> Run();
   StatusOr<std::vector<Output>> MergeCall(int replica_id, const std::vector<Output>& values,
@@ -57,7 +56,7 @@ class Runner final : public MergeCoordinator, public std::enable_shared_from_thi
   Status Finish(Status status);
   // Gives up on threads that did not answer in time.
   Status Abandon(Status status);
-  int n() const { return static_cast<int>(replicas_.size()); }
+  int n() const { return num_replicas_; }
 
   const Strategy& strategy_;
   const Scope scope_;
@@ -67,6 +66,7 @@ class Runner final : public MergeCoordinator, public std::enable_shared_from_thi
   const std::vector<VariableCreator> creators_;
   std::vector<std::unique_ptr<ReplicaContext>> contexts_;
   std::vector<std::thread> threads_;
+  const int num_replicas_;
 
   Mutex mu_;
   CondVar cv_;

@@ -224,6 +224,7 @@ TEST_F(ExecutorTest, IndependentSlowNodesOverlap) {
   auto elapsed = Clock::now() - start;
   sleep_log = nullptr;
   ASSERT_TRUE(result.ok()) << result.status();
+  MutexLock lock(log.mu);
   ASSERT_EQ(log.intervals.size(), 2u);
   // The two sleeps overlap in time, so the step takes about one sleep, not two.
   auto [a_start, a_end] = log.intervals[0];
