@@ -209,6 +209,10 @@ OpDefBuilder& OpDefBuilder::SetIsStateful() {
   op_.is_stateful = true;
   return *this;
 }
+OpDefBuilder& OpDefBuilder::SetIsInternal() {
+  op_.is_internal = true;
+  return *this;
+}
 OpDefBuilder& OpDefBuilder::Doc(std::string_view doc) {
   op_.doc = std::string(doc);
   return *this;

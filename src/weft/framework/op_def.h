@@ -52,6 +52,9 @@ struct OpDef {
   ShapeFn shape_fn;
   std::string doc;
   bool is_stateful = false;  // has side effects or reads state: never pruned away as a duplicate
+  // Made only by Weft itself (the pruner, the partitioner, gradient functions), never by user code:
+  // needs no public builder, and no gradient of its own.
+  bool is_internal = false;
 
   const AttrDef* FindAttr(std::string_view attr_name) const;
 };
@@ -70,6 +73,7 @@ class OpDefBuilder {
   OpDefBuilder& Attr(std::string_view spec);
   OpDefBuilder& SetShapeFn(ShapeFn fn);
   OpDefBuilder& SetIsStateful();
+  OpDefBuilder& SetIsInternal();
   OpDefBuilder& Doc(std::string_view doc);
 
   StatusOr<OpDef> Build() const;

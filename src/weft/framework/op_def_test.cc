@@ -60,6 +60,17 @@ TEST(OpDefBuilderTest, FixedTypeArgs) {
   EXPECT_EQ(op->outputs[0].type, DataType::kInt32);
 }
 
+TEST(OpDefBuilderTest, FlagsDefaultToAUserFacingStatelessOp) {
+  StatusOr<OpDef> plain = OpDefBuilder("Plain").Build();
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->is_stateful);
+  EXPECT_FALSE(plain->is_internal);
+  StatusOr<OpDef> internal = OpDefBuilder("_Helper").SetIsInternal().Build();
+  ASSERT_TRUE(internal.ok());
+  EXPECT_TRUE(internal->is_internal);
+  EXPECT_FALSE(internal->is_stateful);
+}
+
 TEST(OpDefBuilderTest, RejectsMalformedSpecsNamingTheOp) {
   Status unknown_attr = OpDefBuilder("Bad").Input("x: U").Build().status();
   EXPECT_TRUE(IsInvalidArgument(unknown_attr));

@@ -238,6 +238,7 @@ void RegisterConvOps(OpRegistry& registry) {
       .Input("out_backprop: T")
       .Output("output: T");
   registry.RegisterOrDie(AddConvAttrs(backprop_input)
+                             .SetIsInternal()
                              .SetShapeFn(Conv2DBackpropInputShape)
                              .Doc("Gradient of Conv2D with respect to its input."));
 
@@ -247,6 +248,7 @@ void RegisterConvOps(OpRegistry& registry) {
       .Input("out_backprop: T")
       .Output("output: T");
   registry.RegisterOrDie(AddConvAttrs(backprop_filter)
+                             .SetIsInternal()
                              .SetShapeFn(Conv2DBackpropFilterShape)
                              .Doc("Gradient of Conv2D with respect to its filter."));
 
@@ -260,6 +262,7 @@ void RegisterConvOps(OpRegistry& registry) {
   OpDefBuilder max_pool_grad("MaxPoolGrad");
   max_pool_grad.Input("orig_input: T").Input("orig_output: T").Input("grad: T").Output("output: T");
   registry.RegisterOrDie(AddPoolAttrs(max_pool_grad)
+                             .SetIsInternal()
                              .SetShapeFn(MaxPoolGradShape)
                              .Doc("Routes each grad value to the first maximum of its window."));
 }

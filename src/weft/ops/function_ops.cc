@@ -12,6 +12,7 @@ void RegisterFunctionOps(OpRegistry& registry) {
                              .Attr("index: int >= 0")
                              .Attr("shape: shape")
                              .SetIsStateful()
+                             .SetIsInternal()
                              .SetShapeFn(shape_fn::ShapeFromShapeAttr)
                              .Doc("The value fed for argument `index` of the step."));
   registry.RegisterOrDie(OpDefBuilder("_Retval")
@@ -19,6 +20,7 @@ void RegisterFunctionOps(OpRegistry& registry) {
                              .Attr("T: type")
                              .Attr("index: int >= 0")
                              .SetIsStateful()
+                             .SetIsInternal()
                              .SetShapeFn(shape_fn::UnknownShape)
                              .Doc("Returns `input` as fetch `index` of the step."));
 }

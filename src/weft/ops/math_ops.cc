@@ -176,6 +176,7 @@ void RegisterMathOps(OpRegistry& registry) {
           .Output("r0: T")
           .Output("r1: T")
           .Attr("T: {int32, int64}")
+          .SetIsInternal()
           .SetShapeFn(BroadcastGradientArgsShape)
           .Doc("Axes to sum the gradients of a broadcasting binary op over, for each input."));
   RegisterReductionOps(registry);

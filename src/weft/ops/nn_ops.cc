@@ -99,6 +99,7 @@ void RegisterActivationOps(OpRegistry& registry) {
                              .Input("features: T")
                              .Output("backprops: T")
                              .Attr("T: {float32, float64, int32, int64}")
+                             .SetIsInternal()
                              .SetShapeFn(MergeBothInputsShape)
                              .Doc("gradients where features > 0, else 0."));
   registry.RegisterOrDie(OpDefBuilder("Sigmoid")
@@ -112,6 +113,7 @@ void RegisterActivationOps(OpRegistry& registry) {
                              .Input("dy: T")
                              .Output("z: T")
                              .Attr("T: {float32, float64}")
+                             .SetIsInternal()
                              .SetShapeFn(MergeBothInputsShape)
                              .Doc("dy * y * (1 - y): the gradient of Sigmoid given its output y."));
   registry.RegisterOrDie(OpDefBuilder("Tanh")
@@ -125,6 +127,7 @@ void RegisterActivationOps(OpRegistry& registry) {
                              .Input("dy: T")
                              .Output("z: T")
                              .Attr("T: {float32, float64}")
+                             .SetIsInternal()
                              .SetShapeFn(MergeBothInputsShape)
                              .Doc("dy * (1 - y * y): the gradient of Tanh given its output y."));
 }
@@ -143,6 +146,7 @@ void RegisterBiasAndSoftmaxOps(OpRegistry& registry) {
                              .Output("output: T")
                              .Attr("T: {float32, float64, int32, int64}")
                              .Attr("data_format: {'NHWC', 'NCHW'} = 'NHWC'")
+                             .SetIsInternal()
                              .SetShapeFn(BiasAddGradShape)
                              .Doc("Sums out_backprop [..., C] over all but the last dim."));
   registry.RegisterOrDie(OpDefBuilder("Softmax")

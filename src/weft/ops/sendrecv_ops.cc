@@ -16,6 +16,7 @@ void RegisterSendRecvOps(OpRegistry& registry) {
                              .Attr("recv_device: string")
                              .Attr("client_terminated: bool = false")
                              .SetIsStateful()
+                             .SetIsInternal()
                              .SetShapeFn(shape_fn::UnknownShape)
                              .Doc("Sends `tensor` from send_device to recv_device under the "
                                   "rendezvous key built from these attrs and the step."));
@@ -28,6 +29,7 @@ void RegisterSendRecvOps(OpRegistry& registry) {
                              .Attr("recv_device: string")
                              .Attr("client_terminated: bool = false")
                              .SetIsStateful()
+                             .SetIsInternal()
                              .SetShapeFn(shape_fn::UnknownShape)
                              .Doc("Receives the tensor its matching _Send sent in this step; waits "
                                   "(asynchronously) until it arrives."));

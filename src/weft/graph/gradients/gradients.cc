@@ -127,10 +127,14 @@ Status AddSymbolicGradients(const Scope& scope, const GradientRegistry& registry
     }
     if (differentiate) {
       StatusOr<const GradFunc*> fn = registry.Lookup(node->type_string());
-      if (!fn.ok()) {
+      if (IsNotFound(fn.status())) {
         return InvalidArgument("no gradient is registered for op '", node->type_string(),
                                "' of node '", node->name(),
                                "', which lies on a path from the xs to the ys");
+      }
+      if (!fn.ok()) {
+        return fn.status().WithContext(
+            StrCat("node '", node->name(), "', which lies on a path from the xs to the ys"));
       }
       if (**fn) {
         Status status = (**fn)(grad_scope.NewSubScope(node->name() + "_grad"), node, grad_outputs,

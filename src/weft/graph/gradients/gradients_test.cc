@@ -97,6 +97,22 @@ TEST(GradientsTest, EmptyRegistryNamesTheFirstNodeOnThePath) {
   EXPECT_NE(status.message().find("'Neg'"), std::string::npos) << status;
 }
 
+TEST(GradientsTest, NotDifferentiableOpOnThePathIsAnErrorWithTheReason) {
+  Scope root = Scope::NewRootScope();
+  Output x = ops::Placeholder(root.WithOpName("x"), DataType::kDouble, PartialShape({2}));
+  Output y = ops::Neg(root.WithOpName("negate"), x);
+  GradientRegistry registry;
+  registry.RegisterNotDifferentiable("Neg", "negation is off limits here");
+  EXPECT_TRUE(IsInvalidArgument(registry.Lookup("Neg").status()));
+  EXPECT_EQ(registry.OpNames(), std::vector<std::string>{"Neg"});
+  std::vector<Output> grads;
+  Status status = AddSymbolicGradients(root, registry, {y}, {x}, {}, &grads);
+  EXPECT_TRUE(IsInvalidArgument(status)) << status;
+  EXPECT_NE(status.message().find("'negate'"), std::string::npos) << status;
+  EXPECT_NE(status.message().find("'Neg' is not differentiable"), std::string::npos) << status;
+  EXPECT_NE(status.message().find("off limits"), std::string::npos) << status;
+}
+
 TEST(GradientsTest, XThatNoYDependsOnGetsZeros) {
   Scope root = Scope::NewRootScope();
   Output x = ops::Placeholder(root.WithOpName("x"), DataType::kDouble, PartialShape({2}));

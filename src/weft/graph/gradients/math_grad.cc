@@ -209,6 +209,12 @@ void RegisterMathGradients(GradientRegistry& registry) {
   for (const char* op : {"Equal", "ArgMax", "BroadcastGradientArgs"}) {
     registry.RegisterNoGradient(op);
   }
+  // Its gradient would be a second all-reduce of the output gradients, under an instance_key every
+  // member agrees on; one member's gradient function cannot allocate that key for the group.
+  registry.RegisterNotDifferentiable(
+      "CollectiveAllReduce",
+      "its gradient needs a new instance_key agreed by the whole group; all-reduce the gradients "
+      "after differentiating instead (as Strategy does)");
 }
 
 }  // namespace weft
