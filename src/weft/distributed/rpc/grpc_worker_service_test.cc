@@ -244,7 +244,8 @@ TEST_F(GrpcWorkerServiceTest, CancellingRecvTensorReachesTheWorker) {
     result = status;
     finished.Notify();
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(
+      fixture_.worker.recv_blocked.WaitForNotificationWithTimeout(std::chrono::seconds(10)));
   EXPECT_FALSE(finished.HasBeenNotified());
   options.StartCancel();
   ASSERT_TRUE(finished.WaitForNotificationWithTimeout(std::chrono::seconds(5)));

@@ -70,12 +70,13 @@ class FakeWorker final : public WorkerInterface {
     last_cleanup_step_ = request->step_id();
     done(Status::OK());
   }
-  // "block" waits until the call is cancelled; "dead" is a dead value; other keys must have been
-  // Put, else NotFound naming the key.
+  // "block" waits until the call is cancelled (and notifies recv_blocked); "dead" is a dead value;
+  // other keys must have been Put, else NotFound naming the key.
   void RecvTensorAsync(CallOptions* options, const proto::RecvTensorRequest* request,
                        TensorResponse* response, StatusCallback done) override {
     if (request->rendezvous_key() == "block") {
       options->SetCancelCallback([done] { done(Cancelled("RecvTensor of block cancelled")); });
+      recv_blocked.Notify();
       return;
     }
     if (request->rendezvous_key() == "dead") {
@@ -98,6 +99,8 @@ class FakeWorker final : public WorkerInterface {
     std::lock_guard<std::mutex> lock(mu_);
     values_[key] = value;
   }
+  Notification recv_blocked;  // a "block" RecvTensor has arrived
+
   int64_t last_cleanup_step() {
     std::lock_guard<std::mutex> lock(mu_);
     return last_cleanup_step_;
