@@ -246,10 +246,13 @@ class MasterTest : public ::testing::Test {
   std::vector<std::unique_ptr<DeviceMgr>> device_mgrs_;
   std::vector<std::unique_ptr<ThreadPool>> compute_pools_;
   std::vector<std::unique_ptr<WorkerEnv>> worker_envs_;
-  std::vector<std::unique_ptr<Worker>> workers_;
+  // The caches and CountingWorkers outlive the workers: a step the client has already been
+  // answered for (cancelled, abandoned) still sends its cleanup through them when it ends, and a
+  // Worker's destructor waits for its steps.
   std::vector<std::unique_ptr<CountingWorker>> counting_;
   std::unique_ptr<WorkerCacheInterface> peer_cache_;
   std::unique_ptr<WorkerCacheInterface> master_cache_;
+  std::vector<std::unique_ptr<Worker>> workers_;
   std::unique_ptr<ThreadPool> master_pool_;
   MasterEnv master_env_;
   std::unique_ptr<Master> master_;
