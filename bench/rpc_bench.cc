@@ -161,7 +161,7 @@ std::string RegisterSendGraph(WorkerInterface* worker, const std::string& sessio
   partition->set_device(device);
   *partition->mutable_graph_def() = graph;
   proto::RegisterGraphResponse response;
-  Check(worker->RegisterGraph(request, &response), "RegisterGraph");
+  Check(worker->RegisterGraph(nullptr, request, &response), "RegisterGraph");
   return response.graph_handle();
 }
 
@@ -210,7 +210,7 @@ void TimeRecvTensors(WorkerInterface* worker, const std::string& session,
     proto::CleanupGraphRequest cleanup;
     cleanup.set_step_id(step_id);
     proto::CleanupGraphResponse cleanup_response;
-    Check(worker->CleanupGraph(cleanup, &cleanup_response), "CleanupGraph");
+    Check(worker->CleanupGraph(nullptr, cleanup, &cleanup_response), "CleanupGraph");
   }
 }
 
@@ -252,7 +252,7 @@ int Main() {
   proto::CreateWorkerSessionRequest create;
   create.set_session_handle("rpc_bench");
   proto::CreateWorkerSessionResponse create_response;
-  Check(worker->CreateWorkerSession(create, &create_response), "CreateWorkerSession");
+  Check(worker->CreateWorkerSession(nullptr, create, &create_response), "CreateWorkerSession");
   const std::string dst = std::string(kTask0) + "/device:CPU:0";
   constexpr int kSmallSends = 64;
   const std::string big_handle =

@@ -20,6 +20,9 @@ ALLOWED = {
     "train": {"train", "distribute", "distributed", "runtime", "graph", "kernels", "ops",
               "framework", "core"},
 }
+# The transport binds the transport-neutral server (distributed/server.h), which picks the op and
+# kernel registries: distributed/rpc itself uses neither.
+RPC_FORBIDDEN = {"kernels", "ops"}
 INCLUDE = re.compile(r'#include\s+"weft/([a-z_]+)/')
 
 
@@ -42,6 +45,8 @@ def main():
             match = INCLUDE.match(line)
             if match and not is_test and match.group(1) not in allowed:
                 problems.append(f"{path}:{number}: layer '{layer}' may not include {line}")
+            if match and not is_test and is_rpc and match.group(1) in RPC_FORBIDDEN:
+                problems.append(f"{path}:{number}: distributed/rpc may not include {line}")
     for problem in problems:
         print(problem)
     return 1 if problems else 0

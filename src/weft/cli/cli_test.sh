@@ -36,6 +36,9 @@ expect "two-device run reports replicas" 0 '"replicas":2' -- \
 expect "a later --devices overrides an earlier one" 0 '"replicas":1' -- \
   "$weft" train --devices 2 --devices 1 --max-steps 2 --json
 expect "server help" 0 "--cluster" -- "$weft" server --help
+expect "server worker timeout defaults to 30 s" 0 "--worker-timeout-ms INT:POSITIVE=30000" -- \
+  "$weft" server --help
+expect "train help lists --worker-timeout-ms" 0 "--worker-timeout-ms" -- "$weft" train --help
 expect "server bad cluster" 2 "nonsense" -- "$weft" server --cluster "worker=nonsense"
 expect "server task not in cluster" 2 "task 3" -- "$weft" server --cluster "worker=127.0.0.1:0" --task 3
 expect "server bad WEFT_CONFIG" 2 "WEFT_CONFIG" -- env WEFT_CONFIG='{"cluster": 3}' "$weft" server
@@ -59,6 +62,12 @@ address1=$(sed -n 's/^weft server listening on //p' "$logs/1")
 expect "training over two servers reports two replicas" 0 '"replicas":2' -- \
   "$weft" train --target "grpc://$address0" --cluster "worker=$address0,$address1" \
   --max-steps 20 --json
+# A worker that is alive but silent (SIGSTOP): training fails within the worker timeout, naming it.
+kill -STOP $server1
+expect "a stopped worker fails training, named" 1 "/job:worker/replica:0/task:1 at $address1" -- \
+  timeout 60 "$weft" train --target "grpc://$address0" --cluster "worker=$address0,$address1" \
+  --max-steps 20 --worker-timeout-ms 2000
+kill -CONT $server1
 kill -TERM $server0 $server1
 wait $server0
 code0=$?

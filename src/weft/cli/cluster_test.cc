@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include "weft/cli/cluster_test_util.h"
 #include "weft/core/notification.h"
 #include "weft/core/str_util.h"
 #include "weft/distributed/cluster_spec.h"
@@ -22,94 +23,10 @@
 #include "weft/master.pb.h"
 #include "weft/testing/server_process.h"
 
-namespace weft {
+namespace weft::cluster_testing {
 namespace {
 
 using ::testing::HasSubstr;
-using testing::ServerProcess;
-
-constexpr char kTask0[] = "/job:worker/replica:0/task:0";
-constexpr char kTask1[] = "/job:worker/replica:0/task:1";
-
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-// `n` servers of job "worker", each told it is task i of an n-task cluster on ephemeral ports.
-std::vector<std::unique_ptr<ServerProcess>> StartCluster(
-    int n, const std::vector<std::string>& extra = {}) {
-  std::vector<std::string> placeholders(n, "127.0.0.1:0");
-  std::vector<std::unique_ptr<ServerProcess>> servers;
-  for (int i = 0; i < n; ++i) {
-    std::vector<std::string> flags = {"--cluster",
-                                      "worker=" + StrJoin(placeholders, ","),
-                                      "--task",
-                                      std::to_string(i),
-                                      "--intra-op-threads",
-                                      "1",
-                                      "--inter-op-threads",
-                                      "2"};
-    flags.insert(flags.end(), extra.begin(), extra.end());
-    StatusOr<std::unique_ptr<ServerProcess>> server = ServerProcess::Start(WEFT_BINARY, flags);
-    EXPECT_TRUE(server.ok()) << server.status().ToString();
-    if (!server.ok()) return {};
-    servers.push_back(std::move(server).value());
-  }
-  return servers;
-}
-
-// Session options for the cluster made of `addresses`, its master on the first.
-SessionOptions ClusterOptions(const std::vector<std::string>& addresses) {
-  SessionOptions options;
-  options.target = "grpc://" + addresses[0];
-  *options.config.mutable_cluster_def() =
-      ClusterSpec::FromJobs({{"worker", addresses}}).value().ToProto();
-  return options;
-}
-
-std::vector<std::string> Addresses(const std::vector<std::unique_ptr<ServerProcess>>& servers) {
-  std::vector<std::string> addresses;
-  for (const auto& server : servers) addresses.push_back(server->address());
-  return addresses;
-}
-
-std::unique_ptr<Session> NewSessionOrDie(const SessionOptions& options) {
-  StatusOr<std::unique_ptr<Session>> session = NewSession(options);
-  EXPECT_TRUE(session.ok()) << session.status().ToString();
-  return session.ok() ? std::move(session).value() : nullptr;
-}
-
-// x (fed, task 0) * 3 (task 1) + a variable on task 1 holding `initial`, fetched on task 0; and an
-// update that adds x to the variable.
-struct CrossTaskGraph {
-  proto::GraphDef graph;
-  std::string x, y, init, update, read;
-};
-
-CrossTaskGraph BuildCrossTaskGraph(float initial) {
-  Scope root = Scope::NewRootScope();
-  Scope on_task0 = root.WithDevice(std::string(kTask0) + "/device:CPU:0");
-  Scope on_task1 = root.WithDevice(std::string(kTask1) + "/device:CPU:0");
-  CrossTaskGraph result;
-  Output x = ops::Placeholder(on_task0.WithOpName("x"), DataType::kFloat);
-  Variable v = Variable::Create(on_task1.WithOpName("v"), "v", TensorShape({}), DataType::kFloat,
-                                Initializer::Constant(initial));
-  Output tripled = ops::Mul(on_task1.WithOpName("tripled"), x, 3.0f);
-  Output read = v.Read(on_task1.WithOpName("read"));
-  Output y = ops::Add(on_task0.WithOpName("y"), tripled, read);
-  Output update = v.AssignAdd(on_task1.WithOpName("update"), x);
-  result.graph = root.ToGraphDef().value();
-  result.x = x.name();
-  result.y = y.name();
-  result.init = v.initializer().name();
-  result.update = update.node()->name();
-  result.read = read.name();
-  return result;
-}
-
-float ScalarOf(const Tensor& tensor) { return *tensor.data<float>(); }
 
 TEST(ClusterTest, StepCrossesServersAndKeepsVariables) {
   auto servers = StartCluster(2);
@@ -214,24 +131,12 @@ TEST(ClusterTest, KilledWorkerIsUnavailableAndARestartedOneTrainsAgain) {
   ASSERT_TRUE(session->Run({}, {}, {graph.init}, &outputs).ok());
 
   // Steps run in a loop on another thread while worker 1 dies under them.
-  Status failure;
-  int64_t failed_at_ms = 0;
-  std::thread training([&] {
-    const int64_t give_up = NowMs() + 30000;
-    while (NowMs() < give_up) {
-      Status status =
-          session->Run({{graph.x, Tensor::Scalar(1.0f)}}, {graph.y}, {graph.update}, &outputs);
-      if (!status.ok()) {
-        failure = status;
-        failed_at_ms = NowMs();
-        return;
-      }
-    }
-  });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  StepLoop training(session.get(), graph, &outputs);
+  ASSERT_TRUE(training.WaitForSteps(3));
   const int64_t killed_at_ms = NowMs();
   servers[1]->Signal(SIGKILL);
-  training.join();
+  const Status failure = training.Join();
+  const int64_t failed_at_ms = training.failed_at_ms();
   ASSERT_FALSE(failure.ok());
   EXPECT_TRUE(IsUnavailable(failure)) << failure.ToString();
   EXPECT_THAT(failure.message(), HasSubstr(kTask1));
@@ -282,10 +187,14 @@ TEST(ClusterTest, WorkerThatNeverComesUpIsAClearErrorWithinTheDeadline) {
 TEST(ClusterTest, WorkerThatComesUpLateIsWaitedFor) {
   auto servers = StartCluster(1);
   ASSERT_EQ(servers.size(), 1u);
-  const std::string late = StrCat("127.0.0.1:", testing::UnusedLoopbackPort());
+  testing::HeldLoopbackPort late_port;
+  ASSERT_NE(late_port.port(), 0);
+  const std::string late = StrCat("127.0.0.1:", late_port.port());
   std::unique_ptr<ServerProcess> late_server;
   std::thread starter([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    // Task 1 comes up once the master is trying to reach it.
+    if (!late_port.WaitForConnection(20000)) return;
+    late_port.Release();
     StatusOr<std::unique_ptr<ServerProcess>> started = ServerProcess::Start(
         WEFT_BINARY, {"--cluster", "worker=127.0.0.1:0," + late, "--task", "1"});
     if (started.ok()) late_server = std::move(started).value();
@@ -294,7 +203,7 @@ TEST(ClusterTest, WorkerThatComesUpLateIsWaitedFor) {
   CrossTaskGraph graph = BuildCrossTaskGraph(1.0f);
   Status created = session->Create(graph.graph);
   starter.join();
-  ASSERT_NE(late_server, nullptr) << "the late server did not start (port " << late << " taken?)";
+  ASSERT_NE(late_server, nullptr) << "the late server did not start on " << late;
   ASSERT_TRUE(created.ok()) << created.ToString();
   std::vector<Tensor> outputs;
   ASSERT_TRUE(session->Run({}, {}, {graph.init}, &outputs).ok());
@@ -390,7 +299,7 @@ TEST(ClusterTest, BadFlagsAndClustersExitWithUsageErrors) {
 }
 
 }  // namespace
-}  // namespace weft
+}  // namespace weft::cluster_testing
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);

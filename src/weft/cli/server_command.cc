@@ -62,7 +62,9 @@ CLI::App* AddServerCommand(CLI::App& app, ServerFlags& flags) {
       ->check(CLI::NonNegativeNumber);
   server
       ->add_option("--worker-timeout-ms", flags.worker_timeout_ms,
-                   "How long a new session waits for the cluster's workers to come up")
+                   "How long the master waits for any worker to answer: a new session's wait for "
+                   "the workers to come up, each set-up and close call, and a running step's "
+                   "liveness probes (a session's config may set its own)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   return server;
@@ -93,7 +95,7 @@ int RunServerCommand(const ServerFlags& flags) {
   options.devices = flags.devices;
   options.intra_op_threads = flags.intra_op_threads;
   options.inter_op_threads = flags.inter_op_threads;
-  options.worker_ready_timeout_ms = flags.worker_timeout_ms;
+  options.worker_timeout_ms = flags.worker_timeout_ms;
   StatusOr<std::unique_ptr<GrpcServer>> server = GrpcServer::Create(options);
   if (!server.ok()) {
     std::fprintf(stderr, "weft server: %s\n", server.status().ToString().c_str());

@@ -99,6 +99,13 @@ CLI::App* AddTrainCommand(CLI::App& app, TrainFlags& flags) {
   train->add_option("--cluster", flags.cluster,
                     "With --target: the cluster's tasks (\"worker=h:p,h:p\"), for servers that "
                     "were started on ephemeral ports");
+  train
+      ->add_option("--worker-timeout-ms", flags.worker_timeout_ms,
+                   "With --target: how long the master waits for any worker to answer before "
+                   "failing the step or call, naming the worker (0: the server's "
+                   "--worker-timeout-ms, default 30000)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   train->add_flag("--json", flags.json, "End with one JSON summary line");
   return train;
 }
@@ -122,6 +129,7 @@ int RunTrainCommand(const TrainFlags& flags) {
   options.devices = flags.devices;
   options.target = flags.target;
   options.cluster = flags.cluster;
+  options.worker_timeout_ms = flags.worker_timeout_ms;
   // One inter-op thread by default: a training step is a chain of kernels that are each
   // parallel inside, and a second inter-op pool beside the intra-op and OpenBLAS threads
   // oversubscribes the cores (measured on the 2-core machine: ~55k vs ~86k images/s for W1).

@@ -20,8 +20,9 @@ struct TrainFlags {
   int intra_op_threads = -1;  // -1: take --threads
   std::string strategy;       // "": mirrored when devices > 1
   int devices = 1;
-  std::string target;   // "grpc://host:port": train on that cluster
-  std::string cluster;  // with target: "worker=h:p,h:p", sent with the session
+  std::string target;             // "grpc://host:port": train on that cluster
+  std::string cluster;            // with target: "worker=h:p,h:p", sent with the session
+  int64_t worker_timeout_ms = 0;  // with target: 0 takes the server's --worker-timeout-ms
 };
 
 // Declares the subcommand and its flags on `app`; the flags are written into `flags`.

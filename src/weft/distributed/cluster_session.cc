@@ -1,5 +1,6 @@
 #include "weft/distributed/cluster_session.h"
 
+#include <algorithm>
 #include <mutex>
 
 #include "weft/framework/tensor_proto_util.h"
@@ -108,19 +109,26 @@ class ClusterSession final : public Session {
     request.set_session_handle(handle_);
     proto::CloseSessionResponse response;
     CallOptions call_options;
-    call_options.set_timeout_ms(kCloseTimeoutMs);
+    // The master bounds each of its two rounds of calls (deregister, delete) by the worker timeout.
+    call_options.set_timeout_ms(2 * WorkerTimeoutMs() + kDeadlineGraceMs);
     return master_->CloseSession(&call_options, request, &response);
   }
 
  private:
   static constexpr int64_t kDeadlineGraceMs = 5000;
-  static constexpr int64_t kCloseTimeoutMs = 10000;
-  // Creating a session waits for the master to come up and for it to find the workers (its own
-  // wait is 30 s by default): longer than that, a master is not coming.
-  static constexpr int64_t kSetUpTimeoutMs = 45000;
+  // The master's default worker timeout (the server's --worker-timeout-ms).
+  static constexpr int64_t kDefaultWorkerTimeoutMs = 30000;
 
-  static void ForSetUp(CallOptions* options) {
-    options->set_timeout_ms(kSetUpTimeoutMs);
+  int64_t WorkerTimeoutMs() const {
+    const int64_t configured = options_.config.worker_timeout_in_ms();
+    return configured > 0 ? configured : kDefaultWorkerTimeoutMs;
+  }
+
+  // Creating a session waits for the master to come up, for it to find the workers and to create
+  // a worker session on each (each bounded by the worker timeout): longer than that, a master is
+  // not coming.
+  void ForSetUp(CallOptions* options) const {
+    options->set_timeout_ms(std::max<int64_t>(45000, 2 * WorkerTimeoutMs() + kDeadlineGraceMs));
     options->set_wait_for_ready(true);
   }
 

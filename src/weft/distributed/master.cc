@@ -71,7 +71,9 @@ void Master::CreateSession(const proto::CreateSessionRequest* request,
     options.op_registry = env_->op_registry;
     options.kernel_registry = env_->kernel_registry;
     options.timer = timer_.get();
-    options.worker_ready_timeout_ms = env_->worker_ready_timeout_ms;
+    options.worker_timeout_ms = request->config().worker_timeout_in_ms() > 0
+                                    ? request->config().worker_timeout_in_ms()
+                                    : env_->worker_timeout_ms;
     options.worker_cache = env_->worker_cache;
     if (!request->config().cluster_def().job().empty()) {
       StatusOr<ClusterSpec> cluster = ClusterSpec::FromProto(request->config().cluster_def());
@@ -135,10 +137,7 @@ void Master::CloseSession(const proto::CloseSessionRequest* request,
     return done(Aborted("session '", request->session_handle(),
                         "' is not found; possibly this master restarted"));
   }
-  Schedule([session = std::move(session), done = std::move(done)] {
-    session->Close();
-    done(Status::OK());
-  });
+  Schedule([session = std::move(session), done = std::move(done)] { done(session->Close()); });
 }
 
 void Master::ListDevices(const proto::ListDevicesRequest* request,
@@ -161,8 +160,7 @@ void Master::ListDevices(const proto::ListDevicesRequest* request,
     if (env_->worker_cache == nullptr) {
       return done(FailedPrecondition("this master has no cluster to list the devices of"));
     }
-    auto devices =
-        DiscoverDevices(env_->worker_cache, env_->local_task, env_->worker_ready_timeout_ms);
+    auto devices = DiscoverDevices(env_->worker_cache, env_->local_task, env_->worker_timeout_ms);
     if (!devices.ok()) return done(devices.status());
     fill(*devices, env_->local_task);
     done(Status::OK());
@@ -183,7 +181,7 @@ void Master::CloseAllSessions() {
     std::lock_guard<std::mutex> lock(mu_);
     sessions.swap(sessions_);
   }
-  for (auto& [handle, session] : sessions) session->Close();
+  for (auto& [handle, session] : sessions) session->Close().IgnoreError();
 }
 
 }  // namespace weft

@@ -37,7 +37,9 @@ struct MasterEnv {
   const OpRegistry* op_registry = nullptr;          // not owned
   const KernelRegistry* kernel_registry = nullptr;  // not owned
   ThreadPool* pool = nullptr;                       // for blocking set-up work; not owned
-  int64_t worker_ready_timeout_ms = 30000;          // CreateSession's wait for workers to come up
+  // How long the master waits for any one worker to answer, unless a session's config says
+  // otherwise (worker_timeout_in_ms): see MasterSession::Options::worker_timeout_ms.
+  int64_t worker_timeout_ms = 30000;
 };
 
 class Master {
@@ -55,6 +57,8 @@ class Master {
   // `options` (may be null) must outlive `done`; cancelling it cancels the step.
   void RunStep(CallOptions* options, const proto::RunStepRequest* request,
                proto::RunStepResponse* response, StatusCallback done);
+  // Fails (DeadlineExceeded, Unavailable) naming a worker that did not answer; the session is
+  // gone either way.
   void CloseSession(const proto::CloseSessionRequest* request,
                     proto::CloseSessionResponse* response, StatusCallback done);
   void ListDevices(const proto::ListDevicesRequest* request, proto::ListDevicesResponse* response,

@@ -59,4 +59,8 @@ Status FromWorker(const Status& status, const std::string& task) {
 
 bool IsDerivedError(const Status& status) { return IsCancelled(status) || IsAborted(status); }
 
+bool IsUnreachable(const Status& status) {
+  return IsDeadlineExceeded(status) || IsUnavailable(status);
+}
+
 }  // namespace weft

@@ -2,9 +2,11 @@
 // imports into a copy, so a bad GraphDef changes nothing), knows the cluster's devices, and, per
 // (feeds, fetches, targets) signature, builds and registers one graph per task once; each RunStep
 // then runs those graphs on every task under one fresh step id, cancels the others on the first
-// root-cause error or at the deadline, and always sends CleanupGraph afterwards.
+// root-cause error, at the deadline or when a worker stops answering its liveness probes
+// (worker_liveness.h), and sends CleanupGraph afterwards. Every call to a worker that does not
+// wait on a step has the worker timeout as its deadline, so no worker can hang set-up or Close.
 // Thread-safe. Shared (std::shared_ptr) between the Master and the steps in flight, so a worker
-// answering late never touches a destroyed session.
+// answering late never touches a destroyed session. master_session_step.cc runs the steps.
 #pragma once
 
 #include <condition_variable>
@@ -18,6 +20,7 @@
 
 #include "weft/distributed/master.h"
 #include "weft/distributed/master_client_graph.h"
+#include "weft/distributed/worker_liveness.h"
 #include "weft/graph/graph.h"
 
 namespace weft {
@@ -33,7 +36,9 @@ class MasterSession : public std::enable_shared_from_this<MasterSession> {
     MasterTimer* timer = nullptr;                       // deadlines; not owned
     WorkerCacheInterface* worker_cache = nullptr;       // not owned (may point into owned_cache)
     std::unique_ptr<WorkerCacheInterface> owned_cache;  // the session's own cluster, if any
-    int64_t worker_ready_timeout_ms = 30000;
+    // How long any one worker may take to answer: the wait for workers to come up, the deadline
+    // of every set-up and close call, and the liveness probes' limit while steps run.
+    int64_t worker_timeout_ms = 30000;
   };
 
   // Imports `graph_def`, finds the cluster's devices and creates a worker session (same handle,
@@ -60,16 +65,23 @@ class MasterSession : public std::enable_shared_from_this<MasterSession> {
                 proto::RunStepResponse* response, StatusCallback done, const SetUpRunner& set_up);
 
   // Cancels running steps (their clients get Cancelled), then deregisters the graphs and deletes
-  // the worker sessions; errors are ignored (a worker may be gone). Later RunAsync calls fail.
-  // Blocks.
-  void Close();
+  // the worker sessions, each call bounded by the worker timeout; the first error names its
+  // worker (a worker that did not answer the deregistration is not asked to delete its session).
+  // Later RunAsync calls fail. Blocks. Calls after the first return OK.
+  Status Close();
 
  private:
   struct RegisteredGraph;
   struct Step;
 
   explicit MasterSession(Options options);
-  Status CreateWorkerSessions();
+  // On failure, `unreachable` receives the tasks that did not answer.
+  Status CreateWorkerSessions(std::set<std::string>* unreachable);
+  // Close() that does not call the tasks in `unreachable`.
+  Status CloseSkipping(const std::set<std::string>& unreachable);
+  void StartLiveness();
+  // The liveness probe of `task` failed: the steps that use it end with an error naming it.
+  void OnWorkerUnresponsive(const std::string& task, const Status& status);
   StatusOr<std::shared_ptr<RegisteredGraph>> GetOrRegister(const StepSignature& signature);
   Status BuildAndRegister(const StepSignature& signature, std::shared_ptr<const Graph> graph,
                           RegisteredGraph* registered);
@@ -100,6 +112,7 @@ class MasterSession : public std::enable_shared_from_this<MasterSession> {
 
   Options options_;
   std::vector<proto::DeviceAttributes> devices_;
+  std::shared_ptr<WorkerLiveness> liveness_;  // set by Create, before any step
 
   std::mutex mu_;
   std::condition_variable no_running_steps_;

@@ -10,209 +10,11 @@
 
 #include <gtest/gtest.h>
 
-#include "weft/distributed/local_master.h"
-#include "weft/distributed/local_worker_cache.h"
-#include "weft/distributed/worker.h"
-#include "weft/framework/tensor_proto_util.h"
-#include "weft/graph/builder/ops.h"
-#include "weft/kernels/register_kernels.h"
-#include "weft/ops/register_ops.h"
+#include "weft/distributed/master_test_util.h"
 #include "weft/testing/tensor_matchers.h"
 
-namespace weft {
+namespace weft::master_testing {
 namespace {
-
-constexpr char kTask0[] = "/job:worker/replica:0/task:0";
-constexpr char kTask1[] = "/job:worker/replica:0/task:1";
-
-using Clock = std::chrono::steady_clock;
-
-// Forwards to a real worker, counting calls; can also play a worker that never comes up or one
-// whose RunGraph never ends on its own (it answers Cancelled only when cancelled).
-class CountingWorker final : public WorkerInterface {
- public:
-  explicit CountingWorker(WorkerInterface* base) : base_(base) {}
-
-  std::atomic<int> register_graph{0};
-  std::atomic<int> cleanup_graph{0};
-  std::atomic<int> run_graph{0};
-  std::atomic<int> deregister_graph{0};
-  std::atomic<int> delete_worker_session{0};
-  std::atomic<bool> get_status_unavailable{false};
-  std::atomic<bool> get_status_silent{false};
-  std::atomic<bool> run_graph_hangs{false};
-
-  void GetStatusAsync(CallOptions* options, const proto::GetStatusRequest* request,
-                      proto::GetStatusResponse* response, StatusCallback done) override {
-    if (get_status_unavailable) return done(Unavailable("connection refused"));
-    if (get_status_silent) return AnswerOnlyWhenCancelled(options, std::move(done));
-    base_->GetStatusAsync(options, request, response, std::move(done));
-  }
-  void CreateWorkerSessionAsync(const proto::CreateWorkerSessionRequest* request,
-                                proto::CreateWorkerSessionResponse* response,
-                                StatusCallback done) override {
-    base_->CreateWorkerSessionAsync(request, response, std::move(done));
-  }
-  void DeleteWorkerSessionAsync(CallOptions* options,
-                                const proto::DeleteWorkerSessionRequest* request,
-                                proto::DeleteWorkerSessionResponse* response,
-                                StatusCallback done) override {
-    ++delete_worker_session;
-    base_->DeleteWorkerSessionAsync(options, request, response, std::move(done));
-  }
-  void RegisterGraphAsync(const proto::RegisterGraphRequest* request,
-                          proto::RegisterGraphResponse* response, StatusCallback done) override {
-    ++register_graph;
-    base_->RegisterGraphAsync(request, response, std::move(done));
-  }
-  void DeregisterGraphAsync(const proto::DeregisterGraphRequest* request,
-                            proto::DeregisterGraphResponse* response,
-                            StatusCallback done) override {
-    ++deregister_graph;
-    base_->DeregisterGraphAsync(request, response, std::move(done));
-  }
-  void RunGraphAsync(CallOptions* options, const proto::RunGraphRequest* request,
-                     proto::RunGraphResponse* response, StatusCallback done) override {
-    ++run_graph;
-    if (run_graph_hangs) return AnswerOnlyWhenCancelled(options, std::move(done));
-    base_->RunGraphAsync(options, request, response, std::move(done));
-  }
-  void CleanupGraphAsync(const proto::CleanupGraphRequest* request,
-                         proto::CleanupGraphResponse* response, StatusCallback done) override {
-    ++cleanup_graph;
-    base_->CleanupGraphAsync(request, response, std::move(done));
-  }
-  void RecvTensorAsync(CallOptions* options, const proto::RecvTensorRequest* request,
-                       TensorResponse* response, StatusCallback done) override {
-    base_->RecvTensorAsync(options, request, response, std::move(done));
-  }
-
- private:
-  static void AnswerOnlyWhenCancelled(CallOptions* options, StatusCallback done) {
-    options->SetCancelCallback([done = std::move(done)] { done(Cancelled("call cancelled")); });
-  }
-  WorkerInterface* const base_;
-};
-
-// Two worker tasks and a master on task 0. Members are destroyed in reverse order: the master
-// first, the workers last.
-class MasterTest : public ::testing::Test {
- protected:
-  void SetUp() override { StartCluster(); }
-
-  void StartCluster(int64_t worker_ready_timeout_ms = 10'000) {
-    std::map<std::string, WorkerInterface*> raw;
-    std::map<std::string, WorkerInterface*> counted;
-    for (int task = 0; task < 2; ++task) {
-      std::string name = task == 0 ? kTask0 : kTask1;
-      auto devices = CreateLocalDevices(proto::ConfigProto(), 1, "worker", task);
-      ASSERT_TRUE(devices.ok()) << devices.status();
-      device_mgrs_.push_back(std::move(devices).value());
-      compute_pools_.push_back(std::make_unique<ThreadPool>("compute" + std::to_string(task), 2));
-      auto env = std::make_unique<WorkerEnv>();
-      env->task_name = name;
-      env->devices = device_mgrs_.back().get();
-      env->op_registry = &ops::AllOps();
-      env->kernel_registry = &kernels::AllKernels();
-      env->compute_pool = compute_pools_.back().get();
-      worker_envs_.push_back(std::move(env));
-      workers_.push_back(std::make_unique<Worker>(worker_envs_.back().get()));
-      counting_.push_back(std::make_unique<CountingWorker>(workers_.back().get()));
-      raw[name] = workers_.back().get();
-      counted[name] = counting_.back().get();
-    }
-    peer_cache_ = NewLocalWorkerCache(raw);
-    for (auto& env : worker_envs_) env->worker_cache = peer_cache_.get();
-    master_cache_ = NewLocalWorkerCache(counted);
-    master_pool_ = std::make_unique<ThreadPool>("master", 4);
-    master_env_.local_task = kTask0;
-    master_env_.worker_cache = master_cache_.get();
-    master_env_.op_registry = &ops::AllOps();
-    master_env_.kernel_registry = &kernels::AllKernels();
-    master_env_.pool = master_pool_.get();
-    master_env_.worker_ready_timeout_ms = worker_ready_timeout_ms;
-    master_ = std::make_unique<Master>(&master_env_);
-    client_ = NewLocalMaster(master_.get());
-  }
-
-  StatusOr<std::string> CreateSession(const proto::GraphDef& graph, int64_t timeout_ms = 20'000) {
-    proto::CreateSessionRequest request;
-    *request.mutable_graph_def() = graph;
-    request.mutable_config()->set_operation_timeout_in_ms(timeout_ms);
-    proto::CreateSessionResponse response;
-    WEFT_RETURN_IF_ERROR(client_->CreateSession(nullptr, request, &response));
-    EXPECT_EQ(response.graph_version(), 0);
-    return response.session_handle();
-  }
-
-  Status Run(const std::string& handle, const std::vector<std::pair<std::string, Tensor>>& feeds,
-             const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
-             std::vector<Tensor>* outputs, proto::RunOptions options = {}) {
-    proto::RunStepRequest request;
-    request.set_session_handle(handle);
-    for (const auto& [name, value] : feeds) {
-      proto::NamedTensorProto* feed = request.add_feed();
-      feed->set_name(name);
-      *feed->mutable_tensor() = ToProto(value);
-    }
-    for (const auto& fetch : fetches) request.add_fetch(fetch);
-    for (const auto& target : targets) request.add_target(target);
-    *request.mutable_options() = options;
-    proto::RunStepResponse response;
-    WEFT_RETURN_IF_ERROR(client_->RunStep(nullptr, request, &response));
-    if (response.tensor_size() != static_cast<int>(fetches.size())) {
-      return Internal("expected ", fetches.size(), " fetches, got ", response.tensor_size());
-    }
-    outputs->clear();
-    for (int i = 0; i < response.tensor_size(); ++i) {
-      EXPECT_EQ(response.tensor(i).name(), fetches[i]);
-      WEFT_ASSIGN_OR_RETURN(Tensor value, TensorFromProto(response.tensor(i).tensor()));
-      outputs->push_back(std::move(value));
-    }
-    return Status::OK();
-  }
-
-  int TotalRegistrations() const {
-    return counting_[0]->register_graph + counting_[1]->register_graph;
-  }
-  int TotalCleanups() const { return counting_[0]->cleanup_graph + counting_[1]->cleanup_graph; }
-
-  // Waits (bounded) for asynchronous cleanups to reach `count`.
-  bool WaitForCleanups(int count) const {
-    auto deadline = Clock::now() + std::chrono::seconds(10);
-    while (TotalCleanups() < count && Clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    return TotalCleanups() >= count;
-  }
-
-  std::vector<std::unique_ptr<DeviceMgr>> device_mgrs_;
-  std::vector<std::unique_ptr<ThreadPool>> compute_pools_;
-  std::vector<std::unique_ptr<WorkerEnv>> worker_envs_;
-  std::vector<std::unique_ptr<Worker>> workers_;
-  std::vector<std::unique_ptr<CountingWorker>> counting_;
-  std::unique_ptr<WorkerCacheInterface> peer_cache_;
-  std::unique_ptr<WorkerCacheInterface> master_cache_;
-  std::unique_ptr<ThreadPool> master_pool_;
-  MasterEnv master_env_;
-  std::unique_ptr<Master> master_;
-  std::unique_ptr<MasterInterface> client_;
-};
-
-// x (fed, task 0) -> square on task 1 -> plus one on task 0; u (fed on task 1) -> neg on task 1.
-proto::GraphDef SpanningGraph() {
-  Scope root = Scope::NewRootScope();
-  Scope on_task1 = root.WithDevice(kTask1);
-  auto x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat, PartialShape({-1}));
-  auto squared = ops::Square(on_task1.WithOpName("squared"), x);
-  auto one = ops::Const(root.WithOpName("one"), 1.0f);
-  ops::Add(root.WithOpName("y"), squared, one);
-  auto u = ops::Placeholder(on_task1.WithOpName("u"), DataType::kFloat, PartialShape({-1}));
-  ops::Neg(on_task1.WithOpName("negated"), u);
-  // Fails at run time on task 1 when x has other than 4 elements.
-  ops::Reshape(on_task1.WithOpName("reshaped"), squared, Tensor::FromVector<int32_t>({2, 2}));
-  return root.ToGraphDef().value();
-}
 
 TEST_F(MasterTest, GraphSpanningBothTasksComputesTheRightValues) {
   auto handle = CreateSession(SpanningGraph());
@@ -357,7 +159,8 @@ TEST_F(MasterTest, CancellingTheCallCancelsTheStep) {
   proto::RunStepResponse response;
   CallOptions call;
   std::thread canceller([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    // Once the step is running on task 1 (where it hangs).
+    EXPECT_TRUE(WaitForRunGraphs(1, 1));
     call.StartCancel();
   });
   Status s = client_->RunStep(&call, request, &response);
@@ -374,7 +177,7 @@ TEST_F(MasterTest, ClosingTheSessionCancelsItsRunningSteps) {
     std::vector<Tensor> outputs;
     step_status = Run(*handle, {{"x", Tensor::FromVector<float>({1})}}, {"y"}, {}, &outputs);
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(WaitForRunGraphs(1, 1));  // the step is running (and hangs on task 1)
   const auto start = Clock::now();
   proto::CloseSessionRequest close;
   close.set_session_handle(*handle);
@@ -442,10 +245,7 @@ TEST_F(MasterTest, WorkerThatAnswersUnavailableFailsCreateSessionNamingIt) {
 }
 
 TEST_F(MasterTest, WorkerThatNeverAnswersFailsCreateSessionWithinTheTimeout) {
-  master_.reset();
-  master_env_.worker_ready_timeout_ms = 300;
-  master_ = std::make_unique<Master>(&master_env_);
-  client_ = NewLocalMaster(master_.get());
+  RestartMaster(300);
   counting_[1]->get_status_silent = true;
   auto start = Clock::now();
   auto handle = CreateSession(SpanningGraph());
@@ -517,4 +317,4 @@ TEST_F(MasterTest, ConcurrentSessionsKeepTheirOwnVariables) {
 }
 
 }  // namespace
-}  // namespace weft
+}  // namespace weft::master_testing

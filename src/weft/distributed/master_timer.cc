@@ -32,6 +32,11 @@ bool MasterTimer::Cancel(int64_t id) {
   return entries_.erase(id) > 0;
 }
 
+void MasterTimer::SetBeforeWaitHookForTesting(std::function<void()> hook) {
+  std::lock_guard<std::mutex> lock(mu_);
+  before_wait_hook_ = std::move(hook);
+}
+
 void MasterTimer::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
@@ -47,6 +52,7 @@ void MasterTimer::Loop() {
     // A copy: the entry may be cancelled (erased) while this thread waits.
     const Clock::time_point when = earliest->second.when;
     if (when > Clock::now()) {
+      if (before_wait_hook_) before_wait_hook_();
       changed_.wait_until(lock, when);
       continue;
     }

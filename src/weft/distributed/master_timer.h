@@ -25,6 +25,10 @@ class MasterTimer {
   // Drops the callback when it has not started; returns whether it was dropped.
   bool Cancel(int64_t id);
 
+  // Test hook: runs on the timer's thread, under the timer's lock (so it must not call the timer),
+  // each time the thread is about to wait for the earliest pending deadline.
+  void SetBeforeWaitHookForTesting(std::function<void()> hook);
+
  private:
   using Clock = std::chrono::steady_clock;
   struct Entry {
@@ -35,9 +39,10 @@ class MasterTimer {
 
   std::mutex mu_;
   std::condition_variable changed_;
-  std::map<int64_t, Entry> entries_;  // by id; guarded by mu_
-  int64_t next_id_ = 1;               // guarded by mu_
-  bool stopping_ = false;             // guarded by mu_
+  std::map<int64_t, Entry> entries_;        // by id; guarded by mu_
+  int64_t next_id_ = 1;                     // guarded by mu_
+  bool stopping_ = false;                   // guarded by mu_
+  std::function<void()> before_wait_hook_;  // guarded by mu_
   std::thread thread_;
 };
 

@@ -43,5 +43,26 @@ TEST(MasterTimerTest, CancelledCallbacksDoNotRun) {
   EXPECT_EQ(runs, 0);
 }
 
+// Regression test for 172fe61: the timer's thread waited until a reference into the entry of the
+// earliest deadline, so a Cancel that erased that entry while the thread waited left it reading
+// freed memory when it woke (a heap-use-after-free under ASan). The hook makes the order certain:
+// Cancel runs while the thread waits on the entry, then a Schedule wakes it.
+TEST(MasterTimerTest, CancellingTheEntryTheTimerWaitsOnIsSafe) {
+  MasterTimer timer;
+  Notification waiting;
+  timer.SetBeforeWaitHookForTesting([&] {
+    if (!waiting.HasBeenNotified()) waiting.Notify();
+  });
+  std::atomic<int> runs{0};
+  const int64_t id = timer.Schedule(60'000, [&] { ++runs; });
+  ASSERT_TRUE(waiting.WaitForNotificationWithTimeout(std::chrono::seconds(10)));
+  // Takes the timer's lock, so it happens once the thread waits (the hook runs just before).
+  EXPECT_TRUE(timer.Cancel(id));
+  Notification woken;
+  timer.Schedule(1, [&] { woken.Notify(); });
+  ASSERT_TRUE(woken.WaitForNotificationWithTimeout(std::chrono::seconds(10)));
+  EXPECT_EQ(runs, 0);
+}
+
 }  // namespace
 }  // namespace weft

@@ -45,7 +45,7 @@ class ScriptedPeer final : public WorkerInterface {
                       StatusCallback done) override {
     done(Unimplemented("GetStatus"));
   }
-  void CreateWorkerSessionAsync(const proto::CreateWorkerSessionRequest*,
+  void CreateWorkerSessionAsync(CallOptions*, const proto::CreateWorkerSessionRequest*,
                                 proto::CreateWorkerSessionResponse*, StatusCallback done) override {
     done(Unimplemented("CreateWorkerSession"));
   }
@@ -53,20 +53,20 @@ class ScriptedPeer final : public WorkerInterface {
                                 proto::DeleteWorkerSessionResponse*, StatusCallback done) override {
     done(Unimplemented("DeleteWorkerSession"));
   }
-  void RegisterGraphAsync(const proto::RegisterGraphRequest*, proto::RegisterGraphResponse*,
-                          StatusCallback done) override {
+  void RegisterGraphAsync(CallOptions*, const proto::RegisterGraphRequest*,
+                          proto::RegisterGraphResponse*, StatusCallback done) override {
     done(Unimplemented("RegisterGraph"));
   }
-  void DeregisterGraphAsync(const proto::DeregisterGraphRequest*, proto::DeregisterGraphResponse*,
-                            StatusCallback done) override {
+  void DeregisterGraphAsync(CallOptions*, const proto::DeregisterGraphRequest*,
+                            proto::DeregisterGraphResponse*, StatusCallback done) override {
     done(Unimplemented("DeregisterGraph"));
   }
   void RunGraphAsync(CallOptions*, const proto::RunGraphRequest*, proto::RunGraphResponse*,
                      StatusCallback done) override {
     done(Unimplemented("RunGraph"));
   }
-  void CleanupGraphAsync(const proto::CleanupGraphRequest*, proto::CleanupGraphResponse*,
-                         StatusCallback done) override {
+  void CleanupGraphAsync(CallOptions*, const proto::CleanupGraphRequest*,
+                         proto::CleanupGraphResponse*, StatusCallback done) override {
     done(Unimplemented("CleanupGraph"));
   }
   void RecvTensorAsync(CallOptions* options, const proto::RecvTensorRequest* request,

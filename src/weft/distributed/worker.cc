@@ -44,7 +44,8 @@ void Worker::GetStatusAsync(CallOptions* /*options*/, const proto::GetStatusRequ
   done(Status::OK());
 }
 
-void Worker::CreateWorkerSessionAsync(const proto::CreateWorkerSessionRequest* request,
+void Worker::CreateWorkerSessionAsync(CallOptions* /*options*/,
+                                      const proto::CreateWorkerSessionRequest* request,
                                       proto::CreateWorkerSessionResponse* /*response*/,
                                       StatusCallback done) {
   done(session_mgr_->CreateSession(request->session_handle(), request->config()));
@@ -58,7 +59,8 @@ void Worker::DeleteWorkerSessionAsync(CallOptions* /*options*/,
   done(Status::OK());
 }
 
-void Worker::RegisterGraphAsync(const proto::RegisterGraphRequest* request,
+void Worker::RegisterGraphAsync(CallOptions* /*options*/,
+                                const proto::RegisterGraphRequest* request,
                                 proto::RegisterGraphResponse* response, StatusCallback done) {
   StatusOr<std::shared_ptr<WorkerSession>> session =
       session_mgr_->FindSession(request->session_handle());
@@ -75,7 +77,8 @@ void Worker::RegisterGraphAsync(const proto::RegisterGraphRequest* request,
   done(Status::OK());
 }
 
-void Worker::DeregisterGraphAsync(const proto::DeregisterGraphRequest* request,
+void Worker::DeregisterGraphAsync(CallOptions* /*options*/,
+                                  const proto::DeregisterGraphRequest* request,
                                   proto::DeregisterGraphResponse* /*response*/,
                                   StatusCallback done) {
   StatusOr<std::shared_ptr<WorkerSession>> session =
@@ -167,7 +170,7 @@ void Worker::RunGraphAsync(CallOptions* options, const proto::RunGraphRequest* r
   state->session->graph_mgr()->ExecuteAsync(args, *request, response, std::move(step_done));
 }
 
-void Worker::CleanupGraphAsync(const proto::CleanupGraphRequest* request,
+void Worker::CleanupGraphAsync(CallOptions* /*options*/, const proto::CleanupGraphRequest* request,
                                proto::CleanupGraphResponse* /*response*/, StatusCallback done) {
   rendezvous_mgr_->Cleanup(request->step_id());
   done(Status::OK());

@@ -21,10 +21,11 @@ Status WorkerInterface::GetStatus(CallOptions* options, const proto::GetStatusRe
       [&](StatusCallback done) { GetStatusAsync(options, &request, response, done); });
 }
 
-Status WorkerInterface::CreateWorkerSession(const proto::CreateWorkerSessionRequest& request,
+Status WorkerInterface::CreateWorkerSession(CallOptions* options,
+                                            const proto::CreateWorkerSessionRequest& request,
                                             proto::CreateWorkerSessionResponse* response) {
   return WaitForCall(
-      [&](StatusCallback done) { CreateWorkerSessionAsync(&request, response, done); });
+      [&](StatusCallback done) { CreateWorkerSessionAsync(options, &request, response, done); });
 }
 
 Status WorkerInterface::DeleteWorkerSession(CallOptions* options,
@@ -34,14 +35,18 @@ Status WorkerInterface::DeleteWorkerSession(CallOptions* options,
       [&](StatusCallback done) { DeleteWorkerSessionAsync(options, &request, response, done); });
 }
 
-Status WorkerInterface::RegisterGraph(const proto::RegisterGraphRequest& request,
+Status WorkerInterface::RegisterGraph(CallOptions* options,
+                                      const proto::RegisterGraphRequest& request,
                                       proto::RegisterGraphResponse* response) {
-  return WaitForCall([&](StatusCallback done) { RegisterGraphAsync(&request, response, done); });
+  return WaitForCall(
+      [&](StatusCallback done) { RegisterGraphAsync(options, &request, response, done); });
 }
 
-Status WorkerInterface::DeregisterGraph(const proto::DeregisterGraphRequest& request,
+Status WorkerInterface::DeregisterGraph(CallOptions* options,
+                                        const proto::DeregisterGraphRequest& request,
                                         proto::DeregisterGraphResponse* response) {
-  return WaitForCall([&](StatusCallback done) { DeregisterGraphAsync(&request, response, done); });
+  return WaitForCall(
+      [&](StatusCallback done) { DeregisterGraphAsync(options, &request, response, done); });
 }
 
 Status WorkerInterface::RunGraph(CallOptions* options, const proto::RunGraphRequest& request,
@@ -50,9 +55,11 @@ Status WorkerInterface::RunGraph(CallOptions* options, const proto::RunGraphRequ
       [&](StatusCallback done) { RunGraphAsync(options, &request, response, done); });
 }
 
-Status WorkerInterface::CleanupGraph(const proto::CleanupGraphRequest& request,
+Status WorkerInterface::CleanupGraph(CallOptions* options,
+                                     const proto::CleanupGraphRequest& request,
                                      proto::CleanupGraphResponse* response) {
-  return WaitForCall([&](StatusCallback done) { CleanupGraphAsync(&request, response, done); });
+  return WaitForCall(
+      [&](StatusCallback done) { CleanupGraphAsync(options, &request, response, done); });
 }
 
 Status WorkerInterface::RecvTensor(CallOptions* options, const proto::RecvTensorRequest& request,

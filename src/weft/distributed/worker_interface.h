@@ -1,8 +1,13 @@
 // WorkerInterface: the WorkerService as the master and peer workers call it. Every call is
 // asynchronous: `done` runs exactly once, on some thread, after the response is filled in; the
-// request and response must outlive it. The in-process Worker implements it directly (a worker
-// talking to itself never goes through an RPC); distributed/rpc implements it over gRPC. The
-// synchronous helpers wait for the asynchronous call. Implementations are thread-safe.
+// request, response and `options` must outlive it. Every call takes CallOptions (null: none) whose
+// deadline and cancellation the transport honours: callers give every call that does not wait on
+// a step's computation a deadline (the master's worker timeout); RunGraph and RecvTensor wait on
+// computation, so they carry the step's deadline if any, and a silent peer is found by the
+// master's liveness probes instead (distributed/worker_liveness.h). The in-process Worker
+// implements it directly (a worker talking to itself never goes through an RPC) and honours
+// cancellation where a call can block; distributed/rpc implements it over gRPC. The synchronous
+// helpers wait for the asynchronous call. Implementations are thread-safe.
 #pragma once
 
 #include <functional>
@@ -32,22 +37,24 @@ class WorkerInterface {
 
   virtual void GetStatusAsync(CallOptions* options, const proto::GetStatusRequest* request,
                               proto::GetStatusResponse* response, StatusCallback done) = 0;
-  virtual void CreateWorkerSessionAsync(const proto::CreateWorkerSessionRequest* request,
+  virtual void CreateWorkerSessionAsync(CallOptions* options,
+                                        const proto::CreateWorkerSessionRequest* request,
                                         proto::CreateWorkerSessionResponse* response,
                                         StatusCallback done) = 0;
   virtual void DeleteWorkerSessionAsync(CallOptions* options,
                                         const proto::DeleteWorkerSessionRequest* request,
                                         proto::DeleteWorkerSessionResponse* response,
                                         StatusCallback done) = 0;
-  virtual void RegisterGraphAsync(const proto::RegisterGraphRequest* request,
+  virtual void RegisterGraphAsync(CallOptions* options, const proto::RegisterGraphRequest* request,
                                   proto::RegisterGraphResponse* response, StatusCallback done) = 0;
-  virtual void DeregisterGraphAsync(const proto::DeregisterGraphRequest* request,
+  virtual void DeregisterGraphAsync(CallOptions* options,
+                                    const proto::DeregisterGraphRequest* request,
                                     proto::DeregisterGraphResponse* response,
                                     StatusCallback done) = 0;
   // `options` may be cancelled while the step runs: the worker then aborts the step.
   virtual void RunGraphAsync(CallOptions* options, const proto::RunGraphRequest* request,
                              proto::RunGraphResponse* response, StatusCallback done) = 0;
-  virtual void CleanupGraphAsync(const proto::CleanupGraphRequest* request,
+  virtual void CleanupGraphAsync(CallOptions* options, const proto::CleanupGraphRequest* request,
                                  proto::CleanupGraphResponse* response, StatusCallback done) = 0;
   // Waits for the step's _Send of the key on this worker and delivers its value.
   virtual void RecvTensorAsync(CallOptions* options, const proto::RecvTensorRequest* request,
@@ -56,17 +63,17 @@ class WorkerInterface {
   // Blocking forms, for callers that own a thread (the master's set-up, tests).
   Status GetStatus(CallOptions* options, const proto::GetStatusRequest& request,
                    proto::GetStatusResponse* response);
-  Status CreateWorkerSession(const proto::CreateWorkerSessionRequest& request,
+  Status CreateWorkerSession(CallOptions* options, const proto::CreateWorkerSessionRequest& request,
                              proto::CreateWorkerSessionResponse* response);
   Status DeleteWorkerSession(CallOptions* options, const proto::DeleteWorkerSessionRequest& request,
                              proto::DeleteWorkerSessionResponse* response);
-  Status RegisterGraph(const proto::RegisterGraphRequest& request,
+  Status RegisterGraph(CallOptions* options, const proto::RegisterGraphRequest& request,
                        proto::RegisterGraphResponse* response);
-  Status DeregisterGraph(const proto::DeregisterGraphRequest& request,
+  Status DeregisterGraph(CallOptions* options, const proto::DeregisterGraphRequest& request,
                          proto::DeregisterGraphResponse* response);
   Status RunGraph(CallOptions* options, const proto::RunGraphRequest& request,
                   proto::RunGraphResponse* response);
-  Status CleanupGraph(const proto::CleanupGraphRequest& request,
+  Status CleanupGraph(CallOptions* options, const proto::CleanupGraphRequest& request,
                       proto::CleanupGraphResponse* response);
   Status RecvTensor(CallOptions* options, const proto::RecvTensorRequest& request,
                     TensorResponse* response);

@@ -91,7 +91,7 @@ class TwoWorkers {
     proto::CreateWorkerSessionRequest request;
     request.set_session_handle(handle);
     proto::CreateWorkerSessionResponse response;
-    return workers_[i]->CreateWorkerSession(request, &response);
+    return workers_[i]->CreateWorkerSession(nullptr, request, &response);
   }
 
  private:
@@ -184,7 +184,7 @@ Registered Register(TwoWorkers& cluster, const proto::GraphDef& graph, const std
   registered.requests = PartitionForTasks(cluster, graph, session, {"x:0"}, {"y:0"});
   for (int i = 0; i < 2; ++i) {
     proto::RegisterGraphResponse response;
-    Status s = cluster.worker(i).RegisterGraph(registered.requests[i], &response);
+    Status s = cluster.worker(i).RegisterGraph(nullptr, registered.requests[i], &response);
     EXPECT_TRUE(s.ok()) << s;
     registered.handles[i] = response.graph_handle();
   }
@@ -260,7 +260,7 @@ TEST_F(WorkerTest, StepCrossesWorkers) {
     proto::CleanupGraphRequest cleanup;
     cleanup.set_step_id(1);
     proto::CleanupGraphResponse response;
-    EXPECT_TRUE(cluster_.worker(i).CleanupGraph(cleanup, &response).ok());
+    EXPECT_TRUE(cluster_.worker(i).CleanupGraph(nullptr, cleanup, &response).ok());
   }
 }
 
@@ -365,7 +365,7 @@ TEST_F(WorkerTest, CleanupGraphAbortsAWaitingStep) {
   proto::CleanupGraphRequest cleanup;
   cleanup.set_step_id(6);
   proto::CleanupGraphResponse cleanup_response;
-  ASSERT_TRUE(cluster_.worker(0).CleanupGraph(cleanup, &cleanup_response).ok());
+  ASSERT_TRUE(cluster_.worker(0).CleanupGraph(nullptr, cleanup, &cleanup_response).ok());
   ASSERT_TRUE(run.Wait(std::chrono::seconds(5)));
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
   EXPECT_TRUE(IsAborted(run.status)) << run.status;
@@ -439,7 +439,7 @@ TEST_F(WorkerTest, SessionsAreIsolated) {
     for (const auto& feed : feeds) request.add_feed(feed);
     for (const auto& fetch : fetches) request.add_fetch(fetch);
     proto::RegisterGraphResponse response;
-    Status s = cluster_.worker(1).RegisterGraph(request, &response);
+    Status s = cluster_.worker(1).RegisterGraph(nullptr, request, &response);
     EXPECT_TRUE(s.ok()) << s;
     return response.graph_handle();
   };
@@ -500,7 +500,7 @@ TEST_F(WorkerTest, CreateWorkerSessionErrors) {
   ClusterSpec cluster = ClusterSpec::FromFlag("worker=127.0.0.1:1,127.0.0.1:2").value();
   *request.mutable_config()->mutable_cluster_def() = cluster.ToProto();
   proto::CreateWorkerSessionResponse response;
-  Status s = cluster_.worker(0).CreateWorkerSession(request, &response);
+  Status s = cluster_.worker(0).CreateWorkerSession(nullptr, request, &response);
   EXPECT_TRUE(IsInvalidArgument(s)) << s;
   int factory_calls = 0;
   cluster_.env(0).worker_cache_factory =
@@ -509,7 +509,7 @@ TEST_F(WorkerTest, CreateWorkerSessionErrors) {
     EXPECT_EQ(spec.NumTasks("worker"), 2);
     return NewLocalWorkerCache({});
   };
-  s = cluster_.worker(0).CreateWorkerSession(request, &response);
+  s = cluster_.worker(0).CreateWorkerSession(nullptr, request, &response);
   EXPECT_TRUE(s.ok()) << s;
   EXPECT_EQ(factory_calls, 1);
   cluster_.env(0).worker_cache_factory =
@@ -517,7 +517,7 @@ TEST_F(WorkerTest, CreateWorkerSessionErrors) {
     return Unavailable("no channel");
   };
   request.set_session_handle("failing_factory");
-  s = cluster_.worker(0).CreateWorkerSession(request, &response);
+  s = cluster_.worker(0).CreateWorkerSession(nullptr, request, &response);
   EXPECT_TRUE(IsUnavailable(s)) << s;
 }
 
@@ -536,7 +536,7 @@ TEST_F(WorkerTest, SessionWithItsOwnClusterPullsThroughItsOwnCache) {
   *request.mutable_config()->mutable_cluster_def() =
       ClusterSpec::FromFlag("worker=127.0.0.1:1,127.0.0.1:2").value().ToProto();
   proto::CreateWorkerSessionResponse response;
-  ASSERT_TRUE(cluster_.worker(0).CreateWorkerSession(request, &response).ok());
+  ASSERT_TRUE(cluster_.worker(0).CreateWorkerSession(nullptr, request, &response).ok());
   ASSERT_TRUE(cluster_.CreateSession(1, "propagated").ok());
   EXPECT_EQ(factory_calls, 1);
   Registered registered = Register(cluster_, CrossGraph(), "propagated");
@@ -564,7 +564,7 @@ TEST_F(WorkerTest, SessionWithItsOwnClusterPullsThroughItsOwnCache) {
 TEST_F(WorkerTest, UnknownSessionAndGraphHandles) {
   auto requests = PartitionForTasks(cluster_, CrossGraph(), "nope", {"x:0"}, {"y:0"});
   proto::RegisterGraphResponse register_response;
-  Status s = cluster_.worker(0).RegisterGraph(requests[0], &register_response);
+  Status s = cluster_.worker(0).RegisterGraph(nullptr, requests[0], &register_response);
   EXPECT_TRUE(IsAborted(s)) << s;
   EXPECT_TRUE(Contains(s, "'nope'")) << s;
 
@@ -577,17 +577,17 @@ TEST_F(WorkerTest, UnknownSessionAndGraphHandles) {
   deregister.set_session_handle("s");
   deregister.set_graph_handle("0000000000000bad");
   proto::DeregisterGraphResponse deregister_response;
-  s = cluster_.worker(0).DeregisterGraph(deregister, &deregister_response);
+  s = cluster_.worker(0).DeregisterGraph(nullptr, deregister, &deregister_response);
   EXPECT_TRUE(IsAborted(s)) << s;
   deregister.set_session_handle("nope");
-  s = cluster_.worker(0).DeregisterGraph(deregister, &deregister_response);
+  s = cluster_.worker(0).DeregisterGraph(nullptr, deregister, &deregister_response);
   EXPECT_TRUE(IsAborted(s)) << s;
 
   Registered registered = Register(cluster_, CrossGraph(), "s");
   deregister.set_session_handle("s");
   deregister.set_graph_handle(registered.handles[0]);
-  EXPECT_TRUE(cluster_.worker(0).DeregisterGraph(deregister, &deregister_response).ok());
-  s = cluster_.worker(0).DeregisterGraph(deregister, &deregister_response);
+  EXPECT_TRUE(cluster_.worker(0).DeregisterGraph(nullptr, deregister, &deregister_response).ok());
+  s = cluster_.worker(0).DeregisterGraph(nullptr, deregister, &deregister_response);
   EXPECT_TRUE(IsAborted(s)) << s;
 }
 
@@ -622,24 +622,24 @@ TEST_F(WorkerTest, RegisterGraphErrors) {
   proto::RegisterGraphResponse response;
   // Task 1's partition is not for task 0's devices.
   proto::RegisterGraphRequest wrong_worker = requests[1];
-  Status s = cluster_.worker(0).RegisterGraph(wrong_worker, &response);
+  Status s = cluster_.worker(0).RegisterGraph(nullptr, wrong_worker, &response);
   EXPECT_TRUE(IsInvalidArgument(s)) << s;
   EXPECT_TRUE(Contains(s, kCpu1)) << s;
   // _Arg 0 with no feed registered, _Retval 0 with no fetch.
   proto::RegisterGraphRequest no_feeds = requests[0];
   no_feeds.clear_feed();
-  s = cluster_.worker(0).RegisterGraph(no_feeds, &response);
+  s = cluster_.worker(0).RegisterGraph(nullptr, no_feeds, &response);
   EXPECT_TRUE(IsInvalidArgument(s)) << s;
   EXPECT_TRUE(Contains(s, "_Arg")) << s;
   proto::RegisterGraphRequest no_fetches = requests[0];
   no_fetches.clear_fetch();
-  s = cluster_.worker(0).RegisterGraph(no_fetches, &response);
+  s = cluster_.worker(0).RegisterGraph(nullptr, no_fetches, &response);
   EXPECT_TRUE(IsInvalidArgument(s)) << s;
   EXPECT_TRUE(Contains(s, "_Retval")) << s;
   // Every node carries its partition's device.
   proto::RegisterGraphRequest no_device = requests[0];
   no_device.mutable_partition(0)->mutable_graph_def()->mutable_node(0)->clear_device();
-  s = cluster_.worker(0).RegisterGraph(no_device, &response);
+  s = cluster_.worker(0).RegisterGraph(nullptr, no_device, &response);
   EXPECT_TRUE(IsInvalidArgument(s)) << s;
 }
 

@@ -129,4 +129,36 @@ int UnusedLoopbackPort() {
   return port;
 }
 
+HeldLoopbackPort::HeldLoopbackPort() {
+  fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd_ < 0) return;
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = 0;
+  socklen_t length = sizeof(address);
+  if (bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
+      listen(fd_, 8) != 0 ||
+      getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    Release();
+    return;
+  }
+  port_ = ntohs(address.sin_port);
+}
+
+bool HeldLoopbackPort::WaitForConnection(int64_t timeout_ms) {
+  if (fd_ < 0) return false;
+  pollfd poll_fd{fd_, POLLIN, 0};
+  if (poll(&poll_fd, 1, static_cast<int>(timeout_ms)) <= 0) return false;
+  const int connection = accept(fd_, nullptr, nullptr);
+  if (connection < 0) return false;
+  close(connection);
+  return true;
+}
+
+void HeldLoopbackPort::Release() {
+  if (fd_ >= 0) close(fd_);
+  fd_ = -1;
+}
+
 }  // namespace weft::testing

@@ -47,4 +47,25 @@ class ServerProcess {
 // A TCP port on 127.0.0.1 that nothing listens on right now (bound, then released).
 int UnusedLoopbackPort();
 
+// An ephemeral port on 127.0.0.1 held by a listening socket that serves nobody, so that a test can
+// see someone try to reach the port (a master waiting for a late worker) before a real server
+// takes it over. Not thread-safe; one owner.
+class HeldLoopbackPort {
+ public:
+  HeldLoopbackPort();  // port() is 0 when no socket could be bound
+  ~HeldLoopbackPort() { Release(); }
+  HeldLoopbackPort(const HeldLoopbackPort&) = delete;
+  HeldLoopbackPort& operator=(const HeldLoopbackPort&) = delete;
+
+  int port() const { return port_; }
+  // Whether a connection came within `timeout_ms`; it is accepted and closed at once.
+  bool WaitForConnection(int64_t timeout_ms);
+  // Closes the socket; the port is then free for a server (SO_REUSEADDR). Idempotent.
+  void Release();
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
 }  // namespace weft::testing

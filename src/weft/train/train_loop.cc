@@ -104,6 +104,9 @@ StatusOr<SessionOptions> MakeSessionOptions(const TrainOptions& options, int rep
   if (replicas > 1 && inter_op_threads > 0) inter_op_threads = std::max(inter_op_threads, replicas);
   session_options.config.set_inter_op_parallelism_threads(inter_op_threads);
   session_options.config.set_intra_op_parallelism_threads(options.intra_op_threads);
+  if (!options.target.empty()) {
+    session_options.config.set_worker_timeout_in_ms(options.worker_timeout_ms);
+  }
   if (options.target.empty()) {
     (*session_options.config.mutable_device_count())["CPU"] = replicas;
   } else if (!options.cluster.empty()) {

@@ -40,6 +40,9 @@ struct TrainOptions {
   // With a target: the cluster's tasks in the flag form ("worker=h:p,h:p"), sent with the session
   // (servers started on ephemeral ports learn their peers from it); "": the servers' own cluster.
   std::string cluster;
+  // With a target: how long the master waits for any worker to answer (a silent worker fails the
+  // step and Close, naming it); 0: the server's --worker-timeout-ms.
+  int64_t worker_timeout_ms = 0;
 };
 
 struct TrainProgress {

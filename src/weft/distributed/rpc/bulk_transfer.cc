@@ -247,10 +247,11 @@ void BulkTransferServer::ServeConnection(Connection* connection) {
     if (!SendAll(fd, &reply, sizeof(reply))) break;
     if (reply.num_bytes > 0 && !SendAll(fd, tensor.raw_data(), reply.num_bytes)) break;
   }
-  // Tells the peer at once; the descriptor is closed after the join, so that Shutdown() never
-  // touches a number the system has already handed out again.
-  ::shutdown(fd, SHUT_RDWR);
+  // Counted as ended before the peer hears of it, so that a peer that saw the hang-up finds the
+  // slot free. The peer is told at once; the descriptor is closed after the join, so that
+  // Shutdown() never touches a number the system has already handed out again.
   connection->finished = true;
+  ::shutdown(fd, SHUT_RDWR);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ class FakeMaster {
                proto::RunStepResponse* response, StatusCallback done) {
     if (request->fetch_size() == 1 && request->fetch(0) == "block") {
       options->SetCancelCallback([done] { done(Cancelled("step cancelled")); });
+      blocked.Notify();
       return;
     }
     for (const std::string& fetch : request->fetch()) response->add_tensor()->set_name(fetch);
@@ -48,6 +49,8 @@ class FakeMaster {
   void Reset(const proto::ResetRequest*, proto::ResetResponse*, StatusCallback done) {
     done(Status::OK());
   }
+
+  Notification blocked;  // a "block" RunStep has arrived
 };
 
 class GrpcMasterServiceTest : public ::testing::Test {
@@ -116,7 +119,7 @@ TEST_F(GrpcMasterServiceTest, CancelReachesTheMaster) {
   proto::RunStepResponse ran;
   Status status;
   std::thread caller([&] { status = remote_->RunStep(&options, run, &ran); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ASSERT_TRUE(master_.blocked.WaitForNotificationWithTimeout(std::chrono::seconds(10)));
   auto start = std::chrono::steady_clock::now();
   options.StartCancel();
   caller.join();

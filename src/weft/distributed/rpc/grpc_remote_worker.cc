@@ -54,10 +54,11 @@ void GrpcRemoteWorker::GetStatusAsync(CallOptions* options, const proto::GetStat
         });
 }
 
-void GrpcRemoteWorker::CreateWorkerSessionAsync(const proto::CreateWorkerSessionRequest* request,
+void GrpcRemoteWorker::CreateWorkerSessionAsync(CallOptions* options,
+                                                const proto::CreateWorkerSessionRequest* request,
                                                 proto::CreateWorkerSessionResponse* response,
                                                 StatusCallback done) {
-  Issue("CreateWorkerSession", nullptr, request, response, std::move(done),
+  Issue("CreateWorkerSession", options, request, response, std::move(done),
         [this](auto* context, auto* req, auto* resp, auto callback) {
           stub_->async()->CreateWorkerSession(context, req, resp, std::move(callback));
         });
@@ -73,19 +74,21 @@ void GrpcRemoteWorker::DeleteWorkerSessionAsync(CallOptions* options,
         });
 }
 
-void GrpcRemoteWorker::RegisterGraphAsync(const proto::RegisterGraphRequest* request,
+void GrpcRemoteWorker::RegisterGraphAsync(CallOptions* options,
+                                          const proto::RegisterGraphRequest* request,
                                           proto::RegisterGraphResponse* response,
                                           StatusCallback done) {
-  Issue("RegisterGraph", nullptr, request, response, std::move(done),
+  Issue("RegisterGraph", options, request, response, std::move(done),
         [this](auto* context, auto* req, auto* resp, auto callback) {
           stub_->async()->RegisterGraph(context, req, resp, std::move(callback));
         });
 }
 
-void GrpcRemoteWorker::DeregisterGraphAsync(const proto::DeregisterGraphRequest* request,
+void GrpcRemoteWorker::DeregisterGraphAsync(CallOptions* options,
+                                            const proto::DeregisterGraphRequest* request,
                                             proto::DeregisterGraphResponse* response,
                                             StatusCallback done) {
-  Issue("DeregisterGraph", nullptr, request, response, std::move(done),
+  Issue("DeregisterGraph", options, request, response, std::move(done),
         [this](auto* context, auto* req, auto* resp, auto callback) {
           stub_->async()->DeregisterGraph(context, req, resp, std::move(callback));
         });
@@ -113,10 +116,11 @@ void GrpcRemoteWorker::RunGraphAsync(CallOptions* options, const proto::RunGraph
         });
 }
 
-void GrpcRemoteWorker::CleanupGraphAsync(const proto::CleanupGraphRequest* request,
+void GrpcRemoteWorker::CleanupGraphAsync(CallOptions* options,
+                                         const proto::CleanupGraphRequest* request,
                                          proto::CleanupGraphResponse* response,
                                          StatusCallback done) {
-  Issue("CleanupGraph", nullptr, request, response, std::move(done),
+  Issue("CleanupGraph", options, request, response, std::move(done),
         [this](auto* context, auto* req, auto* resp, auto callback) {
           stub_->async()->CleanupGraph(context, req, resp, std::move(callback));
         });

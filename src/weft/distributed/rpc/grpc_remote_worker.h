@@ -24,20 +24,21 @@ class GrpcRemoteWorker final : public WorkerInterface {
 
   void GetStatusAsync(CallOptions* options, const proto::GetStatusRequest* request,
                       proto::GetStatusResponse* response, StatusCallback done) override;
-  void CreateWorkerSessionAsync(const proto::CreateWorkerSessionRequest* request,
+  void CreateWorkerSessionAsync(CallOptions* options,
+                                const proto::CreateWorkerSessionRequest* request,
                                 proto::CreateWorkerSessionResponse* response,
                                 StatusCallback done) override;
   void DeleteWorkerSessionAsync(CallOptions* options,
                                 const proto::DeleteWorkerSessionRequest* request,
                                 proto::DeleteWorkerSessionResponse* response,
                                 StatusCallback done) override;
-  void RegisterGraphAsync(const proto::RegisterGraphRequest* request,
+  void RegisterGraphAsync(CallOptions* options, const proto::RegisterGraphRequest* request,
                           proto::RegisterGraphResponse* response, StatusCallback done) override;
-  void DeregisterGraphAsync(const proto::DeregisterGraphRequest* request,
+  void DeregisterGraphAsync(CallOptions* options, const proto::DeregisterGraphRequest* request,
                             proto::DeregisterGraphResponse* response, StatusCallback done) override;
   void RunGraphAsync(CallOptions* options, const proto::RunGraphRequest* request,
                      proto::RunGraphResponse* response, StatusCallback done) override;
-  void CleanupGraphAsync(const proto::CleanupGraphRequest* request,
+  void CleanupGraphAsync(CallOptions* options, const proto::CleanupGraphRequest* request,
                          proto::CleanupGraphResponse* response, StatusCallback done) override;
   void RecvTensorAsync(CallOptions* options, const proto::RecvTensorRequest* request,
                        TensorResponse* response, StatusCallback done) override;

@@ -1,7 +1,8 @@
-// GrpcServer: one task of a cluster — its devices, an in-process Worker and Master, both services
-// on one gRPC port, and the bulk data port beside it for large tensors. Create() binds and starts
-// serving (port 0 in the task's address picks a free port; address() tells which); Stop() shuts
-// down gracefully. Thread-safe.
+// GrpcServer: one task of a cluster served over gRPC — the transport-neutral Server
+// (distributed/server.h: devices, Worker, Master) bound to both services on one gRPC port, and the
+// bulk data port beside it for large tensors. Create() binds and starts serving (port 0 in the
+// task's address picks a free port; address() tells which); Stop() shuts down gracefully.
+// Thread-safe.
 #pragma once
 
 #include <memory>
@@ -18,8 +19,8 @@ struct GrpcServerOptions {
   int devices = 1;           // CPU devices of this task
   int intra_op_threads = 0;  // 0: one per core, shared out between the devices
   int inter_op_threads = 0;  // 0: one per core
-  // How long a new session waits for the cluster's workers to come up.
-  int64_t worker_ready_timeout_ms = 30000;
+  // How long the master waits for any one worker to answer (ServerOptions::worker_timeout_ms).
+  int64_t worker_timeout_ms = 30000;
 };
 
 class GrpcServer {

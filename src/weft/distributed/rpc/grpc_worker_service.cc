@@ -103,9 +103,9 @@ GrpcWorkerService::GrpcWorkerService(WorkerInterface* worker, BulkTransferServer
       });
   RegisterTypedMethod<proto::CreateWorkerSessionRequest, proto::CreateWorkerSessionResponse>(
       dispatcher, kService, "CreateWorkerSession", pool,
-      [worker](CallOptions*, const proto::CreateWorkerSessionRequest* request,
+      [worker](CallOptions* options, const proto::CreateWorkerSessionRequest* request,
                proto::CreateWorkerSessionResponse* response, StatusCallback done) {
-        worker->CreateWorkerSessionAsync(request, response, std::move(done));
+        worker->CreateWorkerSessionAsync(options, request, response, std::move(done));
       });
   RegisterTypedMethod<proto::DeleteWorkerSessionRequest, proto::DeleteWorkerSessionResponse>(
       dispatcher, kService, "DeleteWorkerSession", pool,
@@ -115,15 +115,15 @@ GrpcWorkerService::GrpcWorkerService(WorkerInterface* worker, BulkTransferServer
       });
   RegisterTypedMethod<proto::RegisterGraphRequest, proto::RegisterGraphResponse>(
       dispatcher, kService, "RegisterGraph", pool,
-      [worker](CallOptions*, const proto::RegisterGraphRequest* request,
+      [worker](CallOptions* options, const proto::RegisterGraphRequest* request,
                proto::RegisterGraphResponse* response, StatusCallback done) {
-        worker->RegisterGraphAsync(request, response, std::move(done));
+        worker->RegisterGraphAsync(options, request, response, std::move(done));
       });
   RegisterTypedMethod<proto::DeregisterGraphRequest, proto::DeregisterGraphResponse>(
       dispatcher, kService, "DeregisterGraph", pool,
-      [worker](CallOptions*, const proto::DeregisterGraphRequest* request,
+      [worker](CallOptions* options, const proto::DeregisterGraphRequest* request,
                proto::DeregisterGraphResponse* response, StatusCallback done) {
-        worker->DeregisterGraphAsync(request, response, std::move(done));
+        worker->DeregisterGraphAsync(options, request, response, std::move(done));
       });
   RegisterTypedMethod<proto::RunGraphRequest, proto::RunGraphResponse>(
       dispatcher, kService, "RunGraph", /*pool=*/nullptr,
@@ -133,10 +133,10 @@ GrpcWorkerService::GrpcWorkerService(WorkerInterface* worker, BulkTransferServer
       });
   RegisterTypedMethod<proto::CleanupGraphRequest, proto::CleanupGraphResponse>(
       dispatcher, kService, "CleanupGraph", /*pool=*/nullptr,
-      [worker, bulk_server](CallOptions*, const proto::CleanupGraphRequest* request,
+      [worker, bulk_server](CallOptions* options, const proto::CleanupGraphRequest* request,
                             proto::CleanupGraphResponse* response, StatusCallback done) {
         if (bulk_server != nullptr) bulk_server->ReleaseStep(request->step_id());
-        worker->CleanupGraphAsync(request, response, std::move(done));
+        worker->CleanupGraphAsync(options, request, response, std::move(done));
       });
   dispatcher->RegisterMethod(std::string("/") + kService + "/RecvTensor",
                              [this](const grpc::ByteBuffer& request, grpc::ByteBuffer* response,

@@ -43,12 +43,12 @@ TEST_F(GrpcWorkerServiceTest, EveryMethodRoundTrips) {
   proto::CreateWorkerSessionRequest create;
   create.set_session_handle("s1");
   proto::CreateWorkerSessionResponse create_response;
-  EXPECT_TRUE(remote_.CreateWorkerSession(create, &create_response).ok());
+  EXPECT_TRUE(remote_.CreateWorkerSession(nullptr, create, &create_response).ok());
 
   proto::RegisterGraphRequest register_request;
   register_request.set_session_handle("s1");
   proto::RegisterGraphResponse register_response;
-  ASSERT_TRUE(remote_.RegisterGraph(register_request, &register_response).ok());
+  ASSERT_TRUE(remote_.RegisterGraph(nullptr, register_request, &register_response).ok());
   EXPECT_EQ(register_response.graph_handle(), "graph-of-s1");
 
   proto::RunGraphRequest run;
@@ -67,13 +67,13 @@ TEST_F(GrpcWorkerServiceTest, EveryMethodRoundTrips) {
   proto::CleanupGraphRequest cleanup;
   cleanup.set_step_id(3);
   proto::CleanupGraphResponse cleanup_response;
-  ASSERT_TRUE(remote_.CleanupGraph(cleanup, &cleanup_response).ok());
+  ASSERT_TRUE(remote_.CleanupGraph(nullptr, cleanup, &cleanup_response).ok());
   EXPECT_EQ(fixture_.worker.last_cleanup_step(), 3);
 
   proto::DeregisterGraphRequest deregister;
   deregister.set_session_handle("s1");
   proto::DeregisterGraphResponse deregister_response;
-  EXPECT_TRUE(remote_.DeregisterGraph(deregister, &deregister_response).ok());
+  EXPECT_TRUE(remote_.DeregisterGraph(nullptr, deregister, &deregister_response).ok());
 
   proto::DeleteWorkerSessionRequest remove;
   remove.set_session_handle("s1");
@@ -85,7 +85,7 @@ TEST_F(GrpcWorkerServiceTest, ErrorsKeepCodeAndMessageAndNameTheTask) {
   proto::CreateWorkerSessionRequest create;
   create.set_session_handle("bad");
   proto::CreateWorkerSessionResponse create_response;
-  Status status = remote_.CreateWorkerSession(create, &create_response);
+  Status status = remote_.CreateWorkerSession(nullptr, create, &create_response);
   EXPECT_EQ(status.code(), Code::kNotFound);
   EXPECT_EQ(status.message(),
             StrCat("CreateWorkerSession to ", kTask, " at ", fixture_.server->address(),
@@ -196,7 +196,7 @@ TEST_F(GrpcWorkerServiceTest, CleanupGraphReleasesBulkTickets) {
   proto::CleanupGraphRequest cleanup;
   cleanup.set_step_id(21);
   proto::CleanupGraphResponse response;
-  ASSERT_TRUE(remote_.CleanupGraph(cleanup, &response).ok());
+  ASSERT_TRUE(remote_.CleanupGraph(nullptr, cleanup, &response).ok());
   EXPECT_EQ(fixture_.bulk_server->NumOffered(), 0u);
   (void)ticket;
 }
@@ -244,7 +244,8 @@ TEST_F(GrpcWorkerServiceTest, CancellingRecvTensorReachesTheWorker) {
     result = status;
     finished.Notify();
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(
+      fixture_.worker.recv_blocked.WaitForNotificationWithTimeout(std::chrono::seconds(10)));
   EXPECT_FALSE(finished.HasBeenNotified());
   options.StartCancel();
   ASSERT_TRUE(finished.WaitForNotificationWithTimeout(std::chrono::seconds(5)));

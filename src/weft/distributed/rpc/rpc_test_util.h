@@ -34,7 +34,7 @@ class FakeWorker final : public WorkerInterface {
     response->add_device_attributes()->set_name("/job:worker/replica:0/task:7/device:CPU:0");
     done(Status::OK());
   }
-  void CreateWorkerSessionAsync(const proto::CreateWorkerSessionRequest* request,
+  void CreateWorkerSessionAsync(CallOptions*, const proto::CreateWorkerSessionRequest* request,
                                 proto::CreateWorkerSessionResponse*, StatusCallback done) override {
     done(CheckHandle(request->session_handle()));
   }
@@ -42,12 +42,12 @@ class FakeWorker final : public WorkerInterface {
                                 proto::DeleteWorkerSessionResponse*, StatusCallback done) override {
     done(CheckHandle(request->session_handle()));
   }
-  void RegisterGraphAsync(const proto::RegisterGraphRequest* request,
+  void RegisterGraphAsync(CallOptions*, const proto::RegisterGraphRequest* request,
                           proto::RegisterGraphResponse* response, StatusCallback done) override {
     response->set_graph_handle("graph-of-" + request->session_handle());
     done(CheckHandle(request->session_handle()));
   }
-  void DeregisterGraphAsync(const proto::DeregisterGraphRequest* request,
+  void DeregisterGraphAsync(CallOptions*, const proto::DeregisterGraphRequest* request,
                             proto::DeregisterGraphResponse*, StatusCallback done) override {
     done(CheckHandle(request->session_handle()));
   }
@@ -64,18 +64,19 @@ class FakeWorker final : public WorkerInterface {
     }
     done(CheckHandle(request->session_handle()));
   }
-  void CleanupGraphAsync(const proto::CleanupGraphRequest* request, proto::CleanupGraphResponse*,
-                         StatusCallback done) override {
+  void CleanupGraphAsync(CallOptions*, const proto::CleanupGraphRequest* request,
+                         proto::CleanupGraphResponse*, StatusCallback done) override {
     std::lock_guard<std::mutex> lock(mu_);
     last_cleanup_step_ = request->step_id();
     done(Status::OK());
   }
-  // "block" waits until the call is cancelled; "dead" is a dead value; other keys must have been
-  // Put, else NotFound naming the key.
+  // "block" waits until the call is cancelled (and notifies recv_blocked); "dead" is a dead value;
+  // other keys must have been Put, else NotFound naming the key.
   void RecvTensorAsync(CallOptions* options, const proto::RecvTensorRequest* request,
                        TensorResponse* response, StatusCallback done) override {
     if (request->rendezvous_key() == "block") {
       options->SetCancelCallback([done] { done(Cancelled("RecvTensor of block cancelled")); });
+      recv_blocked.Notify();
       return;
     }
     if (request->rendezvous_key() == "dead") {
@@ -98,6 +99,8 @@ class FakeWorker final : public WorkerInterface {
     std::lock_guard<std::mutex> lock(mu_);
     values_[key] = value;
   }
+  Notification recv_blocked;  // a "block" RecvTensor has arrived
+
   int64_t last_cleanup_step() {
     std::lock_guard<std::mutex> lock(mu_);
     return last_cleanup_step_;

@@ -1,0 +1,95 @@
+// A worker that is alive but silent: real `weft server` processes on loopback, one of them stopped
+// with SIGSTOP while steps run. The running step and Close fail with DeadlineExceeded or
+// Unavailable naming the stopped task and its address within the worker timeout
+// (--worker-timeout-ms 2000 here), and a new session on the remaining worker trains on. The stopped
+// server is continued and killed in teardown.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include "weft/cli/cluster_test_util.h"
+
+namespace weft::cluster_testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr int64_t kWorkerTimeoutMs = 2000;
+// Scheduling slack on a loaded 2-core machine, over the worker timeout.
+constexpr int64_t kSlackMs = 3000;
+
+// Sends SIGCONT on scope exit, so that a stopped server can be torn down like any other.
+class ContinueOnExit {
+ public:
+  explicit ContinueOnExit(ServerProcess* server) : server_(server) {}
+  ~ContinueOnExit() { server_->Signal(SIGCONT); }
+
+ private:
+  ServerProcess* const server_;
+};
+
+void ExpectNamesStoppedWorker(const Status& status, const std::string& address) {
+  EXPECT_TRUE(IsDeadlineExceeded(status) || IsUnavailable(status)) << status.ToString();
+  EXPECT_THAT(status.message(), HasSubstr(kTask1));
+  EXPECT_THAT(status.message(), HasSubstr(address));
+}
+
+TEST(ClusterLivenessTest, StoppedWorkerFailsTheStepAndCloseAndTheRestTrainsOn) {
+  auto servers = StartCluster(2, {"--worker-timeout-ms", std::to_string(kWorkerTimeoutMs)});
+  ASSERT_EQ(servers.size(), 2u);
+  ContinueOnExit continue_on_exit(servers[1].get());
+  const std::vector<std::string> addresses = Addresses(servers);
+  std::unique_ptr<Session> session = NewSessionOrDie(ClusterOptions(addresses));
+  ASSERT_NE(session, nullptr);
+  CrossTaskGraph graph = BuildCrossTaskGraph(0.0f);
+  ASSERT_TRUE(session->Create(graph.graph).ok());
+  std::vector<Tensor> outputs;
+  ASSERT_TRUE(session->Run({}, {}, {graph.init}, &outputs).ok());
+
+  StepLoop training(session.get(), graph, &outputs);
+  ASSERT_TRUE(training.WaitForSteps(3));
+  const int64_t stopped_at_ms = NowMs();
+  servers[1]->Signal(SIGSTOP);
+  const Status failure = training.Join();
+  ExpectNamesStoppedWorker(failure, addresses[1]);
+  EXPECT_LT(training.failed_at_ms() - stopped_at_ms, kWorkerTimeoutMs + kSlackMs);
+
+  const int64_t close_start_ms = NowMs();
+  const Status closed = session->Close();
+  ExpectNamesStoppedWorker(closed, addresses[1]);
+  EXPECT_LT(NowMs() - close_start_ms, kWorkerTimeoutMs + kSlackMs);
+
+  // A new session on the remaining worker works.
+  std::unique_ptr<Session> alone = NewSessionOrDie(ClusterOptions({addresses[0]}));
+  ASSERT_NE(alone, nullptr);
+  Scope root = Scope::NewRootScope();
+  Output sum = ops::Add(root.WithOpName("sum"), 1.0f, 2.0f);
+  ASSERT_TRUE(alone->Create(root.ToGraphDef().value()).ok());
+  Status status = alone->Run({}, {sum.name()}, {}, &outputs);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(ScalarOf(outputs[0]), 3.0f);
+  EXPECT_TRUE(alone->Close().ok());
+}
+
+TEST(ClusterLivenessTest, SessionConfigSetsItsOwnWorkerTimeout) {
+  auto servers = StartCluster(2);  // the servers' default: 30 s
+  ASSERT_EQ(servers.size(), 2u);
+  ContinueOnExit continue_on_exit(servers[1].get());
+  const std::vector<std::string> addresses = Addresses(servers);
+  SessionOptions options = ClusterOptions(addresses);
+  options.config.set_worker_timeout_in_ms(kWorkerTimeoutMs);
+  std::unique_ptr<Session> session = NewSessionOrDie(options);
+  ASSERT_NE(session, nullptr);
+  CrossTaskGraph graph = BuildCrossTaskGraph(0.0f);
+  ASSERT_TRUE(session->Create(graph.graph).ok());
+  std::vector<Tensor> outputs;
+  ASSERT_TRUE(session->Run({}, {}, {graph.init}, &outputs).ok());
+  servers[1]->Signal(SIGSTOP);
+  const int64_t start_ms = NowMs();
+  Status status = session->Run({{graph.x, Tensor::Scalar(1.0f)}}, {graph.y}, {}, &outputs);
+  ExpectNamesStoppedWorker(status, addresses[1]);
+  EXPECT_LT(NowMs() - start_ms, kWorkerTimeoutMs + kSlackMs);
+}
+
+}  // namespace
+}  // namespace weft::cluster_testing

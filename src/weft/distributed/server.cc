@@ -1,0 +1,76 @@
+#include "weft/distributed/server.h"
+
+#include <utility>
+
+#include "weft/core/str_util.h"
+#include "weft/kernels/register_kernels.h"
+#include "weft/ops/register_ops.h"
+#include "weft/runtime/cpu_device.h"
+
+namespace weft {
+namespace {
+
+int ThreadsOrDefault(int requested) { return requested > 0 ? requested : NumSchedulableCpus(); }
+
+// Threads for the master's set-up work (session creation, graph registration): calls that block
+// on workers, never on computation.
+constexpr int kMasterThreads = 8;
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Server>> Server::Create(ServerOptions options) {
+  if (options.devices < 1) {
+    return InvalidArgument("a server needs at least 1 device, got ", options.devices);
+  }
+  if (!options.worker_cache_factory) {
+    return InvalidArgument("a server needs a worker cache factory from its transport");
+  }
+  std::unique_ptr<Server> server(new Server(std::move(options)));
+  WEFT_RETURN_IF_ERROR(server->Start());
+  return server;
+}
+
+Server::~Server() = default;
+
+Status Server::Start() {
+  const ServerConfig& config = options_.server;
+  WEFT_RETURN_IF_ERROR(ValidateTask(config.cluster, config.task));
+  task_name_ = StrCat("/job:", config.task.job, "/replica:0/task:", config.task.index);
+
+  UseSingleThreadedBlas();
+  proto::ConfigProto device_config;
+  (*device_config.mutable_device_count())["CPU"] = options_.devices;
+  WEFT_ASSIGN_OR_RETURN(
+      devices_, CreateLocalDevices(device_config, ThreadsOrDefault(options_.intra_op_threads),
+                                   config.task.job, config.task.index));
+  compute_pool_ =
+      std::make_unique<ThreadPool>("worker_compute", ThreadsOrDefault(options_.inter_op_threads));
+  master_pool_ = std::make_unique<ThreadPool>("master", kMasterThreads);
+
+  worker_env_.task_name = task_name_;
+  worker_env_.devices = devices_.get();
+  worker_env_.op_registry = &ops::AllOps();
+  worker_env_.kernel_registry = &kernels::AllKernels();
+  worker_env_.compute_pool = compute_pool_.get();
+  worker_ = std::make_unique<Worker>(&worker_env_);
+  // Caches for sessions that bring their own cluster also reach this task without the transport.
+  auto cache_factory = [factory = options_.worker_cache_factory, task = task_name_,
+                        worker = worker_.get()](const ClusterSpec& cluster) {
+    return factory(cluster, task, worker);
+  };
+  WEFT_ASSIGN_OR_RETURN(worker_cache_, cache_factory(config.cluster));
+  worker_env_.worker_cache = worker_cache_.get();
+  worker_env_.worker_cache_factory = cache_factory;
+
+  master_env_.local_task = task_name_;
+  master_env_.worker_cache = worker_cache_.get();
+  master_env_.worker_cache_factory = cache_factory;
+  master_env_.op_registry = &ops::AllOps();
+  master_env_.kernel_registry = &kernels::AllKernels();
+  master_env_.pool = master_pool_.get();
+  master_env_.worker_timeout_ms = options_.worker_timeout_ms;
+  master_ = std::make_unique<Master>(&master_env_);
+  return Status::OK();
+}
+
+}  // namespace weft

@@ -1,0 +1,70 @@
+// Server: the transport-neutral assembly of one task of a cluster: its CPU devices, the inter-op
+// and master thread pools, the in-process Worker, the worker cache (made by the transport's
+// factory) and the Master, with the op and kernel registries chosen here. A transport
+// (distributed/rpc/grpc_server) only binds the Worker and the Master to its services.
+// Thread-safe once created; destruction goes master, worker, worker cache, pools, devices.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "weft/core/statusor.h"
+#include "weft/core/thread_pool.h"
+#include "weft/distributed/cluster_spec.h"
+#include "weft/distributed/master.h"
+#include "weft/distributed/worker.h"
+#include "weft/distributed/worker_cache.h"
+#include "weft/runtime/device_mgr.h"
+
+namespace weft {
+
+// Builds the worker cache of `cluster` as seen from `local_task`, whose in-process worker is
+// `local_worker` (reached without the transport; it outlives the cache).
+using WorkerCacheFactory = std::function<StatusOr<std::unique_ptr<WorkerCacheInterface>>(
+    const ClusterSpec& cluster, const std::string& local_task, WorkerInterface* local_worker)>;
+
+struct ServerOptions {
+  ServerConfig server;       // the cluster and this server's task in it
+  int devices = 1;           // CPU devices of this task
+  int intra_op_threads = 0;  // 0: one per core, shared out between the devices
+  int inter_op_threads = 0;  // 0: one per core
+  // How long the master waits for any one worker to answer (MasterEnv::worker_timeout_ms).
+  int64_t worker_timeout_ms = 30000;
+  // The transport's caches: for the server's cluster, and for sessions that bring their own.
+  WorkerCacheFactory worker_cache_factory;
+};
+
+class Server {
+ public:
+  // InvalidArgument for a task that is not in the cluster or fewer than one device.
+  static StatusOr<std::unique_ptr<Server>> Create(ServerOptions options);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // "/job:worker/replica:0/task:0".
+  const std::string& task_name() const { return task_name_; }
+  Worker* worker() { return worker_.get(); }
+  Master* master() { return master_.get(); }
+
+ private:
+  explicit Server(ServerOptions options) : options_(std::move(options)) {}
+  Status Start();
+
+  const ServerOptions options_;
+  std::string task_name_;
+  // Declared in construction order, destroyed in reverse.
+  std::unique_ptr<DeviceMgr> devices_;
+  std::unique_ptr<ThreadPool> compute_pool_;
+  std::unique_ptr<ThreadPool> master_pool_;
+  WorkerEnv worker_env_;
+  // Declared before the worker it returns for this task, so the worker goes first.
+  std::unique_ptr<WorkerCacheInterface> worker_cache_;
+  std::unique_ptr<Worker> worker_;
+  MasterEnv master_env_;
+  std::unique_ptr<Master> master_;
+};
+
+}  // namespace weft
