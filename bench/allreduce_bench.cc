@@ -6,15 +6,14 @@
 // the floor: one thread summing four 64 MB buffers into a fifth.
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdlib>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include <benchmark/benchmark.h>
 
+#include "weft/core/mutex.h"
 #include "weft/runtime/collective/local_collective_executor.h"
 #include "weft/runtime/cpu_device.h"
 
@@ -27,12 +26,12 @@ constexpr auto kSpin = std::chrono::microseconds(200);
 
 // Waits until pred() holds: polls for kSpin, then sleeps on `cv`.
 template <typename Pred>
-void SpinThenWait(std::mutex& mu, std::condition_variable& cv, Pred pred) {
+void SpinThenWait(Mutex& mu, CondVar& cv, Pred pred) {
   auto deadline = std::chrono::steady_clock::now() + kSpin;
   while (!pred()) {
     if (std::chrono::steady_clock::now() > deadline) {
-      std::unique_lock<std::mutex> lock(mu);
-      cv.wait(lock, pred);
+      MutexLock lock(mu);
+      while (!pred()) cv.Wait(lock);
       return;
     }
     std::this_thread::yield();
@@ -60,10 +59,10 @@ class Participants {
 
   ~Participants() {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       stopping_ = true;
     }
-    start_.notify_all();
+    start_.NotifyAll();
     for (auto& thread : threads_) thread.join();
   }
 
@@ -72,10 +71,10 @@ class Participants {
     executor_ = std::make_unique<LocalCollectiveExecutor>();
     remaining_.store(members_, std::memory_order_relaxed);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       generation_.fetch_add(1, std::memory_order_release);
     }
-    start_.notify_all();
+    start_.NotifyAll();
     SpinThenWait(mu_, finished_,
                  [this] { return remaining_.load(std::memory_order_acquire) == 0; });
   }
@@ -93,8 +92,8 @@ class Participants {
                            [this](const Status& status) {
                              if (!status.ok()) std::abort();
                              if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-                               std::lock_guard<std::mutex> lock(mu_);
-                               finished_.notify_all();
+                               MutexLock lock(mu_);
+                               finished_.NotifyAll();
                              }
                            });
     }
@@ -106,9 +105,9 @@ class Participants {
   std::vector<std::vector<Tensor>> outputs_;
   CollectiveParams params_;
   std::unique_ptr<LocalCollectiveExecutor> executor_;
-  std::mutex mu_;
-  std::condition_variable start_;
-  std::condition_variable finished_;
+  Mutex mu_;
+  CondVar start_;
+  CondVar finished_;
   std::atomic<int64_t> generation_{0};
   std::atomic<int> remaining_{0};
   std::atomic<bool> stopping_{false};

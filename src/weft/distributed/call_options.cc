@@ -1,11 +1,13 @@
 #include "weft/distributed/call_options.h"
 
+#include "weft/core/mutex.h"
+
 namespace weft {
 
 void CallOptions::StartCancel() {
   CancelCallback callback;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (cancelled_) return;
     cancelled_ = true;
     callback = std::move(cancel_callback_);
@@ -16,7 +18,7 @@ void CallOptions::StartCancel() {
 
 void CallOptions::SetCancelCallback(CancelCallback callback) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!cancelled_) {
       cancel_callback_ = std::move(callback);
       return;
@@ -26,12 +28,12 @@ void CallOptions::SetCancelCallback(CancelCallback callback) {
 }
 
 void CallOptions::ClearCancelCallback() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   cancel_callback_ = nullptr;
 }
 
 bool CallOptions::IsCancelled() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return cancelled_;
 }
 

@@ -5,7 +5,8 @@
 
 #include <cstdint>
 #include <functional>
-#include <mutex>
+
+#include "weft/core/mutex.h"
 
 namespace weft {
 
@@ -28,9 +29,9 @@ class CallOptions {
   void set_wait_for_ready(bool wait) { wait_for_ready_ = wait; }
 
  private:
-  mutable std::mutex mu_;
-  bool cancelled_ = false;          // guarded by mu_
-  CancelCallback cancel_callback_;  // guarded by mu_
+  mutable Mutex mu_;
+  bool cancelled_ WEFT_GUARDED_BY(mu_) = false;
+  CancelCallback cancel_callback_ WEFT_GUARDED_BY(mu_);
   int64_t timeout_ms_ = 0;
   bool wait_for_ready_ = false;
 };

@@ -1,8 +1,8 @@
 #include "weft/distributed/cluster_session.h"
 
 #include <algorithm>
-#include <mutex>
 
+#include "weft/core/mutex.h"
 #include "weft/framework/tensor_proto_util.h"
 
 namespace weft {
@@ -16,14 +16,14 @@ class ClusterSession final : public Session {
   ~ClusterSession() override { Close().IgnoreError(); }
 
   Status Create(const proto::GraphDef& graph) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     WEFT_RETURN_IF_ERROR(CheckOpen());
     if (has_graph_) return AlreadyExists("a graph has already been created for this session");
     return ExtendLocked(graph);
   }
 
   Status Extend(const proto::GraphDef& graph) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     WEFT_RETURN_IF_ERROR(CheckOpen());
     return ExtendLocked(graph);
   }
@@ -31,7 +31,7 @@ class ClusterSession final : public Session {
   Status ListDevices(std::vector<proto::DeviceAttributes>* devices) override {
     proto::ListDevicesRequest request;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       WEFT_RETURN_IF_ERROR(CheckOpen());
       // The session's own cluster (its config may name one) is known once the master session is.
       if (handle_.empty()) WEFT_RETURN_IF_ERROR(CreateLocked(proto::GraphDef()));
@@ -58,7 +58,7 @@ class ClusterSession final : public Session {
              proto::RunMetadata* run_metadata) override {
     proto::RunStepRequest request;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       WEFT_RETURN_IF_ERROR(CheckOpen());
       // A Run before any Create runs on an empty graph, as DirectSession does.
       if (handle_.empty()) WEFT_RETURN_IF_ERROR(CreateLocked(proto::GraphDef()));
@@ -101,7 +101,7 @@ class ClusterSession final : public Session {
   }
 
   Status Close() override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (closed_) return Status::OK();
     closed_ = true;
     if (handle_.empty()) return Status::OK();
@@ -173,11 +173,11 @@ class ClusterSession final : public Session {
   const std::unique_ptr<MasterInterface> master_;
   const SessionOptions options_;
 
-  std::mutex mu_;
-  std::string handle_;         // guarded by mu_; empty until the master session exists
-  int64_t graph_version_ = 0;  // guarded by mu_
-  bool has_graph_ = false;     // guarded by mu_; a non-empty graph was created
-  bool closed_ = false;        // guarded by mu_
+  Mutex mu_;
+  std::string handle_ WEFT_GUARDED_BY(mu_);  // empty until the master session exists
+  int64_t graph_version_ WEFT_GUARDED_BY(mu_) = 0;
+  bool has_graph_ WEFT_GUARDED_BY(mu_) = false;  // a non-empty graph was created
+  bool closed_ WEFT_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace

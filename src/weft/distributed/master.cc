@@ -5,6 +5,7 @@
 #include <sstream>
 #include <vector>
 
+#include "weft/core/mutex.h"
 #include "weft/core/str_util.h"
 #include "weft/distributed/master_devices.h"
 #include "weft/distributed/master_session.h"
@@ -16,21 +17,21 @@ Master::Master(MasterEnv* env) : env_(env), timer_(std::make_unique<MasterTimer>
 
 Master::~Master() {
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    idle_.wait(lock, [this] { return scheduled_ == 0; });
+    MutexLock lock(mu_);
+    while (scheduled_ != 0) idle_.Wait(lock);
   }
   CloseAllSessions();
 }
 
 void Master::Schedule(std::function<void()> fn) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ++scheduled_;
   }
   auto run = [this, fn = std::move(fn)] {
     fn();
-    std::lock_guard<std::mutex> lock(mu_);
-    if (--scheduled_ == 0) idle_.notify_all();
+    MutexLock lock(mu_);
+    if (--scheduled_ == 0) idle_.NotifyAll();
   };
   if (env_->pool != nullptr) {
     env_->pool->Schedule(std::move(run));
@@ -40,7 +41,7 @@ void Master::Schedule(std::function<void()> fn) {
 }
 
 StatusOr<std::shared_ptr<MasterSession>> Master::FindSession(const std::string& handle) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = sessions_.find(handle);
   if (it == sessions_.end()) {
     return Aborted("session '", handle, "' is not found; possibly this master restarted");
@@ -49,11 +50,11 @@ StatusOr<std::shared_ptr<MasterSession>> Master::FindSession(const std::string& 
 }
 
 std::string Master::NewSessionHandle() {
-  static std::mutex mu;
+  static Mutex mu;
   static std::mt19937_64 generator{std::random_device{}()};
   uint64_t value;
   {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     value = generator();
   }
   std::ostringstream out;
@@ -95,7 +96,7 @@ void Master::CreateSession(const proto::CreateSessionRequest* request,
     auto session = MasterSession::Create(std::move(options), request->graph_def());
     if (!session.ok()) return done(session.status());
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       sessions_[handle] = *session;
     }
     response->set_session_handle(handle);
@@ -126,7 +127,7 @@ void Master::CloseSession(const proto::CloseSessionRequest* request,
                           proto::CloseSessionResponse* /*response*/, StatusCallback done) {
   std::shared_ptr<MasterSession> session;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = sessions_.find(request->session_handle());
     if (it != sessions_.end()) {
       session = std::move(it->second);
@@ -178,7 +179,7 @@ void Master::Reset(const proto::ResetRequest* /*request*/, proto::ResetResponse*
 void Master::CloseAllSessions() {
   std::map<std::string, std::shared_ptr<MasterSession>> sessions;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     sessions.swap(sessions_);
   }
   for (auto& [handle, session] : sessions) session->Close().IgnoreError();

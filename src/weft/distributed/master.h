@@ -6,14 +6,13 @@
 // scheduled.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "weft/core/mutex.h"
 #include "weft/core/statusor.h"
 #include "weft/core/thread_pool.h"
 #include "weft/distributed/call_options.h"
@@ -76,10 +75,10 @@ class Master {
   MasterEnv* const env_;
   const std::unique_ptr<MasterTimer> timer_;
 
-  std::mutex mu_;
-  std::condition_variable idle_;
-  int scheduled_ = 0;                                               // guarded by mu_
-  std::map<std::string, std::shared_ptr<MasterSession>> sessions_;  // guarded by mu_
+  Mutex mu_;
+  CondVar idle_;
+  int scheduled_ WEFT_GUARDED_BY(mu_) = 0;
+  std::map<std::string, std::shared_ptr<MasterSession>> sessions_ WEFT_GUARDED_BY(mu_);
 };
 
 }  // namespace weft

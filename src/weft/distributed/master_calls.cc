@@ -1,21 +1,20 @@
 #include "weft/distributed/master_calls.h"
 
 #include <chrono>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 
+#include "weft/core/mutex.h"
 #include "weft/core/str_util.h"
 
 namespace weft {
 namespace {
 
 struct FanOut {
-  std::mutex mu;
-  std::condition_variable changed;
-  std::vector<Status> statuses;
-  std::vector<bool> finished;
-  size_t pending = 0;
+  Mutex mu;
+  CondVar changed;
+  std::vector<Status> statuses WEFT_GUARDED_BY(mu);
+  std::vector<bool> finished WEFT_GUARDED_BY(mu);
+  size_t pending WEFT_GUARDED_BY(mu) = 0;
 };
 
 }  // namespace
@@ -29,19 +28,20 @@ std::vector<Status> CallEveryTask(size_t count,
   fan_out->pending = count;
   for (size_t i = 0; i < count; ++i) {
     start(i, [fan_out, i](const Status& status) {
-      std::lock_guard<std::mutex> lock(fan_out->mu);
+      MutexLock lock(fan_out->mu);
       fan_out->statuses[i] = status;
       fan_out->finished[i] = true;
       --fan_out->pending;
-      fan_out->changed.notify_all();
+      fan_out->changed.NotifyAll();
     });
   }
-  std::unique_lock<std::mutex> lock(fan_out->mu);
-  auto all_done = [&] { return fan_out->pending == 0; };
+  MutexLock lock(fan_out->mu);
   if (timeout_ms > 0) {
-    fan_out->changed.wait_for(lock, std::chrono::milliseconds(timeout_ms), all_done);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (fan_out->pending != 0 && fan_out->changed.WaitUntil(lock, deadline)) {
+    }
   } else {
-    fan_out->changed.wait(lock, all_done);
+    while (fan_out->pending != 0) fan_out->changed.Wait(lock);
   }
   std::vector<Status> statuses = fan_out->statuses;
   for (size_t i = 0; i < count; ++i) {

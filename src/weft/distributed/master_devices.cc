@@ -1,10 +1,9 @@
 #include "weft/distributed/master_devices.h"
 
 #include <chrono>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 
+#include "weft/core/mutex.h"
 #include "weft/core/str_util.h"
 #include "weft/framework/device_name_utils.h"
 
@@ -27,10 +26,10 @@ struct StatusCall {
 // Shared with the callbacks, so that a worker answering after the master gave up writes into
 // memory that is still alive.
 struct Discovery {
-  std::mutex mu;
-  std::condition_variable changed;
+  Mutex mu;
+  CondVar changed;
   std::vector<std::unique_ptr<StatusCall>> calls;
-  int pending = 0;
+  int pending WEFT_GUARDED_BY(mu) = 0;
 };
 
 }  // namespace
@@ -61,11 +60,11 @@ StatusOr<std::vector<proto::DeviceAttributes>> DiscoverDevices(WorkerCacheInterf
     StatusCall* call = call_ptr.get();
     WorkerInterface* worker = cache->GetOrCreateWorker(call->task);
     auto finish = [discovery, call](const Status& status) {
-      std::lock_guard<std::mutex> lock(discovery->mu);
+      MutexLock lock(discovery->mu);
       call->status = status;
       call->finished = true;
       --discovery->pending;
-      discovery->changed.notify_all();
+      discovery->changed.NotifyAll();
     };
     if (worker == nullptr) {
       finish(NotFound("the worker cache knows no task ", call->task));
@@ -75,16 +74,18 @@ StatusOr<std::vector<proto::DeviceAttributes>> DiscoverDevices(WorkerCacheInterf
   }
 
   {
-    std::unique_lock<std::mutex> lock(discovery->mu);
-    discovery->changed.wait_for(lock, std::chrono::milliseconds(timeout_ms + kGraceMs),
-                                [&] { return discovery->pending == 0; });
+    MutexLock lock(discovery->mu);
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms + kGraceMs);
+    while (discovery->pending != 0 && discovery->changed.WaitUntil(lock, deadline)) {
+    }
   }
   std::vector<proto::DeviceAttributes> local;
   std::vector<proto::DeviceAttributes> remote;
   for (auto& call : discovery->calls) {
     Status status;
     {
-      std::lock_guard<std::mutex> lock(discovery->mu);
+      MutexLock lock(discovery->mu);
       status = call->finished ? call->status : DeadlineExceeded("no answer");
     }
     if (!status.ok()) {

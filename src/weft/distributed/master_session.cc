@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "weft/core/mutex.h"
 #include "weft/core/str_util.h"
 #include "weft/distributed/internal/master_session_state.h"
 #include "weft/distributed/master_calls.h"
@@ -89,7 +90,7 @@ void MasterSession::StartLiveness() {
   liveness.active = [weak] {
     std::shared_ptr<MasterSession> self = weak.lock();
     if (self == nullptr) return false;
-    std::lock_guard<std::mutex> lock(self->mu_);
+    MutexLock lock(self->mu_);
     return !self->unreported_steps_.empty();
   };
   liveness.on_failure = [weak](const std::string& task, const Status& status) {
@@ -100,7 +101,7 @@ void MasterSession::StartLiveness() {
 
 Status MasterSession::Extend(const proto::ExtendSessionRequest& request,
                              proto::ExtendSessionResponse* response) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (closed_) return FailedPrecondition("session '", options_.handle, "' is closed");
   if (request.current_graph_version() != graph_version_) {
     return Aborted("the session's graph is at version ", graph_version_,
@@ -121,7 +122,7 @@ StatusOr<std::shared_ptr<MasterSession::RegisteredGraph>> MasterSession::GetOrRe
   std::shared_ptr<RegisteredGraph> entry;
   std::shared_ptr<const Graph> graph;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (closed_) return FailedPrecondition("session '", options_.handle, "' is closed");
     auto it = graphs_.find(key);
     if (it != graphs_.end()) {
@@ -137,7 +138,7 @@ StatusOr<std::shared_ptr<MasterSession::RegisteredGraph>> MasterSession::GetOrRe
     entry->status = BuildAndRegister(signature, std::move(graph), entry.get());
     if (!entry->status.ok()) {
       // Later callers try again: an Extend may have added the missing node since.
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       auto it = graphs_.find(key);
       if (it != graphs_.end() && it->second == entry) graphs_.erase(it);
     }
@@ -200,7 +201,7 @@ Status MasterSession::BuildAndRegister(const StepSignature& signature,
 std::shared_ptr<MasterSession::RegisteredGraph> MasterSession::FindRegistered(
     const StepSignature& signature) {
   const std::string key = SignatureKey(signature);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = graphs_.find(key);
   if (it == graphs_.end() || !it->second->ready.HasBeenNotified() || !it->second->status.ok()) {
     return nullptr;
@@ -214,7 +215,7 @@ Status MasterSession::CloseSkipping(const std::set<std::string>& unreachable) {
   std::map<std::string, std::shared_ptr<RegisteredGraph>> graphs;
   std::set<std::shared_ptr<Step>> running;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (closed_) return Status::OK();
     closed_ = true;
     running = unreported_steps_;
@@ -227,8 +228,8 @@ Status MasterSession::CloseSkipping(const std::set<std::string>& unreachable) {
                             options_.handle, "' was closed"));
   }
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    no_running_steps_.wait(lock, [this] { return running_steps_ == 0; });
+    MutexLock lock(mu_);
+    while (running_steps_ != 0) no_running_steps_.Wait(lock);
     graphs.swap(graphs_);
   }
   const int64_t timeout_ms = options_.worker_timeout_ms;

@@ -9,15 +9,14 @@
 // answering late never touches a destroyed session. master_session_step.cc runs the steps.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "weft/core/mutex.h"
 #include "weft/distributed/master.h"
 #include "weft/distributed/master_client_graph.h"
 #include "weft/distributed/worker_liveness.h"
@@ -114,14 +113,14 @@ class MasterSession : public std::enable_shared_from_this<MasterSession> {
   std::vector<proto::DeviceAttributes> devices_;
   std::shared_ptr<WorkerLiveness> liveness_;  // set by Create, before any step
 
-  std::mutex mu_;
-  std::condition_variable no_running_steps_;
-  std::shared_ptr<const Graph> graph_;                              // guarded by mu_
-  int64_t graph_version_ = 0;                                       // guarded by mu_
-  std::map<std::string, std::shared_ptr<RegisteredGraph>> graphs_;  // guarded by mu_
-  int running_steps_ = 0;                                           // guarded by mu_
-  std::set<std::shared_ptr<Step>> unreported_steps_;                // guarded by mu_
-  bool closed_ = false;                                             // guarded by mu_
+  Mutex mu_;
+  CondVar no_running_steps_;
+  std::shared_ptr<const Graph> graph_ WEFT_GUARDED_BY(mu_);
+  int64_t graph_version_ WEFT_GUARDED_BY(mu_) = 0;
+  std::map<std::string, std::shared_ptr<RegisteredGraph>> graphs_ WEFT_GUARDED_BY(mu_);
+  int running_steps_ WEFT_GUARDED_BY(mu_) = 0;
+  std::set<std::shared_ptr<Step>> unreported_steps_ WEFT_GUARDED_BY(mu_);
+  bool closed_ WEFT_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace weft

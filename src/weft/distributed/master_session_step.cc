@@ -6,6 +6,7 @@
 #include <random>
 #include <set>
 
+#include "weft/core/mutex.h"
 #include "weft/core/str_util.h"
 #include "weft/distributed/internal/master_session_state.h"
 #include "weft/distributed/master_calls.h"
@@ -35,9 +36,9 @@ StepSignature SignatureOf(const proto::RunStepRequest& request) {
 }  // namespace
 
 int64_t MasterSession::NewStepId() {
-  static std::mutex mu;
+  static Mutex mu;
   static std::mt19937_64 generator{std::random_device{}()};
-  std::lock_guard<std::mutex> lock(mu);
+  MutexLock lock(mu);
   int64_t id = 0;
   while (id == 0) id = static_cast<int64_t>(generator() & ((uint64_t{1} << 56) - 1));
   return id;
@@ -109,7 +110,7 @@ StatusOr<std::shared_ptr<MasterSession::Step>> MasterSession::PrepareStep(
   }
   step->pending = step->calls.size();
 
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (closed_) return FailedPrecondition("session '", options_.handle, "' is closed");
   ++running_steps_;
   unreported_steps_.insert(step);
@@ -123,7 +124,7 @@ void MasterSession::StartStep(const std::shared_ptr<Step>& step) {
       self->Abandon(step, DeadlineExceeded("step ", step->step_id, " of session '", self->handle(),
                                            "' did not finish within ", step->timeout_ms, " ms"));
     });
-    std::lock_guard<std::mutex> lock(step->mu);
+    MutexLock lock(step->mu);
     step->timer_id = timer_id;
   }
   if (step->client_options != nullptr) {
@@ -159,7 +160,7 @@ void MasterSession::OnRunGraphDone(const std::shared_ptr<Step>& step, size_t tas
   bool cancel_others = false;
   bool last = false;
   {
-    std::lock_guard<std::mutex> lock(step->mu);
+    MutexLock lock(step->mu);
     Step::TaskCall& call = *step->calls[task_index];
     call.status = status;
     if (!status.ok()) {
@@ -185,7 +186,7 @@ void MasterSession::OnRunGraphDone(const std::shared_ptr<Step>& step, size_t tas
 bool MasterSession::ClaimReport(const std::shared_ptr<Step>& step) {
   int64_t timer_id = 0;
   {
-    std::lock_guard<std::mutex> lock(step->mu);
+    MutexLock lock(step->mu);
     if (step->reported) return false;
     step->reported = true;
     timer_id = step->timer_id;
@@ -199,7 +200,7 @@ bool MasterSession::ClaimReport(const std::shared_ptr<Step>& step) {
 void MasterSession::Abandon(const std::shared_ptr<Step>& step, const Status& status) {
   if (!ClaimReport(step)) return;
   {
-    std::lock_guard<std::mutex> lock(step->mu);
+    MutexLock lock(step->mu);
     step->cancelled = true;
   }
   for (auto& call : step->calls) call->options.StartCancel();
@@ -213,7 +214,7 @@ void MasterSession::FinishStep(const std::shared_ptr<Step>& step) {
   if (!ClaimReport(step)) return;
   Status status;
   {
-    std::lock_guard<std::mutex> lock(step->mu);
+    MutexLock lock(step->mu);
     status = !step->first_root.ok() ? step->first_root : step->first_derived;
   }
   if (status.ok()) status = CollectFetches(step.get());
@@ -265,10 +266,10 @@ Status MasterSession::CollectFetches(Step* step) {
 void MasterSession::Report(const std::shared_ptr<Step>& step, const Status& status) {
   StatusCallback done = std::move(step->done);
   done(status);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   --running_steps_;
   unreported_steps_.erase(step);
-  no_running_steps_.notify_all();
+  no_running_steps_.NotifyAll();
 }
 
 void MasterSession::SendCleanup(const Step& step) {
@@ -296,7 +297,7 @@ void MasterSession::SendCleanup(const Step& step) {
 void MasterSession::OnWorkerUnresponsive(const std::string& task, const Status& status) {
   std::vector<std::shared_ptr<Step>> affected;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (const std::shared_ptr<Step>& step : unreported_steps_) {
       for (const TaskGraph& graph : step->graph->client_graph.tasks) {
         if (graph.task == task) affected.push_back(step);

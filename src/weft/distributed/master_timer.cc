@@ -2,43 +2,45 @@
 
 #include <utility>
 
+#include "weft/core/mutex.h"
+
 namespace weft {
 
 MasterTimer::MasterTimer() : thread_([this] { Loop(); }) {}
 
 MasterTimer::~MasterTimer() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
     entries_.clear();
   }
-  changed_.notify_all();
+  changed_.NotifyAll();
   thread_.join();
 }
 
 int64_t MasterTimer::Schedule(int64_t delay_ms, std::function<void()> callback) {
   int64_t id;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     id = next_id_++;
     entries_[id] = Entry{Clock::now() + std::chrono::milliseconds(delay_ms), std::move(callback)};
   }
-  changed_.notify_all();
+  changed_.NotifyAll();
   return id;
 }
 
 bool MasterTimer::Cancel(int64_t id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return entries_.erase(id) > 0;
 }
 
 void MasterTimer::SetBeforeWaitHookForTesting(std::function<void()> hook) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   before_wait_hook_ = std::move(hook);
 }
 
 void MasterTimer::Loop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   while (!stopping_) {
     // Few entries are pending at once (one per running step with a deadline): a scan is enough.
     auto earliest = entries_.end();
@@ -46,21 +48,21 @@ void MasterTimer::Loop() {
       if (earliest == entries_.end() || it->second.when < earliest->second.when) earliest = it;
     }
     if (earliest == entries_.end()) {
-      changed_.wait(lock);
+      changed_.Wait(lock);
       continue;
     }
     // A copy: the entry may be cancelled (erased) while this thread waits.
     const Clock::time_point when = earliest->second.when;
     if (when > Clock::now()) {
       if (before_wait_hook_) before_wait_hook_();
-      changed_.wait_until(lock, when);
+      changed_.WaitUntil(lock, when);
       continue;
     }
     std::function<void()> callback = std::move(earliest->second.callback);
     entries_.erase(earliest);
-    lock.unlock();
+    lock.Unlock();
     callback();
-    lock.lock();
+    lock.Lock();
   }
 }
 

@@ -4,12 +4,12 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <thread>
+
+#include "weft/core/mutex.h"
 
 namespace weft {
 
@@ -37,12 +37,12 @@ class MasterTimer {
   };
   void Loop();
 
-  std::mutex mu_;
-  std::condition_variable changed_;
-  std::map<int64_t, Entry> entries_;        // by id; guarded by mu_
-  int64_t next_id_ = 1;                     // guarded by mu_
-  bool stopping_ = false;                   // guarded by mu_
-  std::function<void()> before_wait_hook_;  // guarded by mu_
+  Mutex mu_;
+  CondVar changed_;
+  std::map<int64_t, Entry> entries_ WEFT_GUARDED_BY(mu_);  // by id
+  int64_t next_id_ WEFT_GUARDED_BY(mu_) = 1;
+  bool stopping_ WEFT_GUARDED_BY(mu_) = false;
+  std::function<void()> before_wait_hook_ WEFT_GUARDED_BY(mu_);
   std::thread thread_;
 };
 

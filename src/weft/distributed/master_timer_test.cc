@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "weft/core/mutex.h"
 #include "weft/core/notification.h"
 
 namespace weft {
@@ -11,20 +12,20 @@ namespace {
 
 TEST(MasterTimerTest, RunsCallbacksInDeadlineOrder) {
   MasterTimer timer;
-  std::mutex mu;
-  std::vector<int> order;
+  Mutex mu;
+  std::vector<int> order WEFT_GUARDED_BY(mu);
   Notification both;
   timer.Schedule(60, [&] {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     order.push_back(2);
     both.Notify();
   });
   timer.Schedule(10, [&] {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     order.push_back(1);
   });
   ASSERT_TRUE(both.WaitForNotificationWithTimeout(std::chrono::seconds(10)));
-  std::lock_guard<std::mutex> lock(mu);
+  MutexLock lock(mu);
   EXPECT_EQ(order, (std::vector<int>{1, 2}));
 }
 

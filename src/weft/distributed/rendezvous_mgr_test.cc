@@ -5,11 +5,11 @@
 
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "weft/core/mutex.h"
 #include "weft/core/notification.h"
 #include "weft/distributed/local_worker_cache.h"
 #include "weft/framework/cancellation.h"
@@ -77,7 +77,7 @@ class ScriptedPeer final : public WorkerInterface {
     call->response = response;
     call->done = std::move(done);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       calls_.push_back(call);
     }
     options->SetCancelCallback([call] { call->Finish(Cancelled("RecvTensor call cancelled")); });
@@ -86,13 +86,13 @@ class ScriptedPeer final : public WorkerInterface {
 
   std::shared_ptr<Call> WaitForCall() {
     if (!arrived_.WaitForNotificationWithTimeout(kTimeout)) return nullptr;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return calls_.back();
   }
 
  private:
-  std::mutex mu_;
-  std::vector<std::shared_ptr<Call>> calls_;
+  Mutex mu_;
+  std::vector<std::shared_ptr<Call>> calls_ WEFT_GUARDED_BY(mu_);
   Notification arrived_;
 };
 

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "weft/core/mutex.h"
 #include "weft/distributed/rendezvous_mgr.h"
 #include "weft/distributed/worker_session.h"
 #include "weft/framework/cancellation.h"
@@ -18,18 +19,18 @@ Worker::~Worker() {
   const Status shutting_down = Aborted("worker ", env_->task_name, " is shutting down");
   session_mgr_->AbortAllSteps(shutting_down);
   rendezvous_mgr_->CleanupAll(shutting_down);
-  std::unique_lock<std::mutex> lock(mu_);
-  steps_ended_.wait(lock, [this] { return running_steps_ == 0; });
+  MutexLock lock(mu_);
+  while (running_steps_ != 0) steps_ended_.Wait(lock);
 }
 
 void Worker::StepStarted() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   ++running_steps_;
 }
 
 void Worker::StepEnded() {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (--running_steps_ == 0) steps_ended_.notify_all();
+  MutexLock lock(mu_);
+  if (--running_steps_ == 0) steps_ended_.NotifyAll();
 }
 
 void Worker::GetStatusAsync(CallOptions* /*options*/, const proto::GetStatusRequest* /*request*/,

@@ -3,13 +3,12 @@
 // RecvTensor out of the step's RemoteRendezvous. Thread-safe; no call blocks on a step.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "weft/core/mutex.h"
 #include "weft/core/statusor.h"
 #include "weft/core/thread_pool.h"
 #include "weft/distributed/cluster_spec.h"
@@ -80,9 +79,9 @@ class Worker final : public WorkerInterface {
   WorkerEnv* const env_;
   const std::unique_ptr<SessionMgr> session_mgr_;
   const std::unique_ptr<RendezvousMgr> rendezvous_mgr_;
-  std::mutex mu_;
-  std::condition_variable steps_ended_;
-  int64_t running_steps_ = 0;  // guarded by mu_
+  Mutex mu_;
+  CondVar steps_ended_;
+  int64_t running_steps_ WEFT_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace weft

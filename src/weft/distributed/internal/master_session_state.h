@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "weft/core/mutex.h"
 #include "weft/core/notification.h"
 #include "weft/distributed/master_session.h"
 
@@ -42,13 +43,13 @@ struct MasterSession::Step {
   int64_t timeout_ms = 0;
   std::vector<std::unique_ptr<TaskCall>> calls;  // per graph->client_graph.tasks
 
-  std::mutex mu;
-  size_t pending = 0;      // guarded by mu
-  bool cancelled = false;  // the RunGraphs were told to stop; guarded by mu
-  bool reported = false;   // guarded by mu
-  int64_t timer_id = 0;    // guarded by mu
-  Status first_root;       // first non-derived error; guarded by mu
-  Status first_derived;    // guarded by mu
+  Mutex mu;
+  size_t pending WEFT_GUARDED_BY(mu) = 0;
+  bool cancelled WEFT_GUARDED_BY(mu) = false;  // the RunGraphs were told to stop
+  bool reported WEFT_GUARDED_BY(mu) = false;
+  int64_t timer_id WEFT_GUARDED_BY(mu) = 0;
+  Status first_root WEFT_GUARDED_BY(mu);  // first non-derived error
+  Status first_derived WEFT_GUARDED_BY(mu);
 };
 
 }  // namespace weft

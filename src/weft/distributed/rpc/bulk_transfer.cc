@@ -14,6 +14,8 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "weft/core/mutex.h"
+
 namespace weft {
 namespace {
 
@@ -129,7 +131,7 @@ BulkTransferServer::BulkTransferServer(int listen_fd, int port, int max_connecti
 BulkTransferServer::~BulkTransferServer() { Shutdown(); }
 
 uint64_t BulkTransferServer::Offer(int64_t step_id, const Tensor& tensor) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   uint64_t ticket = 0;
   // Zero is never a ticket, so a zeroed request cannot match by accident.
   while (ticket == 0 || offered_.count(ticket) > 0) ticket = random_();
@@ -139,7 +141,7 @@ uint64_t BulkTransferServer::Offer(int64_t step_id, const Tensor& tensor) {
 
 void BulkTransferServer::ReleaseStep(int64_t step_id) {
   std::vector<Tensor> dropped;  // freed outside the lock
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (auto it = offered_.begin(); it != offered_.end();) {
     if (it->second.step_id == step_id) {
       dropped.push_back(std::move(it->second.tensor));
@@ -151,12 +153,12 @@ void BulkTransferServer::ReleaseStep(int64_t step_id) {
 }
 
 size_t BulkTransferServer::NumOffered() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return offered_.size();
 }
 
 bool BulkTransferServer::Claim(uint64_t ticket, Tensor* tensor) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = offered_.find(ticket);
   if (it == offered_.end()) return false;
   *tensor = std::move(it->second.tensor);
@@ -166,7 +168,7 @@ bool BulkTransferServer::Claim(uint64_t ticket, Tensor* tensor) {
 
 void BulkTransferServer::Shutdown() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (shut_down_) return;
     shut_down_ = true;
   }
@@ -177,7 +179,7 @@ void BulkTransferServer::Shutdown() {
   ::close(listen_fd_);
   std::list<std::unique_ptr<Connection>> connections;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     connections.swap(connections_);
     offered_.clear();
   }
@@ -210,7 +212,7 @@ void BulkTransferServer::AcceptLoop() {
     if (ready <= 0) continue;
     int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) continue;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ReapFinishedLocked();
     if (stopping_ || static_cast<int>(connections_.size()) >= max_connections_) {
       ::close(fd);  // refused: too many connections
@@ -366,7 +368,7 @@ StatusOr<int> BulkTransferClient::Connect(const std::string& host, int port) {
 }
 
 int BulkTransferClient::TakeIdle(const std::string& peer) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = idle_.find(peer);
   if (it == idle_.end() || it->second.empty()) return -1;
   int fd = it->second.back();
@@ -376,7 +378,7 @@ int BulkTransferClient::TakeIdle(const std::string& peer) {
 
 void BulkTransferClient::ReturnIdle(const std::string& peer, int fd) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     std::vector<int>& fds = idle_[peer];
     if (static_cast<int>(fds.size()) < options_.max_idle_connections_per_peer) {
       fds.push_back(fd);

@@ -14,12 +14,12 @@
 #include <list>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "weft/core/mutex.h"
 #include "weft/core/status.h"
 #include "weft/core/statusor.h"
 #include "weft/core/tensor.h"
@@ -73,8 +73,8 @@ class BulkTransferServer {
   BulkTransferServer(int listen_fd, int port, int max_connections);
   void AcceptLoop();
   void ServeConnection(Connection* connection);
-  // Joins connection threads that have ended; caller holds mu_.
-  void ReapFinishedLocked();
+  // Joins connection threads that have ended.
+  void ReapFinishedLocked() WEFT_REQUIRES(mu_);
   bool Claim(uint64_t ticket, Tensor* tensor);
 
   const int listen_fd_;
@@ -83,11 +83,11 @@ class BulkTransferServer {
   std::atomic<bool> stopping_{false};
   std::thread accept_thread_;
 
-  mutable std::mutex mu_;
-  std::map<uint64_t, Offered> offered_;                 // guarded by mu_
-  std::mt19937_64 random_;                              // guarded by mu_
-  std::list<std::unique_ptr<Connection>> connections_;  // guarded by mu_
-  bool shut_down_ = false;                              // guarded by mu_
+  mutable Mutex mu_;
+  std::map<uint64_t, Offered> offered_ WEFT_GUARDED_BY(mu_);
+  std::mt19937_64 random_ WEFT_GUARDED_BY(mu_);
+  std::list<std::unique_ptr<Connection>> connections_ WEFT_GUARDED_BY(mu_);
+  bool shut_down_ WEFT_GUARDED_BY(mu_) = false;
 };
 
 class BulkTransferClient {
@@ -122,9 +122,9 @@ class BulkTransferClient {
   void ReturnIdle(const std::string& peer, int fd);
 
   const Options options_;
-  std::mutex mu_;
-  std::map<std::string, std::vector<int>> idle_;  // guarded by mu_
-  std::unique_ptr<ThreadPool> pool_;              // last: its destructor runs pending fetches
+  Mutex mu_;
+  std::map<std::string, std::vector<int>> idle_ WEFT_GUARDED_BY(mu_);
+  std::unique_ptr<ThreadPool> pool_;  // last: its destructor runs pending fetches
 };
 
 }  // namespace weft

@@ -1,9 +1,8 @@
 #include "weft/distributed/rpc/grpc_server.h"
 
-#include <mutex>
-
 #include <grpcpp/grpcpp.h>
 
+#include "weft/core/mutex.h"
 #include "weft/core/str_util.h"
 #include "weft/distributed/rpc/bulk_transfer.h"
 #include "weft/distributed/rpc/grpc_call_dispatcher.h"
@@ -79,7 +78,7 @@ class GrpcServerImpl final : public GrpcServer {
   const std::string& task_name() const override { return server_->task_name(); }
 
   void Stop() override {
-    std::lock_guard<std::mutex> lock(stop_mu_);
+    MutexLock lock(stop_mu_);
     if (stopped_) return;
     stopped_ = true;
     // Calls in flight get a short grace period, then are cancelled; the bulk path closes after
@@ -103,8 +102,8 @@ class GrpcServerImpl final : public GrpcServer {
   std::unique_ptr<GrpcMasterService> master_service_;
   std::unique_ptr<grpc::Server> grpc_server_;
 
-  std::mutex stop_mu_;
-  bool stopped_ = false;  // guarded by stop_mu_
+  Mutex stop_mu_;
+  bool stopped_ WEFT_GUARDED_BY(stop_mu_) = false;
 };
 
 }  // namespace

@@ -1,9 +1,9 @@
 #include "weft/distributed/rpc/grpc_worker_cache.h"
 
 #include <map>
-#include <mutex>
 #include <utility>
 
+#include "weft/core/mutex.h"
 #include "weft/distributed/rpc/grpc_remote_worker.h"
 #include "weft/distributed/rpc/grpc_util.h"
 
@@ -33,7 +33,7 @@ class GrpcWorkerCache final : public WorkerCacheInterface {
     }
     auto address = addresses_.find(task_name);
     if (address == addresses_.end()) return nullptr;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     std::unique_ptr<GrpcRemoteWorker>& worker = workers_[task_name];
     if (worker == nullptr) {
       worker = std::make_unique<GrpcRemoteWorker>(task_name, address->second,
@@ -53,8 +53,8 @@ class GrpcWorkerCache final : public WorkerCacheInterface {
   WorkerInterface* const local_worker_;
   const std::shared_ptr<BulkTransferClient> bulk_client_;
   std::map<std::string, std::string> addresses_;  // task name -> host:port; immutable
-  std::mutex mu_;
-  std::map<std::string, std::unique_ptr<GrpcRemoteWorker>> workers_;  // guarded by mu_
+  Mutex mu_;
+  std::map<std::string, std::unique_ptr<GrpcRemoteWorker>> workers_ WEFT_GUARDED_BY(mu_);
 };
 
 }  // namespace

@@ -6,7 +6,6 @@
 #include <chrono>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include <grpcpp/client_context.h>
@@ -15,6 +14,7 @@
 #include <grpcpp/server.h>
 #include <grpcpp/server_builder.h>
 
+#include "weft/core/mutex.h"
 #include "weft/core/notification.h"
 #include "weft/distributed/rpc/bulk_transfer.h"
 #include "weft/distributed/rpc/grpc_call_dispatcher.h"
@@ -66,7 +66,7 @@ class FakeWorker final : public WorkerInterface {
   }
   void CleanupGraphAsync(CallOptions*, const proto::CleanupGraphRequest* request,
                          proto::CleanupGraphResponse*, StatusCallback done) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     last_cleanup_step_ = request->step_id();
     done(Status::OK());
   }
@@ -84,7 +84,7 @@ class FakeWorker final : public WorkerInterface {
       done(Status::OK());
       return;
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = values_.find(request->rendezvous_key());
     if (it == values_.end()) {
       done(NotFound("rendezvous key ", request->rendezvous_key(), " not found in step ",
@@ -96,13 +96,13 @@ class FakeWorker final : public WorkerInterface {
   }
 
   void Put(const std::string& key, const Tensor& value) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     values_[key] = value;
   }
   Notification recv_blocked;  // a "block" RecvTensor has arrived
 
   int64_t last_cleanup_step() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return last_cleanup_step_;
   }
 
@@ -112,9 +112,9 @@ class FakeWorker final : public WorkerInterface {
     return Status::OK();
   }
 
-  std::mutex mu_;
-  std::map<std::string, Tensor> values_;
-  int64_t last_cleanup_step_ = -1;
+  Mutex mu_;
+  std::map<std::string, Tensor> values_ WEFT_GUARDED_BY(mu_);
+  int64_t last_cleanup_step_ WEFT_GUARDED_BY(mu_) = -1;
 };
 
 // A gRPC server on 127.0.0.1:<ephemeral> serving `dispatcher`.
