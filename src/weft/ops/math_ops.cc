@@ -175,6 +175,10 @@ void RegisterMathOps(OpRegistry& registry) {
           .Input("s1: T")
           .Output("r0: T")
           .Output("r1: T")
+          .HostMemory("s0")
+          .HostMemory("s1")
+          .HostMemory("r0")
+          .HostMemory("r1")
           .Attr("T: {int32, int64}")
           .SetShapeFn(BroadcastGradientArgsShape)
           .Doc("Axes to sum the gradients of a broadcasting binary op over, for each input."));
