@@ -120,4 +120,37 @@ AllocatorStats GetAllocatorStats() {
 
 void ResetPeakBytesInUse() { peak_bytes_in_use.store(bytes_in_use.load()); }
 
+namespace {
+
+class AlignedHostAllocator final : public Allocator {
+ public:
+  std::string Name() const override { return "host"; }
+  void* AllocateRaw(size_t alignment, size_t bytes) override {
+    // AllocateAligned aligns every block to kTensorAlignment, which serves any smaller power of
+    // two.
+    if (alignment == 0 || (alignment & (alignment - 1)) != 0 || alignment > kTensorAlignment) {
+      return nullptr;
+    }
+    return AllocateAligned(bytes);
+  }
+  void DeallocateRaw(void* pointer, size_t bytes) override { FreeAligned(pointer, bytes); }
+  AllocatorStats GetStats() const override { return GetAllocatorStats(); }
+  MemoryType memory_type() const override { return MemoryType::kHost; }
+};
+
+}  // namespace
+
+Allocator* HostAllocator() {
+  // Never destroyed: tensors may be freed during static destruction.
+  static Allocator* const allocator = new AlignedHostAllocator();
+  return allocator;
+}
+
+bool SameMemorySpace(const Allocator* a, const Allocator* b) {
+  if (a == b) return true;
+  const bool a_host = a == nullptr || a->memory_type() == MemoryType::kHost;
+  const bool b_host = b == nullptr || b->memory_type() == MemoryType::kHost;
+  return a_host && b_host;
+}
+
 }  // namespace weft

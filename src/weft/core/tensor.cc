@@ -7,17 +7,20 @@
 namespace weft {
 namespace {
 
-// Owns an aligned allocation made by AllocateAligned.
-class AlignedBuffer final : public TensorBuffer {
+// Owns bytes made by an Allocator and gives them back to it.
+class AllocatorBuffer final : public TensorBuffer {
  public:
-  AlignedBuffer(void* data, size_t size) : data_(data), size_(size) {}
-  ~AlignedBuffer() override { FreeAligned(data_, size_); }
+  AllocatorBuffer(Allocator* allocator, void* data, size_t size)
+      : allocator_(allocator), data_(data), size_(size) {}
+  ~AllocatorBuffer() override { allocator_->DeallocateRaw(data_, size_); }
   void* data() const override { return data_; }
   size_t size() const override { return size_; }
+  Allocator* allocator() const override { return allocator_; }
 
  private:
-  void* data_;
-  size_t size_;
+  Allocator* const allocator_;
+  void* const data_;
+  const size_t size_;
 };
 
 template <typename T>
@@ -36,14 +39,22 @@ void AppendValues(const Tensor& t, int64_t count, std::string* out) {
 }  // namespace
 
 StatusOr<Tensor> Tensor::Allocate(DataType dtype, const TensorShape& shape) {
+  return Allocate(HostAllocator(), dtype, shape);
+}
+
+StatusOr<Tensor> Tensor::Allocate(Allocator* allocator, DataType dtype, const TensorShape& shape) {
+  WEFT_CHECK(allocator != nullptr);
   size_t bytes = static_cast<size_t>(shape.num_elements()) * DataTypeSize(dtype);
-  void* data = AllocateAligned(bytes);
+  void* data = allocator->AllocateRaw(kTensorAlignment, bytes);
   if (data == nullptr) {
     return ResourceExhausted("out of memory allocating ", bytes, " bytes for a ",
-                             DataTypeName(dtype), " tensor of shape ", shape);
+                             DataTypeName(dtype), " tensor of shape ", shape, " from allocator ",
+                             allocator->Name());
   }
-  return Tensor(dtype, shape, std::make_shared<AlignedBuffer>(data, bytes));
+  return Tensor(dtype, shape, std::make_shared<AllocatorBuffer>(allocator, data, bytes));
 }
+
+bool Tensor::IsInHostMemory() const { return SameMemorySpace(allocator(), nullptr); }
 
 Tensor::Tensor(DataType dtype, const TensorShape& shape) {
   StatusOr<Tensor> allocated = Allocate(dtype, shape);

@@ -1,7 +1,8 @@
 // Tensor: a typed, shaped view of a ref-counted, 64-byte aligned buffer. Copying a Tensor shares
-// the buffer (no data copy); the buffer is freed when its last Tensor goes away. Reshaped() and
-// Slice() make new views of the same buffer. A Tensor value is not synchronised: share it between
-// threads only for reading, or hand it over.
+// the buffer (no data copy); the buffer is freed when its last Tensor goes away. The buffer knows
+// the Allocator it came from, so the runtime can tell which memory a tensor lives in. Reshaped()
+// and Slice() make new views of the same buffer. A Tensor value is not synchronised: share it
+// between threads only for reading, or hand it over.
 #pragma once
 
 #include <cstdint>
@@ -16,13 +17,17 @@
 
 namespace weft {
 
-// Memory behind one or more Tensors. Implementations own their bytes (AlignedBuffer) or keep the
-// owner of foreign bytes alive (for example a received network message).
+class Allocator;
+
+// Memory behind one or more Tensors. Implementations own their bytes (from an Allocator) or keep
+// the owner of foreign bytes alive (for example a received network message).
 class TensorBuffer {
  public:
   virtual ~TensorBuffer() = default;
   virtual void* data() const = 0;
   virtual size_t size() const = 0;
+  // The allocator that owns the bytes; null for host bytes owned elsewhere.
+  virtual Allocator* allocator() const { return nullptr; }
 };
 
 class Tensor {
@@ -36,6 +41,9 @@ class Tensor {
 
   // Allocates like the constructor, but reports allocation failure instead of stopping.
   static StatusOr<Tensor> Allocate(DataType dtype, const TensorShape& shape);
+  // Allocates an uninitialised buffer from `allocator` (not owned; it must outlive the buffer).
+  // ResourceExhausted naming the allocator when it has no memory left.
+  static StatusOr<Tensor> Allocate(Allocator* allocator, DataType dtype, const TensorShape& shape);
 
   template <typename T>
   static Tensor Scalar(T value) {
@@ -94,6 +102,10 @@ class Tensor {
   // True when this Tensor is the only owner of its buffer, so a kernel may write into it in place.
   bool RefCountIsOne() const { return buffer_ != nullptr && buffer_.use_count() == 1; }
   const std::shared_ptr<TensorBuffer>& buffer() const { return buffer_; }
+  // The allocator of the buffer; null for foreign host bytes and for a tensor without a buffer.
+  Allocator* allocator() const { return buffer_ ? buffer_->allocator() : nullptr; }
+  // Whether the elements are in host memory (see SameMemorySpace in allocator.h).
+  bool IsInHostMemory() const;
 
   // "Tensor<float32, [2,2]: 1 2 3 4>", showing at most `max_entries` values.
   std::string DebugString(int max_entries = 16) const;

@@ -1,5 +1,6 @@
-// Test helpers for the distribute layer: device names of a local multi-CPU session, and running a
-// built graph in a DirectSession with that many CPU devices.
+// Test helpers for the distribute layer: device names of a local multi-device session, and running
+// a built graph in a DirectSession with that many CPU (or TEST_ARENA, see
+// testing/test_arena_device.h) devices.
 #pragma once
 
 #include <memory>
@@ -11,6 +12,7 @@
 #include "weft/core/str_util.h"
 #include "weft/graph/builder/scope.h"
 #include "weft/runtime/session.h"
+#include "weft/testing/test_arena_device.h"
 
 namespace weft::distribute::testing {
 
@@ -24,14 +26,23 @@ inline std::vector<std::string> CpuDevices(int n) {
   return devices;
 }
 
-// A session over `devices` CPU devices holding `root`'s graph; null (with a test failure) when
-// the graph or the session cannot be made.
-inline std::unique_ptr<Session> MakeSession(const Scope& root, int devices) {
+// "/job:localhost/replica:0/task:0/device:<type>:<i>" for i < n.
+inline std::vector<std::string> Devices(const std::string& type, int n) {
+  std::vector<std::string> devices;
+  for (int i = 0; i < n; ++i) {
+    devices.push_back(StrCat("/job:localhost/replica:0/task:0/device:", type, ":", i));
+  }
+  return devices;
+}
+
+// A session over `devices` devices of `type` (TEST_ARENA ones beside CPU:0) holding `root`'s
+// graph; null (with a test failure) when the graph or the session cannot be made.
+inline std::unique_ptr<Session> MakeSession(const Scope& root, int devices,
+                                            const std::string& type = "CPU") {
   auto graph = root.ToGraphDef();
   EXPECT_TRUE(graph.ok()) << graph.status();
   if (!graph.ok()) return nullptr;
-  SessionOptions options;
-  (*options.config.mutable_device_count())["CPU"] = devices;
+  SessionOptions options = weft::testing::SessionOptionsFor(type, devices);
   options.config.set_operation_timeout_in_ms(20'000);
   auto session = NewSession(options);
   EXPECT_TRUE(session.ok()) << session.status();

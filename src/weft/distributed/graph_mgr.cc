@@ -171,6 +171,7 @@ void GraphMgr::ExecuteAsync(const StepArgs& args, const proto::RunGraphRequest& 
   run_args.runner = args.runner;
   run_args.stats = args.collect_step_stats ? &state->stats : nullptr;
   run_args.rendezvous = args.rendezvous;
+  run_args.collective_executor = args.collective_executor;
   const bool collect = args.collect_step_stats;
   item->executors->RunAsync(run_args, [state, response, collect, step_id = args.step_id,
                                        done = std::move(done)](const Status& status) {

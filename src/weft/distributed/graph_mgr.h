@@ -1,8 +1,8 @@
 // GraphMgr: the graphs registered in one WorkerSession. Registering checks a master's partitions
 // (devices of this worker, _Arg/_Retval indices within the feeds and fetches) and builds one
 // executor per device; ExecuteAsync runs a registered graph for one step with the step's
-// rendezvous and cancellation. Thread-safe; a graph deregistered while a step runs it lives until
-// that step ends.
+// rendezvous, collective executor and cancellation. Thread-safe; a graph deregistered while a step
+// runs it lives until that step ends.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +15,7 @@
 #include "weft/core/statusor.h"
 #include "weft/distributed/worker_interface.h"
 #include "weft/framework/cancellation.h"
+#include "weft/framework/collective.h"
 #include "weft/framework/kernel_registry.h"
 #include "weft/framework/op_registry.h"
 #include "weft/framework/rendezvous.h"
@@ -44,6 +45,7 @@ class GraphMgr {
   struct StepArgs {
     int64_t step_id = 0;
     Rendezvous* rendezvous = nullptr;                     // the step's; required
+    CollectiveExecutor* collective_executor = nullptr;    // the step's; required
     CancellationManager* cancellation_manager = nullptr;  // the step's; required
     Executor::Runner runner;                              // required
     bool collect_step_stats = false;

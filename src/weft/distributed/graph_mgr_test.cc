@@ -14,6 +14,7 @@
 #include "weft/graph/builder/ops.h"
 #include "weft/kernels/register_kernels.h"
 #include "weft/ops/register_ops.h"
+#include "weft/runtime/collective/local_collective_executor.h"
 #include "weft/testing/tensor_matchers.h"
 
 namespace weft {
@@ -77,9 +78,11 @@ class GraphMgrTest : public ::testing::Test {
     auto rendezvous = std::make_shared<RemoteRendezvous>(request.step_id());
     WEFT_RETURN_IF_ERROR(rendezvous->Initialize(nullptr, kTask));
     CancellationManager cancellation;
+    LocalCollectiveExecutor collectives;
     GraphMgr::StepArgs args;
     args.step_id = request.step_id();
     args.rendezvous = rendezvous.get();
+    args.collective_executor = &collectives;
     args.cancellation_manager = &cancellation;
     args.runner = [this](std::function<void()> fn) { pool_.Schedule(std::move(fn)); };
     Notification done;

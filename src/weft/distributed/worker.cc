@@ -6,7 +6,9 @@
 #include "weft/distributed/rendezvous_mgr.h"
 #include "weft/distributed/worker_session.h"
 #include "weft/framework/cancellation.h"
+#include "weft/framework/copy_tensor.h"
 #include "weft/framework/rendezvous.h"
+#include "weft/runtime/collective/local_collective_executor.h"
 
 namespace weft {
 
@@ -116,6 +118,8 @@ void Worker::RunGraphAsync(CallOptions* options, const proto::RunGraphRequest* r
   struct StepState {
     std::shared_ptr<WorkerSession> session;
     std::shared_ptr<RemoteRendezvous> rendezvous;
+    // Collectives among this worker's devices; a later issue brings one spanning tasks.
+    LocalCollectiveExecutor collectives;
     CancellationManager cancellation;
     int64_t token = 0;
   };
@@ -145,6 +149,7 @@ void Worker::RunGraphAsync(CallOptions* options, const proto::RunGraphRequest* r
   GraphMgr::StepArgs args;
   args.step_id = step_id;
   args.rendezvous = state->rendezvous.get();
+  args.collective_executor = &state->collectives;
   args.cancellation_manager = &state->cancellation;
   ThreadPool* pool = env_->compute_pool;
   args.runner = [pool](std::function<void()> fn) {
@@ -185,8 +190,8 @@ void Worker::RecvTensorAsync(CallOptions* options, const proto::RecvTensorReques
                          ": ", key.status().message()));
     return;
   }
-  const Device* source = nullptr;
-  for (const Device* device : env_->devices->ListDevices()) {
+  Device* source = nullptr;
+  for (Device* device : env_->devices->ListDevices()) {
     if (device->name() == key->src_device) source = device;
   }
   if (source == nullptr) {
@@ -214,15 +219,28 @@ void Worker::RecvTensorAsync(CallOptions* options, const proto::RecvTensorReques
   (*rendezvous)
       ->RecvLocalAsync(
           *key, recv_args,
-          [cancellation, options, response, done = std::move(done)](
+          [cancellation, options, response, source, done = std::move(done)](
               const Status& status, const Rendezvous::Args& /*send_args*/,
               const Rendezvous::Args& /*recv_args*/, const Tensor& value, bool is_dead) {
             if (options != nullptr) options->ClearCancelCallback();
-            if (status.ok()) {
-              response->tensor = value;
-              response->is_dead = is_dead;
+            if (!status.ok() || value.IsInHostMemory()) {
+              // Host tensors go out as they are (the bulk path reads their bytes in place).
+              if (status.ok()) {
+                response->tensor = value;
+                response->is_dead = is_dead;
+              }
+              done(status);
+              return;
             }
-            done(status);
+            // A tensor in a device's own memory reaches the wire through host memory.
+            CopyTensorAsync(source, /*dst_device=*/nullptr, {}, value,
+                            [response, is_dead, done](const Status& copied, Tensor on_host) {
+                              if (copied.ok()) {
+                                response->tensor = std::move(on_host);
+                                response->is_dead = is_dead;
+                              }
+                              done(copied);
+                            });
           });
 }
 

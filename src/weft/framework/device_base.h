@@ -1,14 +1,18 @@
-// DeviceBase: what a kernel may ask of the device it runs on — its name and type, and the CPU
-// worker threads for intra-op parallelism (a weft::ThreadPool, also wrapped as an Eigen
-// ThreadPoolDevice for Eigen expressions). Runtime devices derive from
-// it; tests can use it directly. Each device owns a ResourceMgr holding the resources (variables)
-// that live on it. Immutable after construction (the ResourceMgr synchronises itself); safe from
-// any thread.
+// DeviceBase: what a kernel may ask of the device it runs on — its name and type, the allocator of
+// its memory, the DeviceContext that copies tensors into and out of that memory (null when the
+// device computes in host memory), and the CPU worker threads for intra-op parallelism (a
+// weft::ThreadPool, also wrapped as an Eigen ThreadPoolDevice for Eigen expressions). Runtime
+// devices derive from it; tests can use it directly. Each device owns a ResourceMgr holding the
+// resources (variables) that live on it. Immutable after construction (the ResourceMgr
+// synchronises itself); safe from any thread.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
+#include "weft/core/allocator.h"
+#include "weft/core/status.h"
 #include "weft/framework/resource_mgr.h"
 
 namespace Eigen {
@@ -17,7 +21,31 @@ struct ThreadPoolDevice;
 
 namespace weft {
 
+class DeviceBase;
+class Tensor;
 class ThreadPool;
+
+// Copies between a device's own memory and host memory, or another device's memory. Every copy is
+// asynchronous: it returns at once and calls `done` exactly once, on some thread, when the
+// destination holds the bytes (or with the error that stopped it). The destination tensor is
+// allocated by the caller (same dtype and shape as the source) in the memory the copy writes, and
+// the caller keeps both tensors alive until `done`. Thread-safe.
+class DeviceContext {
+ public:
+  using StatusCallback = std::function<void(const Status&)>;
+
+  virtual ~DeviceContext() = default;
+
+  // Host -> `device`'s memory.
+  virtual void CopyCPUTensorToDeviceAsync(const Tensor* cpu_tensor, DeviceBase* device,
+                                          Tensor* device_tensor, StatusCallback done) = 0;
+  // `device`'s memory -> host.
+  virtual void CopyDeviceTensorToCPUAsync(const Tensor* device_tensor, DeviceBase* device,
+                                          Tensor* cpu_tensor, StatusCallback done) = 0;
+  // The memory of this context's device -> `dst_device`'s memory (another device).
+  virtual void CopyDeviceTensorToDeviceAsync(const Tensor* src_tensor, DeviceBase* dst_device,
+                                             Tensor* dst_tensor, StatusCallback done) = 0;
+};
 
 class DeviceBase {
  public:
@@ -43,7 +71,24 @@ class DeviceBase {
   // The resources (variables) living on this device; owned by the device, never null.
   ResourceMgr* resource_manager() const { return resource_manager_.get(); }
 
+  // Where tensors of this device live: its own memory, or host memory when `attributes.on_host`.
+  // Never null (host memory unless the device set another). A plain load, no virtual call: kernels
+  // call it for every output.
+  Allocator* GetAllocator(AllocatorAttributes attributes = {}) const {
+    return attributes.on_host ? HostAllocator() : allocator_;
+  }
+  // Whether the device computes in host memory, so no tensor of it ever needs a copy.
+  bool HasHostMemory() const { return allocator_->memory_type() == MemoryType::kHost; }
+  // Copies into and out of the device's memory; null for a device in host memory.
+  DeviceContext* device_context() const { return device_context_; }
+
  protected:
+  // Set by a device with memory of its own before any kernel runs; both outlive the device's use.
+  void set_memory(Allocator* allocator, DeviceContext* device_context) {
+    allocator_ = allocator;
+    device_context_ = device_context;
+  }
+
   void set_intra_op_threads(ThreadPool* pool, const Eigen::ThreadPoolDevice* device, int threads) {
     intra_op_pool_ = pool;
     eigen_cpu_device_ = device;
@@ -54,6 +99,8 @@ class DeviceBase {
   const std::string name_;
   const std::string device_type_;
   const std::unique_ptr<ResourceMgr> resource_manager_;
+  Allocator* allocator_ = HostAllocator();
+  DeviceContext* device_context_ = nullptr;
   ThreadPool* intra_op_pool_ = nullptr;
   const Eigen::ThreadPoolDevice* eigen_cpu_device_ = nullptr;
   int intra_op_threads_ = 1;

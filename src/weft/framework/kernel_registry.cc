@@ -22,6 +22,18 @@ void KernelRegistry::Register(KernelDef def, KernelFactory factory) {
   entries_.emplace(std::move(op), Entry{std::move(def), std::move(factory)});
 }
 
+void KernelRegistry::CopyDeviceKernels(std::string_view from_device_type,
+                                       const std::string& to_device_type) {
+  std::vector<Entry> copies;
+  for (const auto& [op, entry] : entries_) {
+    if (entry.def.device_type() != from_device_type) continue;
+    KernelDef def(entry.def.op(), to_device_type);
+    for (const auto& [attr, allowed] : entry.def.constraints()) def.TypeConstraint(attr, allowed);
+    copies.push_back(Entry{std::move(def), entry.factory});
+  }
+  for (Entry& copy : copies) Register(std::move(copy.def), std::move(copy.factory));
+}
+
 const KernelRegistry::Entry* KernelRegistry::FindEntry(const proto::NodeDef& node,
                                                        std::string_view device_type) const {
   auto [begin, end] = entries_.equal_range(node.op());

@@ -69,6 +69,10 @@ class KernelRegistry {
     Register(std::move(def), MakeKernelFactory<K>());
   }
 
+  // Registers every kernel of `from_device_type` for `to_device_type` too: a device whose memory
+  // the CPU can address runs the CPU kernels (the test device of testing/test_arena_device.h).
+  void CopyDeviceKernels(std::string_view from_device_type, const std::string& to_device_type);
+
   // Builds the kernel for `node` (attrs validated and defaulted) on `device`. NotFound naming the
   // node, op, device type and dtypes when no kernel matches; construction errors are returned.
   StatusOr<std::unique_ptr<OpKernel>> CreateKernel(const proto::NodeDef& node, const OpDef& op,

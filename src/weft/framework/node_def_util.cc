@@ -108,6 +108,19 @@ Status AddArgTypes(const proto::NodeDef& node, const ArgDef& arg, std::vector<Da
   return Status::OK();
 }
 
+// Appends the memory types of one arg (several for a list arg).
+Status AddArgMemoryTypes(const proto::NodeDef& node, const ArgDef& arg,
+                         std::vector<MemoryType>* types) {
+  std::vector<DataType> dtypes;
+  WEFT_RETURN_IF_ERROR(AddArgTypes(node, arg, &dtypes));
+  for (DataType dtype : dtypes) {
+    // A resource handle names a resource in the device's ResourceMgr: the CPU reads it.
+    const bool host = arg.host_memory || dtype == DataType::kResource;
+    types->push_back(host ? MemoryType::kHost : MemoryType::kDevice);
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 Status ValidateNodeDef(const proto::NodeDef& node, const OpDef& op) {
@@ -150,6 +163,20 @@ Status InOutTypesForNode(const proto::NodeDef& node, const OpDef& op,
   output_types->clear();
   for (const ArgDef& arg : op.inputs) WEFT_RETURN_IF_ERROR(AddArgTypes(node, arg, input_types));
   for (const ArgDef& arg : op.outputs) WEFT_RETURN_IF_ERROR(AddArgTypes(node, arg, output_types));
+  return Status::OK();
+}
+
+Status MemoryTypesForNode(const proto::NodeDef& node, const OpDef& op,
+                          std::vector<MemoryType>* input_types,
+                          std::vector<MemoryType>* output_types) {
+  input_types->clear();
+  output_types->clear();
+  for (const ArgDef& arg : op.inputs) {
+    WEFT_RETURN_IF_ERROR(AddArgMemoryTypes(node, arg, input_types));
+  }
+  for (const ArgDef& arg : op.outputs) {
+    WEFT_RETURN_IF_ERROR(AddArgMemoryTypes(node, arg, output_types));
+  }
   return Status::OK();
 }
 

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "weft/core/allocator.h"
 #include "weft/framework/op_def.h"
 #include "weft/graph.pb.h"
 
@@ -36,5 +37,12 @@ Status ValidateNodeDef(const proto::NodeDef& node, const OpDef& op);
 // The dtype of each data input and output of `node`, with list args expanded.
 Status InOutTypesForNode(const proto::NodeDef& node, const OpDef& op,
                          std::vector<DataType>* input_types, std::vector<DataType>* output_types);
+
+// Where each data input and output of `node` lives when it runs on a device with memory of its own
+// (on a host-memory device everything is in host memory): kHost for args marked HostMemory and for
+// resource handles, kDevice for the rest. List args expanded as in InOutTypesForNode.
+Status MemoryTypesForNode(const proto::NodeDef& node, const OpDef& op,
+                          std::vector<MemoryType>* input_types,
+                          std::vector<MemoryType>* output_types);
 
 }  // namespace weft

@@ -201,6 +201,10 @@ OpDefBuilder& OpDefBuilder::Attr(std::string_view spec) {
   attr_specs_.emplace_back(spec);
   return *this;
 }
+OpDefBuilder& OpDefBuilder::HostMemory(std::string_view arg_name) {
+  host_memory_args_.emplace_back(arg_name);
+  return *this;
+}
 OpDefBuilder& OpDefBuilder::SetShapeFn(ShapeFn fn) {
   op_.shape_fn = std::move(fn);
   return *this;
@@ -267,6 +271,20 @@ StatusOr<OpDef> OpDefBuilder::Build() const {
     StatusOr<ArgDef> arg = with_attrs.ParseArg(spec);
     if (!arg.ok()) return arg.status().WithContext(context("bad output"));
     op.outputs.push_back(std::move(arg).value());
+  }
+  for (const std::string& name : host_memory_args_) {
+    bool found = false;
+    for (std::vector<ArgDef>* args : {&op.inputs, &op.outputs}) {
+      for (ArgDef& arg : *args) {
+        if (arg.name != name) continue;
+        arg.host_memory = true;
+        found = true;
+      }
+    }
+    if (!found) {
+      return InvalidArgument(context("HostMemory names '"), name, "', which is not an input or ",
+                             "output");
+    }
   }
   return op;
 }

@@ -6,6 +6,9 @@
 //       .Attr("transpose_a: bool = false").Attr("T: {float32, float64}")
 //       .SetShapeFn(MatMulShape).Doc("Matrix product of a and b.")
 //
+// HostMemory("shape") marks an arg that stays in host memory on every device (shape arguments read
+// by the kernel on the CPU); resource handles are always in host memory.
+//
 // Immutable once registered; safe to read from any thread.
 #pragma once
 
@@ -31,6 +34,7 @@ struct ArgDef {
   DataType type = DataType::kInvalid;
   std::string type_attr;
   std::string number_attr;
+  bool host_memory = false;  // in host memory even on a device with memory of its own
 };
 
 struct AttrDef {
@@ -71,6 +75,8 @@ class OpDefBuilder {
   // "name: int" | "name: int >= 1" | "name: bool = false" | "T: {float32, float64}" |
   // "T: type" | "padding: {'SAME', 'VALID'}" | "axis: list(int) = []" | "value: tensor" | ...
   OpDefBuilder& Attr(std::string_view spec);
+  // Marks the input or output `arg_name` as living in host memory (see ArgDef::host_memory).
+  OpDefBuilder& HostMemory(std::string_view arg_name);
   OpDefBuilder& SetShapeFn(ShapeFn fn);
   OpDefBuilder& SetIsStateful();
   OpDefBuilder& SetIsInternal();
@@ -85,6 +91,7 @@ class OpDefBuilder {
   std::vector<std::string> input_specs_;
   std::vector<std::string> output_specs_;
   std::vector<std::string> attr_specs_;
+  std::vector<std::string> host_memory_args_;
 };
 
 // Parses one attr spec; exposed for tests.

@@ -1,6 +1,7 @@
 #include "weft/framework/op_kernel.h"
 
 #include "weft/core/notification.h"
+#include "weft/framework/device_base.h"
 #include "weft/framework/node_def_util.h"
 
 namespace weft {
@@ -8,7 +9,31 @@ namespace weft {
 OpKernel::OpKernel(OpKernelConstruction* context)
     : node_(context->node_def()),
       input_types_(context->input_types()),
-      output_types_(context->output_types()) {}
+      output_types_(context->output_types()),
+      input_memory_types_(input_types_.size(), MemoryType::kHost),
+      output_memory_types_(output_types_.size(), MemoryType::kHost) {
+  DeviceBase* device = context->device();
+  const bool host_device = device == nullptr || device->HasHostMemory();
+  if (!host_device) {
+    std::vector<MemoryType> inputs, outputs;
+    Status status = MemoryTypesForNode(node_, context->op_def(), &inputs, &outputs);
+    if (status.ok() && inputs.size() == input_types_.size() &&
+        outputs.size() == output_types_.size()) {
+      input_memory_types_ = std::move(inputs);
+      output_memory_types_ = std::move(outputs);
+    } else {
+      context->SetStatus(status.ok() ? Internal(FormatNodeForError(node_),
+                                                ": memory types do not match the signature")
+                                     : status);
+    }
+  }
+  // Looked up once here, so allocating an output costs one load.
+  for (MemoryType type : output_memory_types_) {
+    const bool on_host = type == MemoryType::kHost && !host_device;
+    output_allocators_.push_back(device == nullptr ? HostAllocator()
+                                                   : device->GetAllocator({.on_host = on_host}));
+  }
+}
 
 Status AsyncOpKernel::Compute(OpKernelContext* context) {
   Notification done;
@@ -22,7 +47,8 @@ OpKernelContext::OpKernelContext(const Params& params)
 
 Status OpKernelContext::AllocateOutput(int index, const TensorShape& shape, Tensor** output) {
   WEFT_CHECK(index >= 0 && index < num_outputs());
-  StatusOr<Tensor> tensor = Tensor::Allocate(kernel().output_type(index), shape);
+  StatusOr<Tensor> tensor =
+      Tensor::Allocate(kernel().output_allocator(index), kernel().output_type(index), shape);
   if (!tensor.ok()) return tensor.status().WithContext(FormatNodeForError(kernel().def()));
   outputs_[index] = std::move(tensor).value();
   *output = &outputs_[index];
@@ -44,6 +70,12 @@ Status OpKernelContext::ForwardInputOrAllocateOutput(std::initializer_list<int> 
     }
   }
   return AllocateOutput(index, shape, output);
+}
+
+StatusOr<Tensor> OpKernelContext::AllocateTemp(DataType dtype, const TensorShape& shape) {
+  StatusOr<Tensor> tensor = Tensor::Allocate(device()->GetAllocator(), dtype, shape);
+  if (!tensor.ok()) return tensor.status().WithContext(FormatNodeForError(kernel().def()));
+  return tensor;
 }
 
 Status OpKernelContext::SetOutput(int index, Tensor value) {

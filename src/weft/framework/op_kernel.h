@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "weft/core/allocator.h"
 #include "weft/core/tensor.h"
 #include "weft/framework/attr_value_util.h"
 #include "weft/framework/op_def.h"
@@ -86,10 +87,20 @@ class OpKernel {
   DataType output_type(int i) const { return output_types_[i]; }
   const std::vector<DataType>& output_types() const { return output_types_; }
 
+  // Where input i must be and output i is put on this kernel's device: kHost for every arg on a
+  // device in host memory, else as MemoryTypesForNode says (HostMemory args, resource handles).
+  MemoryType input_memory_type(int i) const { return input_memory_types_[i]; }
+  MemoryType output_memory_type(int i) const { return output_memory_types_[i]; }
+  // The allocator of output i: the device's, or the host's for an output in host memory.
+  Allocator* output_allocator(int i) const { return output_allocators_[i]; }
+
  private:
   const proto::NodeDef node_;
   const std::vector<DataType> input_types_;
   const std::vector<DataType> output_types_;
+  std::vector<MemoryType> input_memory_types_;
+  std::vector<MemoryType> output_memory_types_;
+  std::vector<Allocator*> output_allocators_;
 };
 
 class AsyncOpKernel : public OpKernel {
@@ -144,6 +155,8 @@ class OpKernelContext {
                                       const TensorShape& shape, Tensor** output);
   // Sets output `index` to `value` (sharing its buffer). Its dtype must match the declaration.
   Status SetOutput(int index, Tensor value);
+  // A scratch tensor in the device's memory, not an output.
+  StatusOr<Tensor> AllocateTemp(DataType dtype, const TensorShape& shape);
 
   // Records an error from an asynchronous kernel; the first one wins.
   void SetStatus(const Status& status) {

@@ -234,6 +234,7 @@ void RegisterConvOps(OpRegistry& registry) {
 
   OpDefBuilder backprop_input("Conv2DBackpropInput");
   backprop_input.Input("input_sizes: int32")
+      .HostMemory("input_sizes")
       .Input("filter: T")
       .Input("out_backprop: T")
       .Output("output: T");
@@ -245,6 +246,7 @@ void RegisterConvOps(OpRegistry& registry) {
   OpDefBuilder backprop_filter("Conv2DBackpropFilter");
   backprop_filter.Input("input: T")
       .Input("filter_sizes: int32")
+      .HostMemory("filter_sizes")
       .Input("out_backprop: T")
       .Output("output: T");
   registry.RegisterOrDie(AddConvAttrs(backprop_filter)

@@ -8,6 +8,7 @@ namespace weft::ops {
 void RegisterFunctionOps(OpRegistry& registry) {
   registry.RegisterOrDie(OpDefBuilder("_Arg")
                              .Output("output: T")
+                             .HostMemory("output")
                              .Attr("T: type")
                              .Attr("index: int >= 0")
                              .Attr("shape: shape")
@@ -17,6 +18,7 @@ void RegisterFunctionOps(OpRegistry& registry) {
                              .Doc("The value fed for argument `index` of the step."));
   registry.RegisterOrDie(OpDefBuilder("_Retval")
                              .Input("input: T")
+                             .HostMemory("input")
                              .Attr("T: type")
                              .Attr("index: int >= 0")
                              .SetIsStateful()

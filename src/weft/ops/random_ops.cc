@@ -14,6 +14,7 @@ Status RandomShape(InferenceContext& context) { return context.SetOutputFromShap
 void RegisterRandomOp(OpRegistry& registry, const char* name, const char* doc) {
   registry.RegisterOrDie(OpDefBuilder(name)
                              .Input("shape: T")
+                             .HostMemory("shape")
                              .Output("output: dtype")
                              .Attr("seed: int = 0")
                              .Attr("seed2: int = 0")

@@ -13,7 +13,7 @@ void RegisterFunctionOps(OpRegistry& registry);    // function_ops.cc: _Arg, _Re
 void RegisterStateOps(OpRegistry& registry);       // state_ops.cc: resource variables
 void RegisterRandomOps(OpRegistry& registry);      // random_ops.cc
 void RegisterTrainingOps(OpRegistry& registry);    // training_ops.cc: optimizer updates
-void RegisterSendRecvOps(OpRegistry& registry);    // sendrecv_ops.cc: _Send, _Recv
+void RegisterSendRecvOps(OpRegistry& registry);    // sendrecv_ops.cc: _Send, _Recv (+ _Host)
 void RegisterCollectiveOps(OpRegistry& registry);  // collective_ops.cc: CollectiveAllReduce
 
 // Calls every Register...Ops function above.

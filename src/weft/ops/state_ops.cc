@@ -75,6 +75,7 @@ void RegisterStateOps(OpRegistry& registry) {
   registry.RegisterOrDie(OpDefBuilder("VarIsInitializedOp")
                              .Input("resource: resource")
                              .Output("is_initialized: bool")
+                             .HostMemory("is_initialized")
                              .SetIsStateful()
                              .SetShapeFn(IsInitializedShape)
                              .Doc("Whether the variable exists and has been assigned a value."));

@@ -21,6 +21,7 @@ class SessionDevice final : public Device {
   explicit SessionDevice(const Device& base)
       : Device(base.name(), base.device_type(), base.incarnation()) {
     set_intra_op_threads(base.intra_op_pool(), base.eigen_cpu_device(), base.intra_op_threads());
+    set_memory(base.GetAllocator(), base.device_context());
   }
 };
 

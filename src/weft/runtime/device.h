@@ -24,8 +24,8 @@ class Device : public DeviceBase {
 };
 
 // A view of `base` for one session of a worker shared by several: the same name, type,
-// incarnation and intra-op threads, but a resource manager of its own, so sessions do not see each
-// other's variables. `base` must outlive it.
+// incarnation, intra-op threads, allocator and device context, but a resource manager of its own,
+// so sessions do not see each other's variables. `base` must outlive it.
 std::unique_ptr<Device> NewSessionDevice(const Device& base);
 
 }  // namespace weft

@@ -1,10 +1,10 @@
 #include "weft/runtime/device_mgr.h"
 
 #include <algorithm>
+#include <map>
 
 #include "weft/core/str_util.h"
 #include "weft/framework/device_name_utils.h"
-#include "weft/runtime/cpu_device.h"
 
 namespace weft {
 
@@ -38,25 +38,42 @@ StatusOr<Device*> DeviceMgr::LookupDevice(std::string_view name) const {
 
 StatusOr<std::unique_ptr<DeviceMgr>> CreateLocalDevices(const proto::ConfigProto& config,
                                                         int intra_op_threads, std::string_view job,
-                                                        int task) {
-  int cpus = 1;
+                                                        int task,
+                                                        const DeviceFactoryRegistry& factories) {
+  // CPU first (the default device), then the other types in name order.
+  std::map<std::string, int> counts = {{"CPU", 1}};
   for (const auto& [type, count] : config.device_count()) {
     if (count < 0) {
       return InvalidArgument("device_count[\"", type, "\"] is ", count, "; it must be >= 0");
     }
-    if (type == "CPU") {
-      cpus = count;
-    } else if (count > 0) {
+    if (count > 0 && factories.Find(type) == nullptr) {
       return InvalidArgument("device_count asks for ", count, " ", type,
-                             " device(s), but this build of Weft has only CPU devices");
+                             " device(s), but no device factory makes type ", type,
+                             "; registered types: ", StrJoin(factories.DeviceTypes(), ", "));
     }
+    counts[type] = count;
   }
-  if (cpus == 0) return InvalidArgument("device_count[\"CPU\"] is 0; at least one CPU is needed");
-  const int threads_each = std::max(1, intra_op_threads / cpus);
+  if (counts["CPU"] == 0) {
+    return InvalidArgument("device_count[\"CPU\"] is 0; at least one CPU is needed");
+  }
+  int total = 0;
+  for (const auto& [type, count] : counts) total += count;
+  DeviceFactoryOptions options;
+  options.name_prefix = StrCat("/job:", job, "/replica:0/task:", task);
+  options.intra_op_threads = std::max(1, intra_op_threads / total);
   std::vector<std::unique_ptr<Device>> devices;
-  for (int i = 0; i < cpus; ++i) {
-    devices.push_back(std::make_unique<CpuDevice>(
-        StrCat("/job:", job, "/replica:0/task:", task, "/device:CPU:", i), threads_each));
+  auto create = [&](const std::string& type, int count) -> Status {
+    const DeviceFactory* factory = factories.Find(type);
+    if (count == 0 || factory == nullptr) return Status::OK();
+    options.count = count;
+    WEFT_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Device>> made,
+                          factory->CreateDevices(options));
+    for (auto& device : made) devices.push_back(std::move(device));
+    return Status::OK();
+  };
+  WEFT_RETURN_IF_ERROR(create("CPU", counts["CPU"]));
+  for (const auto& [type, count] : counts) {
+    if (type != "CPU") WEFT_RETURN_IF_ERROR(create(type, count));
   }
   return std::make_unique<DeviceMgr>(std::move(devices));
 }

@@ -1,6 +1,7 @@
 // DeviceMgr: owns the devices of one process (or one worker task) and finds them by name.
-// CreateLocalDevices builds the CPU devices a ConfigProto asks for, each with its own share of the
-// intra-op threads and its own resource manager. Immutable after construction; thread-safe.
+// CreateLocalDevices builds the devices a ConfigProto asks for through the registered
+// DeviceFactorys, each with its own share of the intra-op threads and its own resource manager.
+// Immutable after construction; thread-safe.
 #pragma once
 
 #include <memory>
@@ -11,6 +12,7 @@
 #include "weft/config.pb.h"
 #include "weft/core/status.h"
 #include "weft/runtime/device.h"
+#include "weft/runtime/device_factory.h"
 
 namespace weft {
 
@@ -34,12 +36,13 @@ class DeviceMgr {
   std::vector<Device*> device_list_;
 };
 
-// The devices `config` asks for in task `task` of `job`: device_count["CPU"] CPU devices (default
-// 1), named /job:<job>/replica:0/task:<task>/device:CPU:<i>. `intra_op_threads` (> 0) are shared
-// among them, at least one each. Unknown device types or negative counts are InvalidArgument.
-StatusOr<std::unique_ptr<DeviceMgr>> CreateLocalDevices(const proto::ConfigProto& config,
-                                                        int intra_op_threads,
-                                                        std::string_view job = "localhost",
-                                                        int task = 0);
+// The devices `config` asks for in task `task` of `job`, made by `factories`: device_count["CPU"]
+// CPU devices (default 1, the first is CPU:0) and then device_count[type] of each other type, in
+// type order, named /job:<job>/replica:0/task:<task>/device:<TYPE>:<i>. `intra_op_threads` (> 0)
+// are shared among them, at least one each. A type no factory makes (naming it and the registered
+// types), a negative count or no CPU is InvalidArgument.
+StatusOr<std::unique_ptr<DeviceMgr>> CreateLocalDevices(
+    const proto::ConfigProto& config, int intra_op_threads, std::string_view job = "localhost",
+    int task = 0, const DeviceFactoryRegistry& factories = DefaultDeviceFactories());
 
 }  // namespace weft

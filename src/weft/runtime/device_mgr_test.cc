@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "weft/testing/test_arena_device.h"
+
 namespace weft {
 namespace {
 
@@ -78,9 +80,43 @@ TEST(DeviceMgrTest, RefusesDevicesItCannotCreate) {
   auto none = CreateLocalDevices(Cpus(0), 2);
   ASSERT_FALSE(none.ok());
 
+  // Only registered factories make devices; the error lists them.
+  proto::ConfigProto arenas = Cpus(1);
+  (*arenas.mutable_device_count())[testing::kTestArenaDeviceType] = 1;
+  auto default_types = CreateLocalDevices(arenas, 2);
+  ASSERT_FALSE(default_types.ok());
+  EXPECT_NE(default_types.status().message().find("TEST_ARENA"), std::string::npos);
+  EXPECT_NE(default_types.status().message().find("registered types: CPU"), std::string::npos)
+      << default_types.status();
+
   proto::ConfigProto zero_gpus = Cpus(2);
   (*zero_gpus.mutable_device_count())["GPU"] = 0;  // asking for none of a type is fine
   EXPECT_TRUE(CreateLocalDevices(zero_gpus, 2).ok());
+}
+
+TEST(DeviceMgrTest, RegisteredFactoriesMakeTheirDevicesAfterTheCpus) {
+  proto::ConfigProto config;
+  (*config.mutable_device_count())[testing::kTestArenaDeviceType] = 2;
+  auto devices = CreateLocalDevices(config, /*intra_op_threads=*/3, "worker", 1,
+                                    testing::TestArenaDeviceFactories());
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  ASSERT_EQ((*devices)->NumDevices(), 3);
+  const std::vector<Device*>& list = (*devices)->ListDevices();
+  EXPECT_EQ(list[0]->name(), "/job:worker/replica:0/task:1/device:CPU:0");
+  EXPECT_EQ(list[1]->name(), "/job:worker/replica:0/task:1/device:TEST_ARENA:0");
+  EXPECT_EQ(list[2]->name(), "/job:worker/replica:0/task:1/device:TEST_ARENA:1");
+  EXPECT_TRUE(list[0]->HasHostMemory());
+  EXPECT_EQ(list[0]->device_context(), nullptr);
+  EXPECT_FALSE(list[1]->HasHostMemory());
+  EXPECT_NE(list[1]->device_context(), nullptr);
+  EXPECT_NE(list[1]->GetAllocator(), list[2]->GetAllocator());  // two memories
+  EXPECT_EQ(list[1]->GetAllocator({.on_host = true}), HostAllocator());
+  EXPECT_EQ(list[1]->intra_op_threads(), 1);
+  ASSERT_NE(list[1]->intra_op_pool(), nullptr);
+  // A session's view of a device keeps its memory.
+  std::unique_ptr<Device> view = NewSessionDevice(*list[1]);
+  EXPECT_EQ(view->GetAllocator(), list[1]->GetAllocator());
+  EXPECT_EQ(view->device_context(), list[1]->device_context());
 }
 
 }  // namespace

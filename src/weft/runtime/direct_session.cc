@@ -11,6 +11,7 @@
 #include "weft/graph/prune.h"
 #include "weft/kernels/register_kernels.h"
 #include "weft/ops/register_ops.h"
+#include "weft/runtime/collective/local_collective_executor.h"
 #include "weft/runtime/cpu_device.h"
 #include "weft/runtime/device_mgr.h"
 #include "weft/runtime/step_executors.h"
@@ -35,7 +36,9 @@ class DirectSession final : public Session {
         kernel_registry_(options.kernel_registry ? *options.kernel_registry
                                                  : kernels::AllKernels()),
         devices_(CreateLocalDevices(
-            options.config, ThreadsOrDefault(options.config.intra_op_parallelism_threads()))),
+            options.config, ThreadsOrDefault(options.config.intra_op_parallelism_threads()),
+            "localhost", /*task=*/0,
+            options.device_factories ? *options.device_factories : DefaultDeviceFactories())),
         inter_op_pool_(std::make_unique<ThreadPool>(
             "inter_op", ThreadsOrDefault(options.config.inter_op_parallelism_threads()))),
         graph_(std::make_unique<Graph>(op_registry_)) {
@@ -94,10 +97,12 @@ class DirectSession final : public Session {
     CallFrame call_frame(std::move(args), static_cast<int>(output_names.size()));
     CancellationManager cancellation;
     StepStatsCollector stats;
+    LocalCollectiveExecutor collectives;  // this step's; the partitions are devices of this process
     StepExecutors::RunArgs run_args;
     run_args.step_id = next_step_id_.fetch_add(1);
     run_args.call_frame = &call_frame;
     run_args.cancellation_manager = &cancellation;
+    run_args.collective_executor = &collectives;
     run_args.runner = [pool = inter_op_pool_.get()](std::function<void()> fn) {
       pool->Schedule(std::move(fn));
     };

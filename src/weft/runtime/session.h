@@ -20,15 +20,19 @@
 
 namespace weft {
 
+class DeviceFactoryRegistry;
+
 using NamedTensorList = std::vector<std::pair<std::string, Tensor>>;
 
 struct SessionOptions {
   // "" for an in-process session; "grpc://host:port" for a cluster (when its factory is linked).
   std::string target;
   proto::ConfigProto config;
-  // Registries to build graphs and kernels from; null means every op and kernel of Weft.
+  // Registries to build graphs, kernels and devices from; null means every op, kernel and device
+  // type of Weft. They must outlive the session.
   const OpRegistry* op_registry = nullptr;
   const KernelRegistry* kernel_registry = nullptr;
+  const DeviceFactoryRegistry* device_factories = nullptr;
 };
 
 class Session {

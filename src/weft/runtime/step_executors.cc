@@ -4,10 +4,11 @@
 #include <set>
 
 #include "weft/core/mutex.h"
+#include "weft/framework/collective.h"
 #include "weft/graph/graph_def_io.h"
+#include "weft/graph/memory_types.h"
 #include "weft/graph/partition.h"
 #include "weft/graph/placer.h"
-#include "weft/runtime/collective/local_collective_executor.h"
 #include "weft/runtime/local_rendezvous.h"
 
 namespace weft {
@@ -20,7 +21,7 @@ bool IsDerived(const Status& status) { return IsCancelled(status) || IsAborted(s
 struct StepState {
   LocalRendezvous local_rendezvous;
   Rendezvous* rendezvous = &local_rendezvous;  // or the caller's
-  LocalCollectiveExecutor collectives;
+  CollectiveExecutor* collectives = nullptr;   // the caller's
   CancellationManager* cancellation_manager = nullptr;
   std::function<void(const Status&)> done;
 
@@ -48,7 +49,7 @@ struct StepState {
     if (first_error) {
       // Wake whatever the other partitions wait on: a Recv, a collective, a cancellable kernel.
       rendezvous->StartAbort(partition_status);
-      collectives.StartAbort(partition_status);
+      collectives->StartAbort(partition_status);
       cancellation_manager->StartCancel();
     }
     if (last) done(final_status);
@@ -85,10 +86,14 @@ StatusOr<std::unique_ptr<StepExecutors>> StepExecutors::Create(std::unique_ptr<G
 
   auto executors = std::unique_ptr<StepExecutors>(new StepExecutors());
   if (used.size() <= 1) {
-    // One device: no partitioning, no _Send/_Recv.
+    // One device: no partitioning, no _Send/_Recv (unless the device has memory of its own).
     WEFT_ASSIGN_OR_RETURN(
         Device * device,
         devices.LookupDevice(used.empty() ? devices.ListDevices()[0]->name() : *used.begin()));
+    if (!device->HasHostMemory()) {
+      return CreateFromPartitions({{device->name(), step_graph->ToGraphDef()}}, devices,
+                                  step_graph->op_registry(), kernels);
+    }
     WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor,
                           NewExecutor(device, kernels, std::move(step_graph)));
     executors->partitions_.push_back({device, std::move(executor)});
@@ -113,7 +118,14 @@ StatusOr<std::unique_ptr<StepExecutors>> StepExecutors::CreateFromPartitions(
   for (const auto& [device_name, graph_def] : partitions) {
     WEFT_ASSIGN_OR_RETURN(Device * device, devices.LookupDevice(device_name));
     auto graph = std::make_unique<Graph>(ops);
-    WEFT_RETURN_IF_ERROR(ImportGraphDef(graph_def, graph.get()));
+    if (device->HasHostMemory()) {
+      WEFT_RETURN_IF_ERROR(ImportGraphDef(graph_def, graph.get()));
+    } else {
+      proto::GraphDef rewritten = graph_def;
+      WEFT_RETURN_IF_ERROR(
+          EnsureMemoryTypes(ops, device->name(), device->incarnation(), &rewritten));
+      WEFT_RETURN_IF_ERROR(ImportGraphDef(rewritten, graph.get()));
+    }
     for (Node* node : graph->nodes()) node->set_assigned_device_name(device->name());
     WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor,
                           NewExecutor(device, kernels, std::move(graph)));
@@ -123,8 +135,10 @@ StatusOr<std::unique_ptr<StepExecutors>> StepExecutors::CreateFromPartitions(
 }
 
 void StepExecutors::RunAsync(const RunArgs& args, std::function<void(const Status&)> done) const {
+  WEFT_CHECK(args.collective_executor != nullptr) << "a step needs a collective executor";
   auto state = std::make_shared<StepState>();
   state->cancellation_manager = args.cancellation_manager;
+  state->collectives = args.collective_executor;
   {
     MutexLock lock(state->mu);  // not shared yet; the lock only tells the analysis so
     state->remaining = num_partitions();
@@ -138,10 +152,10 @@ void StepExecutors::RunAsync(const RunArgs& args, std::function<void(const Statu
   const bool registered =
       cancellation->RegisterCallback(token, [weak = std::weak_ptr<StepState>(state)] {
         if (auto alive = weak.lock()) {
-          alive->collectives.StartAbort(Cancelled("the step was cancelled"));
+          alive->collectives->StartAbort(Cancelled("the step was cancelled"));
         }
       });
-  if (!registered) state->collectives.StartAbort(Cancelled("the step was cancelled"));
+  if (!registered) state->collectives->StartAbort(Cancelled("the step was cancelled"));
   state->done = [cancellation, token, registered, done = std::move(done)](const Status& status) {
     if (registered) cancellation->DeregisterCallback(token);
     done(status);
@@ -154,7 +168,7 @@ void StepExecutors::RunAsync(const RunArgs& args, std::function<void(const Statu
   executor_args.runner = args.runner;
   executor_args.stats = args.stats;
   executor_args.rendezvous = state->rendezvous;
-  executor_args.collective_executor = &state->collectives;
+  executor_args.collective_executor = state->collectives;
   // Every partition but the last starts on the inter-op threads: RunAsync may run a good part of
   // its step inline, and the partitions must make progress together.
   for (int i = 0; i < num_partitions(); ++i) {

@@ -1,9 +1,12 @@
 // StepExecutors: what a session runs for one (feeds, fetches, targets) signature. The step graph is
 // placed on the session's devices and, when it spans several, partitioned into one graph per
-// device joined by _Send/_Recv pairs; each partition gets its own Executor. Running a step starts
-// every partition at once with one Rendezvous, one CollectiveExecutor and one cancellation shared
-// by all of them; the first error aborts the rendezvous and the collectives and cancels the other
-// partitions, and is what the step returns. Immutable once built; steps may run concurrently.
+// device joined by _Send/_Recv pairs; the partition of a device with memory of its own also gets
+// pairs where an op keeps an arg in host memory (graph/memory_types.h); each partition gets its own
+// Executor. Running a step starts every partition at once with one Rendezvous, one
+// CollectiveExecutor and one cancellation shared by all of them — the caller injects the
+// collective executor (and, across processes, the rendezvous); the first error aborts the
+// rendezvous and the collectives and cancels the other partitions, and is what the step returns.
+// Immutable once built; steps may run concurrently.
 #pragma once
 
 #include <functional>
@@ -50,6 +53,9 @@ class StepExecutors {
     // The step's rendezvous when it spans processes (a worker's RemoteRendezvous); null gives the
     // step a fresh in-process one. Aborted with the step's first error either way.
     Rendezvous* rendezvous = nullptr;
+    // The step's collectives (a LocalCollectiveExecutor in one process); required, used by this
+    // step only, and kept alive until `done`. Aborted with the step's first error or cancellation.
+    CollectiveExecutor* collective_executor = nullptr;
   };
   // Runs one step on every partition; `done` gets the first error (or OK) once all have ended.
   // The calling thread runs one partition itself.

@@ -1,6 +1,9 @@
 // Const and Placeholder kernels. Const hands out the tensor of its `value` attr every step without
-// copying it (its buffer stays shared, so no consumer ever writes into it). Placeholder only runs
+// copying it (its buffer stays shared, so no consumer ever writes into it); on a device with memory
+// of its own the value is copied there once, when the kernel is built. Placeholder only runs
 // when a step forgot to feed it: the runtime replaces fed placeholders, so its kernel always fails.
+#include "weft/framework/copy_tensor.h"
+#include "weft/framework/device_base.h"
 #include "weft/kernels/array/array_kernels.h"
 #include "weft/kernels/array/array_util.h"
 
@@ -16,6 +19,16 @@ class ConstOp final : public OpKernel {
     if (status.ok() && value_.dtype() != dtype) {
       status = NodeError(*this, "value is a ", DataTypeName(value_.dtype()),
                          " tensor, but dtype is ", DataTypeName(dtype));
+    }
+    if (status.ok() && !context->device()->HasHostMemory()) {
+      StatusOr<Tensor> on_device =
+          CopyTensor(/*src_device=*/nullptr, context->device(),
+                     {.on_host = output_memory_type(0) == MemoryType::kHost}, value_);
+      if (on_device.ok()) {
+        value_ = std::move(on_device).value();
+      } else {
+        status = on_device.status();
+      }
     }
     context->SetStatus(status);
   }

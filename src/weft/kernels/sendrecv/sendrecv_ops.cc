@@ -1,6 +1,11 @@
 // _Send and _Recv kernels: hand a tensor to the step's Rendezvous under the key their attrs name
 // (frame 0, iteration 0 until Weft has control-flow frames), and take it back out on the other
-// side. Tensors pass without copying, so both serve every dtype, resource handles included.
+// side. The rendezvous never copies; _Recv copies a tensor that arrives in another memory space
+// than its output's (through the DeviceContexts, see framework/copy_tensor.h), so between devices
+// in host memory tensors pass without copying. Both serve every dtype, resource handles included.
+// _HostSend/_HostRecv are the same kernels for an end in host memory.
+#include "weft/framework/copy_tensor.h"
+#include "weft/framework/device_base.h"
 #include "weft/framework/node_def_util.h"
 #include "weft/framework/rendezvous.h"
 #include "weft/kernels/register_kernels.h"
@@ -72,11 +77,22 @@ class RecvOp final : public AsyncOpKernel {
     }
     context->rendezvous()->RecvAsync(
         key_, ArgsFrom(context),
-        [this, context, done = std::move(done)](const Status& status, const Rendezvous::Args&,
-                                                const Rendezvous::Args&, const Tensor& value,
-                                                bool is_dead) {
-          context->SetStatus(Finish(context, status, value, is_dead));
-          done();
+        [this, context, done = std::move(done)](
+            const Status& status, const Rendezvous::Args& send_args, const Rendezvous::Args&,
+            const Tensor& value, bool is_dead) {
+          // Host to host (the common case) shares the buffer without another callback.
+          if (!status.ok() || SameMemorySpace(value.allocator(), output_allocator(0))) {
+            context->SetStatus(Finish(context, status, value, is_dead));
+            done();
+            return;
+          }
+          const AllocatorAttributes attributes{.on_host =
+                                                   output_memory_type(0) == MemoryType::kHost};
+          CopyTensorAsync(send_args.device, context->device(), attributes, value,
+                          [this, context, is_dead, done](const Status& copied, Tensor output) {
+                            context->SetStatus(Finish(context, copied, output, is_dead));
+                            done();
+                          });
         });
   }
 
@@ -106,6 +122,8 @@ void RegisterSendRecvKernels(KernelRegistry& registry) {
   // No type constraint: one kernel serves every dtype, kResource included.
   registry.Register<SendOp>(KernelDef("_Send", "CPU"));
   registry.Register<RecvOp>(KernelDef("_Recv", "CPU"));
+  registry.Register<SendOp>(KernelDef("_HostSend", "CPU"));
+  registry.Register<RecvOp>(KernelDef("_HostRecv", "CPU"));
 }
 
 }  // namespace weft::kernels

@@ -74,7 +74,10 @@ void CopyElements(OpKernelContext* context, const Tensor& src, Tensor* dst) {
 Status PrepareToUpdate(OpKernelContext* context, Var* var) {
   Tensor* current = var->tensor();
   if (current->RefCountIsOne()) return Status::OK();
-  WEFT_ASSIGN_OR_RETURN(Tensor copy, Tensor::Allocate(current->dtype(), current->shape()));
+  // The copy stays in the memory of the value it replaces.
+  Allocator* allocator = current->allocator() ? current->allocator() : HostAllocator();
+  WEFT_ASSIGN_OR_RETURN(Tensor copy,
+                        Tensor::Allocate(allocator, current->dtype(), current->shape()));
   CopyElements(context, *current, &copy);
   *current = std::move(copy);
   return Status::OK();

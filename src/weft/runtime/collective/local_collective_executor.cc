@@ -4,12 +4,13 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstring>
+#include <functional>
 #include <string>
 
 #include <Eigen/Core>
 
 #include "weft/core/thread_pool.h"
+#include "weft/framework/copy_tensor.h"
 #include "weft/framework/device_base.h"
 
 namespace weft {
@@ -26,8 +27,9 @@ struct AllReduceMember {
 
 // Members join under the executor's lock while the instance is kJoining. Once it is kFull the
 // reduction owns `members` and `targets` without a lock: each slice task writes only its own slice,
-// and `slices_left` orders every slice before the finishing thread reads them. `state`, `status`
-// and `label` are read under the executor's lock only, and never change after kFull.
+// and `slices_left` orders every slice before the finishing thread reads them; `copies_left` does
+// the same for the copies into and out of host memory. `state`, `status` and `label` are read under
+// the executor's lock only, and never change after kFull.
 struct AllReduceInstance {
   enum class State { kJoining, kFull, kFailed };
 
@@ -35,10 +37,15 @@ struct AllReduceInstance {
   State state = State::kJoining;
   Status status;  // why it failed, when kFailed
   std::vector<AllReduceMember> members;
-  // targets[i]: the buffers tensor i is reduced into. [0] takes the sum; the others (one per member
-  // outside host memory) get copies of it.
-  std::vector<std::vector<Tensor>> targets;
+  // targets[i]: the host buffer tensor i is reduced into, shared by the members in host memory and
+  // copied to each member with memory of its own.
+  std::vector<Tensor> targets;
   std::atomic<int> slices_left{0};
+  std::atomic<int> copies_left{0};
+  DeviceBase* last = nullptr;  // the device of the member that completed the instance
+
+  Mutex copy_mu;
+  Status copy_status WEFT_GUARDED_BY(copy_mu);  // the first failed copy
 };
 
 }  // namespace internal
@@ -181,17 +188,13 @@ std::pair<int64_t, int64_t> SliceRange(int64_t num_elements, int rank, int group
 template <typename T>
 void ReduceSliceOf(AllReduceInstance& instance, size_t tensor, int rank) {
   const int group_size = static_cast<int>(instance.members.size());
-  std::vector<Tensor>& targets = instance.targets[tensor];
-  const auto [begin, end] = SliceRange(targets[0].NumElements(), rank, group_size, sizeof(T));
+  Tensor& target = instance.targets[tensor];
+  const auto [begin, end] = SliceRange(target.NumElements(), rank, group_size, sizeof(T));
   if (begin >= end) return;
   std::vector<const T*> inputs(group_size);
   for (int m = 0; m < group_size; ++m) inputs[m] = instance.members[m].inputs[tensor].data<T>();
   const bool mean = instance.members[0].params.final_op == "Div";
-  ReduceRange<T>(inputs, targets[0].data<T>(), begin, end, mean ? group_size : 0);
-  for (size_t copy = 1; copy < targets.size(); ++copy) {
-    std::memcpy(targets[copy].data<T>() + begin, targets[0].data<T>() + begin,
-                (end - begin) * sizeof(T));
-  }
+  ReduceRange<T>(inputs, target.data<T>(), begin, end, mean ? group_size : 0);
 }
 
 // Calls every member's done with `status` and releases the members; `instance` must be owned by
@@ -205,46 +208,88 @@ void FinishInstance(AllReduceInstance& instance, const Status& status) {
 }
 
 // Reduces slice `rank` of every tensor; the last slice to finish calls every member's done.
+// Copies `count` tensors, calling `copy(index, on_copied)` for each; the last to finish calls
+// `then` with the first error (or OK). `count` must be positive.
+void CopyAll(const std::shared_ptr<AllReduceInstance>& instance,
+             std::vector<std::function<void(std::function<void(const Status&)>)>> copies,
+             std::function<void(const Status&)> then) {
+  instance->copies_left.store(static_cast<int>(copies.size()), std::memory_order_relaxed);
+  auto on_copied = [instance, then = std::move(then)](const Status& status) {
+    if (!status.ok()) {
+      MutexLock lock(instance->copy_mu);
+      if (instance->copy_status.ok()) instance->copy_status = status;
+    }
+    if (instance->copies_left.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    Status first;
+    {
+      MutexLock lock(instance->copy_mu);
+      first = instance->copy_status;
+    }
+    then(first);
+  };
+  for (auto& copy : copies) copy(on_copied);
+}
+
+// Copies the sums to the members with memory of their own, then calls every member's done.
+void DeliverOutputs(const std::shared_ptr<AllReduceInstance>& instance) {
+  std::vector<std::function<void(std::function<void(const Status&)>)>> copies;
+  for (AllReduceMember& member : instance->members) {
+    if (member.device->HasHostMemory()) continue;
+    for (size_t i = 0; i < instance->targets.size(); ++i) {
+      copies.push_back([&member, i, sum = instance->targets[i]](auto on_copied) {
+        CopyTensorAsync(nullptr, member.device, {}, sum,
+                        [&member, i, on_copied](const Status& status, Tensor output) {
+                          if (status.ok()) (*member.outputs)[i] = std::move(output);
+                          on_copied(status);
+                        });
+      });
+    }
+  }
+  if (copies.empty()) {
+    FinishInstance(*instance, Status::OK());
+    return;
+  }
+  CopyAll(instance, std::move(copies), [instance](const Status& status) {
+    FinishInstance(*instance, status.WithContext(instance->label));
+  });
+}
+
 void RunSlice(const std::shared_ptr<AllReduceInstance>& instance, int rank) {
   for (size_t i = 0; i < instance->targets.size(); ++i) {
-    if (instance->targets[i][0].dtype() == DataType::kFloat) {
+    if (instance->targets[i].dtype() == DataType::kFloat) {
       ReduceSliceOf<float>(*instance, i, rank);
     } else {
       ReduceSliceOf<double>(*instance, i, rank);
     }
   }
   if (instance->slices_left.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-    FinishInstance(*instance, Status::OK());
+    DeliverOutputs(instance);
   }
 }
 
-// Allocates the output buffers and hands each member its outputs: one shared buffer per tensor
-// for the members in host memory, a buffer of its own for each other member.
+// Allocates one host buffer per tensor for the sums and hands it to the members in host memory as
+// their output (the others get copies once it is summed).
 Status AllocateOutputs(AllReduceInstance& instance) {
   std::vector<AllReduceMember>& members = instance.members;
   const std::vector<Tensor>& shapes = members[0].inputs;
-  instance.targets.assign(shapes.size(), {});
+  instance.targets.assign(shapes.size(), Tensor());
   for (AllReduceMember& member : members) member.outputs->assign(shapes.size(), Tensor());
   for (size_t i = 0; i < shapes.size(); ++i) {
-    std::vector<Tensor>& targets = instance.targets[i];
-    Tensor shared;  // for the members in host memory
+    StatusOr<Tensor> buffer = Tensor::Allocate(shapes[i].dtype(), shapes[i].shape());
+    if (!buffer.ok()) return buffer.status().WithContext(instance.label);
+    instance.targets[i] = std::move(buffer).value();
     for (AllReduceMember& member : members) {
-      const bool host = SharesHostMemory(member.device);
-      if (!host || !shared.IsInitialized()) {
-        StatusOr<Tensor> buffer = Tensor::Allocate(shapes[i].dtype(), shapes[i].shape());
-        if (!buffer.ok()) return buffer.status().WithContext(instance.label);
-        (host ? shared : targets.emplace_back()) = std::move(buffer).value();
-      }
-      (*member.outputs)[i] = host ? shared : targets.back();
+      if (member.device->HasHostMemory()) (*member.outputs)[i] = instance.targets[i];
     }
-    // The shared buffer goes first: the slices sum into it and copy to the others.
-    if (shared.IsInitialized()) targets.insert(targets.begin(), shared);
   }
   return Status::OK();
 }
 
+void Reduce(std::shared_ptr<AllReduceInstance> instance);
+
 // Runs a full instance: called once, by the thread of the member that completed it (`last`).
-// Touches neither the executor nor, after the last slice, the instance.
+// Inputs outside host memory are first copied to host memory by their devices. Touches neither
+// the executor nor, after the last slice, the instance.
 void StartReduction(std::shared_ptr<AllReduceInstance> instance, DeviceBase* last) {
   std::vector<AllReduceMember>& members = instance->members;
   if (members.size() == 1) {
@@ -256,6 +301,37 @@ void StartReduction(std::shared_ptr<AllReduceInstance> instance, DeviceBase* las
   std::sort(members.begin(), members.end(), [](const AllReduceMember& a, const AllReduceMember& b) {
     return a.device->name() < b.device->name();
   });
+  instance->last = last;
+  std::vector<std::function<void(std::function<void(const Status&)>)>> copies;
+  for (AllReduceMember& member : members) {
+    for (Tensor& input : member.inputs) {
+      if (input.IsInHostMemory()) continue;
+      copies.push_back([&member, &input](auto on_copied) {
+        CopyTensorAsync(member.device, nullptr, {}, input,
+                        [&input, on_copied](const Status& status, Tensor on_host) {
+                          if (status.ok()) input = std::move(on_host);
+                          on_copied(status);
+                        });
+      });
+    }
+  }
+  if (copies.empty()) {
+    Reduce(std::move(instance));
+    return;
+  }
+  CopyAll(instance, std::move(copies), [instance](const Status& status) {
+    if (!status.ok()) {
+      FinishInstance(*instance, status.WithContext(instance->label));
+      return;
+    }
+    Reduce(instance);
+  });
+}
+
+// Sums the staged inputs, one slice per member's device.
+void Reduce(std::shared_ptr<AllReduceInstance> instance) {
+  std::vector<AllReduceMember>& members = instance->members;
+  DeviceBase* const last = instance->last;
   Status status = AllocateOutputs(*instance);
   if (!status.ok()) {
     FinishInstance(*instance, status);
@@ -284,7 +360,7 @@ void StartReduction(std::shared_ptr<AllReduceInstance> instance, DeviceBase* las
 
 }  // namespace
 
-bool SharesHostMemory(const DeviceBase* device) { return device->device_type() == "CPU"; }
+bool SharesHostMemory(const DeviceBase* device) { return device->HasHostMemory(); }
 
 LocalCollectiveExecutor::LocalCollectiveExecutor() = default;
 LocalCollectiveExecutor::~LocalCollectiveExecutor() = default;

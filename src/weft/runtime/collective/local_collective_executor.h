@@ -11,11 +11,13 @@
 // divides by group_size), so every member gets bitwise the same result. Slice r runs on member
 // r's device threads (its intra-op pool; inline on the last member to join when the device has
 // none or when the bucket is too small to be worth a thread hand-off), so the work is spread over
-// the devices. When every member's device shares host memory, all members' output i are one
-// freshly allocated buffer (a reader shares it; a consumer that wants to write in place sees the
-// buffer shared and allocates), so the all-reduce moves the bytes of one sum; otherwise each member
-// gets its own copy. The last slice to finish calls every member's done, each exactly once, and
-// never under a lock. A group of one completes at once with its inputs as outputs.
+// the devices. The sum is one freshly allocated host buffer per tensor, and it is the output of
+// every member on a host-memory device (a reader shares it; a consumer that wants to write in place
+// sees the buffer shared and allocates), so among such devices the all-reduce moves the bytes of
+// one sum and copies nothing. A member on a device with memory of its own has its inputs copied to
+// host memory first and gets its outputs copied back, each through its device's DeviceContext. The
+// last slice (or copy) to finish calls every member's done, each exactly once, and never under a
+// lock. A group of one completes at once with its inputs as outputs.
 //
 // StartAbort fails every instance still waiting for members, and every later AllReduce, with the
 // abort status; reductions already running finish. Completed and failed instances stay known for
@@ -58,7 +60,7 @@ class LocalCollectiveExecutor final : public CollectiveExecutor {
 };
 
 // Whether tensors on `device` live in host memory, so members on such devices can share one output
-// buffer. Today: CPU devices.
+// buffer (DeviceBase::HasHostMemory).
 bool SharesHostMemory(const DeviceBase* device);
 
 }  // namespace weft

@@ -12,11 +12,13 @@
 #include <gtest/gtest.h>
 
 #include "weft/core/notification.h"
+#include "weft/framework/copy_tensor.h"
 #include "weft/framework/node_def_util.h"
 #include "weft/kernels/register_kernels.h"
 #include "weft/ops/register_ops.h"
 #include "weft/runtime/cpu_device.h"
 #include "weft/testing/tensor_matchers.h"
+#include "weft/testing/test_arena_device.h"
 
 namespace weft {
 namespace {
@@ -189,30 +191,42 @@ TEST(LocalCollectiveExecutorTest, CpuMembersShareOneFreshOutputBuffer) {
 
 TEST(LocalCollectiveExecutorTest, MembersOutsideHostMemoryGetTheirOwnCopies) {
   std::mt19937 rng(5);
-  // Two "GPU" devices (no threads of their own) and two CPU devices.
+  // Two devices with memory of their own and two CPU devices (one without threads).
   std::vector<std::unique_ptr<DeviceBase>> devices;
-  devices.push_back(std::make_unique<DeviceBase>(DeviceName("GPU", 0), "GPU"));
-  devices.push_back(std::make_unique<DeviceBase>(DeviceName("GPU", 1), "GPU"));
+  devices.push_back(testing::NewTestArenaDevice(DeviceName("TEST_ARENA", 0)));
+  devices.push_back(testing::NewTestArenaDevice(DeviceName("TEST_ARENA", 1)));
   devices.push_back(std::make_unique<CpuDevice>(DeviceName("CPU", 0), 1));
   devices.push_back(std::make_unique<DeviceBase>(DeviceName("CPU", 1), "CPU"));  // no pool
   EXPECT_FALSE(SharesHostMemory(devices[0].get()));
   EXPECT_TRUE(SharesHostMemory(devices[2].get()));
-  std::vector<std::vector<Tensor>> inputs;
-  for (int m = 0; m < 4; ++m) inputs.push_back({Random<float>(TensorShape({700, 500}), rng)});
+  std::vector<std::vector<Tensor>> inputs, on_devices;
+  for (int m = 0; m < 4; ++m) {
+    inputs.push_back({Random<float>(TensorShape({700, 500}), rng)});
+    auto placed = CopyTensor(nullptr, devices[m].get(), {}, inputs[m][0]);
+    ASSERT_TRUE(placed.ok()) << placed.status();
+    on_devices.push_back({*placed});
+  }
+  EXPECT_FALSE(on_devices[0][0].IsInHostMemory());
+  EXPECT_TRUE(on_devices[2][0].SharesBufferWith(inputs[2][0]));  // host to host: no copy
+  testing::ResetArenaCopyStats();
   LocalCollectiveExecutor executor;
-  auto results =
-      RunMembers(executor, Pointers(devices), std::vector<CollectiveParams>(4, Params(4)), inputs);
-  // Rank order is device name order: CPU:0, CPU:1, GPU:0, GPU:1.
+  auto results = RunMembers(executor, Pointers(devices),
+                            std::vector<CollectiveParams>(4, Params(4)), on_devices);
+  // Rank order is device name order: CPU:0, CPU:1, TEST_ARENA:0, TEST_ARENA:1.
   std::vector<std::vector<Tensor>> ranked = {inputs[2], inputs[3], inputs[0], inputs[1]};
   Tensor expected = ReferenceReduce<float>(ranked, 0, false);
   for (int m = 0; m < 4; ++m) {
     ASSERT_TRUE(results[m]->status.ok()) << results[m]->status;
     EXPECT_TENSOR_EQ(results[m]->outputs[0], expected);
   }
+  // The CPUs share the host sum; each arena member gets it copied into its own memory.
   EXPECT_TRUE(results[2]->outputs[0].SharesBufferWith(results[3]->outputs[0]));
-  EXPECT_FALSE(results[0]->outputs[0].SharesBufferWith(results[1]->outputs[0]));
-  EXPECT_FALSE(results[0]->outputs[0].SharesBufferWith(results[2]->outputs[0]));
-  EXPECT_FALSE(results[1]->outputs[0].SharesBufferWith(results[2]->outputs[0]));
+  EXPECT_EQ(results[0]->outputs[0].allocator(), devices[0]->GetAllocator());
+  EXPECT_EQ(results[1]->outputs[0].allocator(), devices[1]->GetAllocator());
+  const testing::ArenaCopyStats copies = testing::GetArenaCopyStats();
+  EXPECT_EQ(copies.device_to_host, 2);  // each arena member's input, for the sum
+  EXPECT_EQ(copies.host_to_device, 2);  // the sum, to each arena member
+  EXPECT_EQ(copies.device_to_device, 0);
 }
 
 TEST(LocalCollectiveExecutorTest, GroupOfOneCompletesAtOnceWithItsInput) {
