@@ -39,12 +39,11 @@ TEST(ClusterLivenessTest, StoppedWorkerFailsTheStepAndCloseAndTheRestTrainsOn) {
   ASSERT_EQ(servers.size(), 2u);
   ContinueOnExit continue_on_exit(servers[1].get());
   const std::vector<std::string> addresses = Addresses(servers);
-  std::unique_ptr<Session> session = NewSessionOrDie(ClusterOptions(addresses));
+  CrossTaskGraph graph;
+  std::unique_ptr<Session> session =
+      NewInitializedCrossTaskSession(ClusterOptions(addresses), &graph);
   ASSERT_NE(session, nullptr);
-  CrossTaskGraph graph = BuildCrossTaskGraph(0.0f);
-  ASSERT_TRUE(session->Create(graph.graph).ok());
   std::vector<Tensor> outputs;
-  ASSERT_TRUE(session->Run({}, {}, {graph.init}, &outputs).ok());
 
   StepLoop training(session.get(), graph, &outputs);
   ASSERT_TRUE(training.WaitForSteps(3));
@@ -78,12 +77,10 @@ TEST(ClusterLivenessTest, SessionConfigSetsItsOwnWorkerTimeout) {
   const std::vector<std::string> addresses = Addresses(servers);
   SessionOptions options = ClusterOptions(addresses);
   options.config.set_worker_timeout_in_ms(kWorkerTimeoutMs);
-  std::unique_ptr<Session> session = NewSessionOrDie(options);
+  CrossTaskGraph graph;
+  std::unique_ptr<Session> session = NewInitializedCrossTaskSession(options, &graph);
   ASSERT_NE(session, nullptr);
-  CrossTaskGraph graph = BuildCrossTaskGraph(0.0f);
-  ASSERT_TRUE(session->Create(graph.graph).ok());
   std::vector<Tensor> outputs;
-  ASSERT_TRUE(session->Run({}, {}, {graph.init}, &outputs).ok());
   servers[1]->Signal(SIGSTOP);
   const int64_t start_ms = NowMs();
   Status status = session->Run({{graph.x, Tensor::Scalar(1.0f)}}, {graph.y}, {}, &outputs);

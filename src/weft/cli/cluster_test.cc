@@ -123,12 +123,11 @@ TEST(ClusterTest, KilledWorkerIsUnavailableAndARestartedOneTrainsAgain) {
   auto servers = StartCluster(2);
   ASSERT_EQ(servers.size(), 2u);
   std::vector<std::string> addresses = Addresses(servers);
-  std::unique_ptr<Session> session = NewSessionOrDie(ClusterOptions(addresses));
+  CrossTaskGraph graph;
+  std::unique_ptr<Session> session =
+      NewInitializedCrossTaskSession(ClusterOptions(addresses), &graph);
   ASSERT_NE(session, nullptr);
-  CrossTaskGraph graph = BuildCrossTaskGraph(0.0f);
-  ASSERT_TRUE(session->Create(graph.graph).ok());
   std::vector<Tensor> outputs;
-  ASSERT_TRUE(session->Run({}, {}, {graph.init}, &outputs).ok());
 
   // Steps run in a loop on another thread while worker 1 dies under them.
   StepLoop training(session.get(), graph, &outputs);

@@ -106,6 +106,21 @@ inline CrossTaskGraph BuildCrossTaskGraph(float initial) {
   return result;
 }
 
+// A session with `options` whose graph is BuildCrossTaskGraph(0) with its variable initialised;
+// null (and the test failed) when any of that fails.
+inline std::unique_ptr<Session> NewInitializedCrossTaskSession(const SessionOptions& options,
+                                                               CrossTaskGraph* graph) {
+  std::unique_ptr<Session> session = NewSessionOrDie(options);
+  if (session == nullptr) return nullptr;
+  *graph = BuildCrossTaskGraph(0.0f);
+  Status created = session->Create(graph->graph);
+  EXPECT_TRUE(created.ok()) << created;
+  std::vector<Tensor> outputs;
+  Status initialized = created.ok() ? session->Run({}, {}, {graph->init}, &outputs) : created;
+  EXPECT_TRUE(initialized.ok()) << initialized;
+  return initialized.ok() ? std::move(session) : nullptr;
+}
+
 inline float ScalarOf(const Tensor& tensor) { return *tensor.data<float>(); }
 
 // Runs training steps (x = 1: y and update) on a thread of its own until one fails or 60 s pass;

@@ -51,7 +51,7 @@ StatusOr<Tensor> Tensor::Allocate(Allocator* allocator, DataType dtype, const Te
                              DataTypeName(dtype), " tensor of shape ", shape, " from allocator ",
                              allocator->Name());
   }
-  return Tensor(dtype, shape, std::make_shared<AllocatorBuffer>(allocator, data, bytes));
+  return Tensor(dtype, shape, std::make_unique<AllocatorBuffer>(allocator, data, bytes));
 }
 
 bool Tensor::IsInHostMemory() const { return SameMemorySpace(allocator(), nullptr); }
@@ -62,9 +62,9 @@ Tensor::Tensor(DataType dtype, const TensorShape& shape) {
   *this = std::move(allocated).value();
 }
 
-Tensor::Tensor(DataType dtype, const TensorShape& shape, std::shared_ptr<TensorBuffer> buffer)
+Tensor::Tensor(DataType dtype, const TensorShape& shape, std::unique_ptr<TensorBuffer> buffer)
     : dtype_(dtype), shape_(shape), buffer_(std::move(buffer)) {
-  WEFT_CHECK(buffer_ != nullptr);
+  WEFT_CHECK(buffer_.get() != nullptr);
   WEFT_CHECK(buffer_->size() >= TotalBytes())
       << "buffer of " << buffer_->size() << " bytes for " << TotalBytes();
   data_ = static_cast<char*>(buffer_->data());

@@ -5,10 +5,12 @@
 // between threads only for reading, or hand it over.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "weft/core/dtype.h"
@@ -20,14 +22,58 @@ namespace weft {
 class Allocator;
 
 // Memory behind one or more Tensors. Implementations own their bytes (from an Allocator) or keep
-// the owner of foreign bytes alive (for example a received network message).
+// the owner of foreign bytes alive (for example a received network message). The Tensors that
+// share a buffer count themselves in it (an intrusive count rather than a shared_ptr's, so that
+// RefCountIsOne can read it with acquire order; see there).
 class TensorBuffer {
  public:
+  TensorBuffer() = default;
+  TensorBuffer(const TensorBuffer&) = delete;
+  TensorBuffer& operator=(const TensorBuffer&) = delete;
   virtual ~TensorBuffer() = default;
   virtual void* data() const = 0;
   virtual size_t size() const = 0;
   // The allocator that owns the bytes; null for host bytes owned elsewhere.
   virtual Allocator* allocator() const { return nullptr; }
+
+  void Ref() const { refs_.fetch_add(1, std::memory_order_relaxed); }
+  // Deletes the buffer with its last reference. Release order: this owner's reads and writes of
+  // the bytes happen before whatever the next sole owner (or the deleter) does with them.
+  void Unref() const {
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+  // Acquire order pairs with Unref's release: a writer that sees one owner (itself) writes after
+  // every other former owner's last read, so copy-on-write may write in place.
+  bool RefCountIsOne() const { return refs_.load(std::memory_order_acquire) == 1; }
+
+ private:
+  mutable std::atomic<int64_t> refs_{1};
+};
+
+// An owning reference to a TensorBuffer: copying it adds a reference, destroying it drops one.
+class TensorBufferRef {
+ public:
+  TensorBufferRef() = default;
+  explicit TensorBufferRef(std::unique_ptr<TensorBuffer> buffer) : buffer_(buffer.release()) {}
+  TensorBufferRef(const TensorBufferRef& other) : buffer_(other.buffer_) {
+    if (buffer_ != nullptr) buffer_->Ref();
+  }
+  TensorBufferRef(TensorBufferRef&& other) noexcept : buffer_(other.buffer_) {
+    other.buffer_ = nullptr;
+  }
+  TensorBufferRef& operator=(TensorBufferRef other) noexcept {
+    std::swap(buffer_, other.buffer_);
+    return *this;
+  }
+  ~TensorBufferRef() {
+    if (buffer_ != nullptr) buffer_->Unref();
+  }
+
+  TensorBuffer* get() const { return buffer_; }
+  TensorBuffer* operator->() const { return buffer_; }
+
+ private:
+  TensorBuffer* buffer_ = nullptr;
 };
 
 class Tensor {
@@ -37,7 +83,7 @@ class Tensor {
   // Allocates an uninitialised buffer for `shape` (checked: allocation must succeed).
   Tensor(DataType dtype, const TensorShape& shape);
   // Wraps existing memory; `buffer` must hold at least shape.num_elements() elements.
-  Tensor(DataType dtype, const TensorShape& shape, std::shared_ptr<TensorBuffer> buffer);
+  Tensor(DataType dtype, const TensorShape& shape, std::unique_ptr<TensorBuffer> buffer);
 
   // Allocates like the constructor, but reports allocation failure instead of stopping.
   static StatusOr<Tensor> Allocate(DataType dtype, const TensorShape& shape);
@@ -59,7 +105,7 @@ class Tensor {
     return FromVector(values, TensorShape({static_cast<int64_t>(values.size())}));
   }
 
-  bool IsInitialized() const { return buffer_ != nullptr || dtype_ != DataType::kInvalid; }
+  bool IsInitialized() const { return buffer_.get() != nullptr || dtype_ != DataType::kInvalid; }
   DataType dtype() const { return dtype_; }
   const TensorShape& shape() const { return shape_; }
   int dims() const { return shape_.dims(); }
@@ -97,13 +143,14 @@ class Tensor {
   Tensor DeepCopy() const;
 
   bool SharesBufferWith(const Tensor& other) const {
-    return buffer_ != nullptr && buffer_ == other.buffer_;
+    return buffer_.get() != nullptr && buffer_.get() == other.buffer_.get();
   }
   // True when this Tensor is the only owner of its buffer, so a kernel may write into it in place.
-  bool RefCountIsOne() const { return buffer_ != nullptr && buffer_.use_count() == 1; }
-  const std::shared_ptr<TensorBuffer>& buffer() const { return buffer_; }
+  bool RefCountIsOne() const { return buffer_.get() != nullptr && buffer_->RefCountIsOne(); }
+  // The buffer, owned by the Tensors that share it; null for a tensor without one.
+  TensorBuffer* buffer() const { return buffer_.get(); }
   // The allocator of the buffer; null for foreign host bytes and for a tensor without a buffer.
-  Allocator* allocator() const { return buffer_ ? buffer_->allocator() : nullptr; }
+  Allocator* allocator() const { return buffer_.get() ? buffer_->allocator() : nullptr; }
   // Whether the elements are in host memory (see SameMemorySpace in allocator.h).
   bool IsInHostMemory() const;
 
@@ -118,7 +165,7 @@ class Tensor {
 
   DataType dtype_ = DataType::kInvalid;
   TensorShape shape_;
-  std::shared_ptr<TensorBuffer> buffer_;
+  TensorBufferRef buffer_;
   char* data_ = nullptr;  // start of this view inside buffer_
 };
 

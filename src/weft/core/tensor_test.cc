@@ -1,6 +1,8 @@
 #include "weft/core/tensor.h"
 
+#include <chrono>
 #include <cstdint>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -56,6 +58,46 @@ TEST(TensorTest, BufferIsFreedWithTheLastReference) {
     EXPECT_EQ(GetAllocatorStats().bytes_in_use, before + 8000);
   }
   EXPECT_EQ(GetAllocatorStats().bytes_in_use, before);
+}
+
+TEST(TensorTest, RefCountFollowsCopiesMovesAndAssignments) {
+  Tensor a = Tensor::FromVector<float>({1, 2});
+  EXPECT_TRUE(a.RefCountIsOne());
+  Tensor b = a;
+  EXPECT_FALSE(a.RefCountIsOne());
+  Tensor c = std::move(b);  // a move adds no owner
+  EXPECT_FALSE(a.RefCountIsOne());
+  c = Tensor::FromVector<float>({3});  // assignment drops c's share of a's buffer
+  EXPECT_TRUE(a.RefCountIsOne());
+  EXPECT_TRUE(c.RefCountIsOne());
+  Tensor& self = a;
+  a = self;  // self-assignment keeps the one reference
+  EXPECT_TRUE(a.RefCountIsOne());
+  EXPECT_EQ(a.data<float>()[1], 2);
+  EXPECT_FALSE(Tensor().RefCountIsOne());
+}
+
+// Copy-on-write across threads (what a variable update does): each thread copies the shared
+// buffer, drops its share and, once it sees itself the only owner, writes in place. The writes must
+// come after the other thread's reads; ThreadSanitizer checks that the count orders them.
+TEST(TensorTest, SoleOwnerWritesAfterTheOtherOwnersReads) {
+  for (int round = 0; round < 50; ++round) {
+    Tensor shared = Tensor::FromVector<float>({1, 2, 3, 4});
+    Tensor first = shared;
+    Tensor second = std::move(shared);
+    float sum = 0;
+    std::thread reader([&first, &sum] {
+      for (float value : first.flat<float>()) sum += value;
+      first = Tensor();
+    });
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!second.RefCountIsOne() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::yield();
+    }
+    if (second.RefCountIsOne()) second.data<float>()[0] = 10;
+    reader.join();
+    EXPECT_EQ(sum, 10);
+  }
 }
 
 TEST(TensorTest, SliceViewsRowsOfDimensionZero) {

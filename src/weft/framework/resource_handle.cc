@@ -28,7 +28,7 @@ std::string ResourceHandle::DebugString() const {
 Tensor MakeResourceHandleTensor(ResourceHandle handle) {
   static_assert(sizeof(ResourceHandle) >= 8, "kResource elements are 8 bytes");
   return Tensor(DataType::kResource, TensorShape(),
-                std::make_shared<ResourceHandleBuffer>(std::move(handle)));
+                std::make_unique<ResourceHandleBuffer>(std::move(handle)));
 }
 
 StatusOr<const ResourceHandle*> HandleFromTensor(const Tensor& tensor) {
@@ -38,7 +38,7 @@ StatusOr<const ResourceHandle*> HandleFromTensor(const Tensor& tensor) {
   if (tensor.dims() != 0) {
     return InvalidArgument("expected a scalar resource tensor, got shape ", tensor.shape());
   }
-  const auto* buffer = dynamic_cast<const ResourceHandleBuffer*>(tensor.buffer().get());
+  const auto* buffer = dynamic_cast<const ResourceHandleBuffer*>(tensor.buffer());
   if (buffer == nullptr) {
     return InvalidArgument("resource tensor holds no resource handle");
   }
