@@ -132,13 +132,13 @@ class ClusterSession final : public Session {
     options->set_wait_for_ready(true);
   }
 
-  Status CheckOpen() const {
+  Status CheckOpen() const WEFT_REQUIRES(mu_) {
     if (closed_) return FailedPrecondition("the session has been closed");
     return Status::OK();
   }
 
   // The first graph creates the master session; later ones extend it.
-  Status ExtendLocked(const proto::GraphDef& graph) {
+  Status ExtendLocked(const proto::GraphDef& graph) WEFT_REQUIRES(mu_) {
     if (handle_.empty()) {
       WEFT_RETURN_IF_ERROR(CreateLocked(graph));
       has_graph_ = graph.node_size() > 0;
@@ -157,7 +157,7 @@ class ClusterSession final : public Session {
     return Status::OK();
   }
 
-  Status CreateLocked(const proto::GraphDef& graph) {
+  Status CreateLocked(const proto::GraphDef& graph) WEFT_REQUIRES(mu_) {
     proto::CreateSessionRequest request;
     *request.mutable_graph_def() = graph;
     *request.mutable_config() = options_.config;

@@ -23,9 +23,12 @@ std::vector<Status> CallEveryTask(size_t count,
                                   const std::function<void(size_t, StatusCallback)>& start,
                                   int64_t timeout_ms) {
   auto fan_out = std::make_shared<FanOut>();
-  fan_out->statuses.resize(count);
-  fan_out->finished.assign(count, false);
-  fan_out->pending = count;
+  {
+    MutexLock lock(fan_out->mu);  // not shared yet; the lock only tells the analysis so
+    fan_out->statuses.resize(count);
+    fan_out->finished.assign(count, false);
+    fan_out->pending = count;
+  }
   for (size_t i = 0; i < count; ++i) {
     start(i, [fan_out, i](const Status& status) {
       MutexLock lock(fan_out->mu);

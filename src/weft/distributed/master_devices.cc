@@ -55,7 +55,10 @@ StatusOr<std::vector<proto::DeviceAttributes>> DiscoverDevices(WorkerCacheInterf
     call->options.set_timeout_ms(timeout_ms);
     discovery->calls.push_back(std::move(call));
   }
-  discovery->pending = static_cast<int>(tasks.size());
+  {
+    MutexLock lock(discovery->mu);  // not shared yet; the lock only tells the analysis so
+    discovery->pending = static_cast<int>(tasks.size());
+  }
   for (auto& call_ptr : discovery->calls) {
     StatusCall* call = call_ptr.get();
     WorkerInterface* worker = cache->GetOrCreateWorker(call->task);

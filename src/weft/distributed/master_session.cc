@@ -32,7 +32,10 @@ StatusOr<std::shared_ptr<MasterSession>> MasterSession::Create(Options options,
   auto graph = std::make_shared<Graph>(*options.op_registry);
   WEFT_RETURN_IF_ERROR(ImportGraphDef(graph_def, graph.get()));
   std::shared_ptr<MasterSession> session(new MasterSession(std::move(options)));
-  session->graph_ = std::move(graph);
+  {
+    MutexLock lock(session->mu_);  // not shared yet; the lock only tells the analysis so
+    session->graph_ = std::move(graph);
+  }
   WEFT_ASSIGN_OR_RETURN(session->devices_, DiscoverDevices(session->options_.worker_cache,
                                                            session->options_.local_task,
                                                            session->options_.worker_timeout_ms));

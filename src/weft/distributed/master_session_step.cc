@@ -108,7 +108,10 @@ StatusOr<std::shared_ptr<MasterSession::Step>> MasterSession::PrepareStep(
     }
     step->calls.push_back(std::move(call));
   }
-  step->pending = step->calls.size();
+  {
+    MutexLock lock(step->mu);  // not shared yet; the lock only tells the analysis so
+    step->pending = step->calls.size();
+  }
 
   MutexLock lock(mu_);
   if (closed_) return FailedPrecondition("session '", options_.handle, "' is closed");

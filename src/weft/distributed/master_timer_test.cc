@@ -13,7 +13,7 @@ namespace {
 TEST(MasterTimerTest, RunsCallbacksInDeadlineOrder) {
   MasterTimer timer;
   Mutex mu;
-  std::vector<int> order WEFT_GUARDED_BY(mu);
+  std::vector<int> order;  // under mu
   Notification both;
   timer.Schedule(60, [&] {
     MutexLock lock(mu);
