@@ -19,6 +19,7 @@
 #include "weft/distributed/local_master.h"
 #include "weft/distributed/local_worker_cache.h"
 #include "weft/distributed/master.h"
+#include "weft/distributed/master_timer.h"
 #include "weft/distributed/worker.h"
 #include "weft/framework/tensor_proto_util.h"
 #include "weft/graph/builder/ops.h"
@@ -133,11 +134,41 @@ class CountingWorker final : public WorkerInterface {
   }
 
  private:
-  static void AnswerOnlyWhenCancelled(CallOptions* options, StatusCallback done) {
-    options->SetCancelCallback([done = std::move(done)] { done(Cancelled("call cancelled")); });
+  // Answers `done` once, then lets it go: a call's state often owns the CallOptions that hold the
+  // cancel callback holding `done`, and only dropping `done` breaks that cycle.
+  class SilentCall {
+   public:
+    explicit SilentCall(StatusCallback done) : done_(std::move(done)) {}
+    void Answer(const Status& status) {
+      StatusCallback done;
+      {
+        MutexLock lock(mu_);
+        done = std::move(done_);
+        done_ = nullptr;
+      }
+      if (done) done(status);
+    }
+
+   private:
+    Mutex mu_;
+    StatusCallback done_ WEFT_GUARDED_BY(mu_);
+  };
+
+  // What a transport does for a peer that never answers: Cancelled when the caller cancels,
+  // DeadlineExceeded at the call's deadline, whichever comes first.
+  void AnswerOnlyWhenCancelled(CallOptions* options, StatusCallback done) {
+    auto call = std::make_shared<SilentCall>(std::move(done));
+    if (options->timeout_ms() > 0) {
+      const int64_t timeout_ms = options->timeout_ms();
+      deadlines_.Schedule(timeout_ms, [call, timeout_ms] {
+        call->Answer(DeadlineExceeded("no answer within ", timeout_ms, " ms"));
+      });
+    }
+    options->SetCancelCallback([call] { call->Answer(Cancelled("call cancelled")); });
   }
   WorkerInterface* const base_;
   CallSignal* const signal_;
+  MasterTimer deadlines_;
 };
 
 // Two worker tasks and a master on task 0. Members are destroyed in reverse order: the master

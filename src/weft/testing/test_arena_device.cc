@@ -17,10 +17,16 @@ std::atomic<int64_t> device_to_host{0};
 std::atomic<int64_t> device_to_device{0};
 std::atomic<int64_t> copied_bytes{0};
 
-// Memory of its own: blocks of the system allocator, counted apart from the host's.
+// Memory of its own: blocks of the system allocator, counted apart from the host's. It lives while
+// its device or any of its blocks does (tensors of the device, in its ResourceMgr or fetched by a
+// test, may outlive the device): the device and every live block each hold a reference.
 class ArenaAllocator final : public Allocator {
  public:
   explicit ArenaAllocator(std::string name) : name_(std::move(name)) {}
+  // Drops one reference; the last one deletes the arena.
+  void Unref() {
+    if (references_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
   std::string Name() const override { return name_; }
   void* AllocateRaw(size_t alignment, size_t bytes) override {
     if (alignment == 0 || (alignment & (alignment - 1)) != 0 || alignment > kTensorAlignment) {
@@ -29,6 +35,7 @@ class ArenaAllocator final : public Allocator {
     size_t rounded = (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
     void* pointer = std::aligned_alloc(kTensorAlignment, rounded == 0 ? kTensorAlignment : rounded);
     if (pointer == nullptr) return nullptr;
+    references_.fetch_add(1, std::memory_order_relaxed);
     allocations_.fetch_add(1);
     int64_t now =
         bytes_in_use_.fetch_add(static_cast<int64_t>(bytes)) + static_cast<int64_t>(bytes);
@@ -41,6 +48,7 @@ class ArenaAllocator final : public Allocator {
     if (pointer == nullptr) return;
     bytes_in_use_.fetch_sub(static_cast<int64_t>(bytes));
     std::free(pointer);
+    Unref();
   }
   AllocatorStats GetStats() const override {
     return AllocatorStats{bytes_in_use_.load(), peak_.load(), allocations_.load(), 0};
@@ -52,6 +60,7 @@ class ArenaAllocator final : public Allocator {
   std::atomic<int64_t> bytes_in_use_{0};
   std::atomic<int64_t> peak_{0};
   std::atomic<int64_t> allocations_{0};
+  std::atomic<int64_t> references_{1};  // the device's
 };
 
 Status CheckCopy(const char* what, const Tensor* src, const Allocator* src_memory,
@@ -120,11 +129,11 @@ class TestArenaDevice final : public Device {
                          threads_->intra_op_threads());
     set_memory(arena_, context_.get());
   }
+  ~TestArenaDevice() override { arena_->Unref(); }
 
  private:
   const std::unique_ptr<CpuDevice> threads_;  // the intra-op threads, borrowed from a CpuDevice
-  // Never freed: tensors of the device (in its ResourceMgr, fetched by a test) may outlive it.
-  ArenaAllocator* const arena_;
+  ArenaAllocator* const arena_;               // one of its references; see ArenaAllocator
   const std::unique_ptr<CountingDeviceContext> context_;
 };
 
