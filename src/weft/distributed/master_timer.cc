@@ -9,13 +9,16 @@ namespace weft {
 MasterTimer::MasterTimer() : thread_([this] { Loop(); }) {}
 
 MasterTimer::~MasterTimer() {
+  std::map<int64_t, Entry> dropped;
   {
     MutexLock lock(mu_);
     stopping_ = true;
-    entries_.clear();
+    dropped.swap(entries_);
   }
   changed_.NotifyAll();
   thread_.join();
+  // Destroyed outside the lock, like every callback here (see Loop).
+  dropped.clear();
 }
 
 int64_t MasterTimer::Schedule(int64_t delay_ms, std::function<void()> callback) {
@@ -30,8 +33,15 @@ int64_t MasterTimer::Schedule(int64_t delay_ms, std::function<void()> callback) 
 }
 
 bool MasterTimer::Cancel(int64_t id) {
-  MutexLock lock(mu_);
-  return entries_.erase(id) > 0;
+  std::function<void()> dropped;
+  {
+    MutexLock lock(mu_);
+    auto it = entries_.find(id);
+    if (it == entries_.end()) return false;
+    dropped = std::move(it->second.callback);
+    entries_.erase(it);
+  }
+  return true;  // `dropped` goes after the lock is released (see Loop)
 }
 
 void MasterTimer::SetBeforeWaitHookForTesting(std::function<void()> hook) {
@@ -62,6 +72,9 @@ void MasterTimer::Loop() {
     entries_.erase(earliest);
     lock.Unlock();
     callback();
+    // Its captures may hold the last reference to something that stops using this timer (a
+    // session's liveness cancels its round): they must go before the lock is taken again.
+    callback = nullptr;
     lock.Lock();
   }
 }

@@ -1,6 +1,8 @@
 #include "weft/distributed/master_timer.h"
 
 #include <atomic>
+#include <chrono>
+#include <memory>
 
 #include <gtest/gtest.h>
 
@@ -48,6 +50,43 @@ TEST(MasterTimerTest, CancelledCallbacksDoNotRun) {
 // earliest deadline, so a Cancel that erased that entry while the thread waited left it reading
 // freed memory when it woke (a heap-use-after-free under ASan). The hook makes the order certain:
 // Cancel runs while the thread waits on the entry, then a Schedule wakes it.
+// A callback's captures may own something that calls the timer when it goes (a session whose
+// liveness cancels its next round): the timer destroys callbacks outside its lock, whether they
+// ran, were cancelled or were still pending when the timer went away.
+struct UsesTheTimerWhenDestroyed {
+  MasterTimer* timer;
+  Notification* destroyed;
+  ~UsesTheTimerWhenDestroyed() {
+    timer->Cancel(timer->Schedule(60'000, [] {}));
+    destroyed->Notify();
+  }
+};
+
+TEST(MasterTimerTest, CallbacksAreDestroyedOutsideTheLockAfterRunning) {
+  MasterTimer timer;
+  Notification ran, destroyed;
+  auto state = std::make_shared<UsesTheTimerWhenDestroyed>(&timer, &destroyed);
+  timer.Schedule(1, [state, &ran] { ran.Notify(); });
+  state.reset();
+  ASSERT_TRUE(ran.WaitForNotificationWithTimeout(std::chrono::seconds(10)));
+  EXPECT_TRUE(destroyed.WaitForNotificationWithTimeout(std::chrono::seconds(10)));
+}
+
+TEST(MasterTimerTest, CallbacksAreDestroyedOutsideTheLockWhenCancelledOrDropped) {
+  Notification cancelled_destroyed, dropped_destroyed;
+  {
+    MasterTimer timer;
+    auto cancelled = std::make_shared<UsesTheTimerWhenDestroyed>(&timer, &cancelled_destroyed);
+    const int64_t id = timer.Schedule(60'000, [cancelled] {});
+    cancelled.reset();
+    EXPECT_TRUE(timer.Cancel(id));
+    EXPECT_TRUE(cancelled_destroyed.HasBeenNotified());
+    auto dropped = std::make_shared<UsesTheTimerWhenDestroyed>(&timer, &dropped_destroyed);
+    timer.Schedule(60'000, [dropped] {});
+  }
+  EXPECT_TRUE(dropped_destroyed.HasBeenNotified());
+}
+
 TEST(MasterTimerTest, CancellingTheEntryTheTimerWaitsOnIsSafe) {
   MasterTimer timer;
   Notification waiting;
