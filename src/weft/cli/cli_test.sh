@@ -46,6 +46,61 @@ expect "bad target" 2 "grpc://host:port" -- "$weft" train --target grpc:// --max
 expect "target with --devices" 2 "--devices" -- \
   "$weft" train --target grpc://127.0.0.1:1 --devices 2 --max-steps 1
 
+expect "launch without --workers" 2 "--workers" -- "$weft" launch -- true
+expect "launch with zero workers" 2 "--workers" -- "$weft" launch --workers 0 -- true
+expect "launch without a command" 2 "command" -- "$weft" launch --workers 2
+expect "launch help" 0 "--devices-per-worker" -- "$weft" launch --help
+expect "launch of a missing program is 127" 127 "cannot start" -- \
+  "$weft" launch --workers 2 -- /nonexistent/weft-program
+expect "server reads TF_CONFIG, chief as worker 0" 2 "worker:2 is not in the cluster" -- \
+  env TF_CONFIG='{"cluster": {"chief": ["127.0.0.1:0"], "worker": ["127.0.0.1:0"]},
+  "task": {"type": "worker", "index": 1}}' timeout 20 "$weft" server --task 2
+expect "server bad TF_CONFIG" 2 "TF_CONFIG" -- env TF_CONFIG='{"cluster": []}' timeout 20 "$weft" server
+expect "server Slurm without a coordinator" 2 "WEFT_COORDINATOR" -- \
+  env SLURM_PROCID=0 SLURM_NTASKS=2 timeout 20 "$weft" server
+expect "server bad WEFT_DEVICES_PER_WORKER" 2 "WEFT_DEVICES_PER_WORKER" -- \
+  env WEFT_DEVICES_PER_WORKER=none timeout 20 "$weft" server
+
+# `weft launch`: each worker sees its own task of one cluster, its output prefixed.
+launch_out=$("$weft" launch --workers 3 --devices-per-worker 2 -- \
+  sh -c 'echo "cfg $WEFT_CONFIG"; echo "dev $WEFT_DEVICES_PER_WORKER" >&2' 2>&1)
+for i in 0 1 2; do
+  expect "launch: worker $i sees task $i" 0 "" -- \
+    grep -q "^\[worker $i\] cfg .*\"task\":{\"index\":$i,\"type\":\"worker\"}" <<<"$launch_out"
+  expect "launch: worker $i's stderr prefixed, 2 devices" 0 "" -- \
+    grep -qx "\[worker $i\] dev 2" <<<"$launch_out"
+done
+expect "launch: one cluster of three workers" 0 "" -- test "$(sed -n \
+  's/^\[worker [0-9]\] cfg {"cluster":{"worker":\[\("[^]]*"\)\].*/\1/p' <<<"$launch_out" |
+  sort -u | tr ',' '\n' | wc -l)" -eq 3
+
+# A failing worker's code is returned and the others (sleeping 30 s) are stopped at once.
+start=$(date +%s)
+expect "launch returns the failed worker's code" 7 "[worker 1] exited with code 7" -- \
+  "$weft" launch --workers 3 -- \
+  sh -c 'case "$WEFT_CONFIG" in *"\"index\":1"*) exit 7;; esac; exec sleep 30'
+expect "launch stops the others quickly" 0 "" -- test $(($(date +%s) - start)) -lt 15
+
+# SIGTERM to `weft launch` reaches every worker.
+launch_log=$(mktemp)
+"$weft" launch --workers 3 -- \
+  sh -c 'trap "echo got TERM; exit 0" TERM; echo ready; sleep 30 & wait' >"$launch_log" 2>&1 &
+launcher=$!
+for _ in $(seq 100); do  # at most 10 s
+  [[ $(grep -c ready "$launch_log") -eq 3 ]] && break
+  sleep 0.1
+done
+start=$(date +%s)
+kill -TERM $launcher
+wait $launcher
+launch_code=$?
+expect "launch forwards SIGTERM and exits with the workers' code" 0 "" -- test $launch_code -eq 0
+expect "launch stops promptly on SIGTERM" 0 "" -- test $(($(date +%s) - start)) -lt 15
+for i in 0 1 2; do
+  expect "worker $i got the forwarded SIGTERM" 0 "" -- grep -qx "\[worker $i\] got TERM" "$launch_log"
+done
+rm -f "$launch_log"
+
 # Two servers on ephemeral ports, joined by the cluster the client sends: training over them.
 logs=$(mktemp -d)
 "$weft" server --cluster "worker=127.0.0.1:0,127.0.0.1:0" --task 0 >"$logs/0" 2>/dev/null &
