@@ -101,6 +101,48 @@ for i in 0 1 2; do
 done
 rm -f "$launch_log"
 
+# Ranks as Open MPI starts them (no cluster given): they meet at a coordinator that rank 0 serves
+# and learn each other's addresses; a client then trains over them without sending a cluster.
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+mpi_logs=$(mktemp -d)
+coordinator=127.0.0.1:$(free_port)
+mpi_pids=()
+for rank in 0 1 2; do
+  env OMPI_COMM_WORLD_RANK=$rank OMPI_COMM_WORLD_SIZE=3 WEFT_COORDINATOR=$coordinator \
+    WEFT_HOST=127.0.0.1 "$weft" server --bind 127.0.0.1 --worker-timeout-ms 20000 \
+    >"$mpi_logs/$rank" 2>"$mpi_logs/err$rank" &
+  mpi_pids+=($!)
+done
+for _ in $(seq 200); do  # at most 20 s
+  [[ $(cat "$mpi_logs"/[012] | grep -c listening) -eq 3 ]] && break
+  sleep 0.1
+done
+expect "Open MPI ranks agree on one three-worker cluster" 0 "" -- test "$(grep -ho \
+  'in cluster worker=[^ ]*' "$mpi_logs"/err[012] | sort -u | tr ',' '\n' | wc -l)" -eq 3
+mpi_address0=$(sed -n 's/^weft server listening on //p' "$mpi_logs/0")
+expect "training over ranks that met at the coordinator" 0 '"replicas":3' -- \
+  timeout 120 "$weft" train --target "grpc://$mpi_address0" --batch-size 120 --max-steps 3 --json
+kill -TERM "${mpi_pids[@]}" 2>/dev/null
+wait "${mpi_pids[@]}"
+# A rank that never comes is named when the others give up.
+coordinator=127.0.0.1:$(free_port)
+for rank in 0 1; do
+  env OMPI_COMM_WORLD_RANK=$rank OMPI_COMM_WORLD_SIZE=3 WEFT_COORDINATOR=$coordinator \
+    WEFT_HOST=127.0.0.1 timeout 60 "$weft" server --bind 127.0.0.1 --worker-timeout-ms 1000 \
+    >/dev/null 2>"$mpi_logs/late$rank" &
+  mpi_pids[$rank]=$!
+done
+wait ${mpi_pids[0]}
+late0=$?
+wait ${mpi_pids[1]}
+late1=$?
+expect "a missing rank fails the others (exit 1)" 0 "" -- test $late0 -eq 1 -a $late1 -eq 1
+expect "the missing rank is named" 0 "" -- grep -q "rank(s) 2 of 3 did not register" \
+  "$mpi_logs/late0"
+rm -rf "$mpi_logs"
+
 # Two servers on ephemeral ports, joined by the cluster the client sends: training over them.
 logs=$(mktemp -d)
 "$weft" server --cluster "worker=127.0.0.1:0,127.0.0.1:0" --task 0 >"$logs/0" 2>/dev/null &
