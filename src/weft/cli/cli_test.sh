@@ -58,8 +58,26 @@ expect "server reads TF_CONFIG, chief as worker 0" 2 "worker:2 is not in the clu
 expect "server bad TF_CONFIG" 2 "TF_CONFIG" -- env TF_CONFIG='{"cluster": []}' timeout 20 "$weft" server
 expect "server Slurm without a coordinator" 2 "WEFT_COORDINATOR" -- \
   env SLURM_PROCID=0 SLURM_NTASKS=2 timeout 20 "$weft" server
+expect "server Open MPI rank with --task" 2 "--task come from the Open MPI rank" -- \
+  env OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=2 WEFT_COORDINATOR=127.0.0.1:1 \
+  timeout 20 "$weft" server --task 1
+expect "server --coordinator without a rank" 2 "--coordinator needs a rank" -- \
+  timeout 20 "$weft" server --coordinator 127.0.0.1:1
 expect "server bad WEFT_DEVICES_PER_WORKER" 2 "WEFT_DEVICES_PER_WORKER" -- \
   env WEFT_DEVICES_PER_WORKER=none timeout 20 "$weft" server
+
+# WEFT_DEVICES_PER_WORKER gives `weft server` its devices when --devices is not given.
+devices_log=$(mktemp)
+WEFT_DEVICES_PER_WORKER=3 "$weft" server >/dev/null 2>"$devices_log" &
+devices_server=$!
+for _ in $(seq 100); do  # at most 10 s
+  grep -q "device(s)" "$devices_log" && break
+  sleep 0.1
+done
+kill -TERM $devices_server
+wait $devices_server
+expect "server takes WEFT_DEVICES_PER_WORKER" 0 "" -- grep -q "with 3 device(s)" "$devices_log"
+rm -f "$devices_log"
 
 # `weft launch`: each worker sees its own task of one cluster, its output prefixed.
 launch_out=$("$weft" launch --workers 3 --devices-per-worker 2 -- \

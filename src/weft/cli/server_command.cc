@@ -36,7 +36,12 @@ struct ServerSetup {
 // whole cluster (the port could be taken before the server binds it; the server then fails to
 // start, naming it).
 Status Rendezvous(const ServerFlags& flags, const ResolvedCluster& resolved, ServerSetup* setup) {
-  WEFT_ASSIGN_OR_RETURN(std::vector<int> ports, PickFreePorts(1, setup->bind_host));
+  if (!flags.job.empty() || flags.task >= 0) {
+    return InvalidArgument("--job and --task come from the ", ClusterSourceName(resolved.source),
+                           " rank (", resolved.rank, "); leave them out");
+  }
+  // Free on every interface, so free on the one bound.
+  WEFT_ASSIGN_OR_RETURN(std::vector<int> ports, PickFreePorts(1, "0.0.0.0"));
   std::string host = resolved.host;
   if (host.empty()) {
     char name[256] = {};
