@@ -144,6 +144,24 @@ expect "training over ranks that met at the coordinator" 0 '"replicas":3' -- \
   timeout 120 "$weft" train --target "grpc://$mpi_address0" --batch-size 120 --max-steps 3 --json
 kill -TERM "${mpi_pids[@]}" 2>/dev/null
 wait "${mpi_pids[@]}"
+# Slurm ranks: the coordinator ":PORT" is on the step's first node, each rank's host its own node.
+slurm_port=$(free_port)
+for rank in 0 1; do
+  env SLURM_PROCID=$rank SLURM_NTASKS=2 SLURM_NODEID=0 SLURM_STEP_NODELIST='localhost' \
+    WEFT_COORDINATOR=:$slurm_port "$weft" server --worker-timeout-ms 20000 \
+    >"$mpi_logs/slurm$rank" 2>"$mpi_logs/slurm_err$rank" &
+  mpi_pids[$rank]=$!
+done
+for _ in $(seq 200); do  # at most 20 s
+  [[ $(cat "$mpi_logs"/slurm[01] | grep -c listening) -eq 2 ]] && break
+  sleep 0.1
+done
+expect "Slurm ranks agree on a cluster of their nodes" 0 "" -- test "$(grep -ho \
+  'in cluster worker=localhost:[0-9]*,localhost:[0-9]*$' "$mpi_logs"/slurm_err[01] |
+  sort -u | wc -l)" -eq 1 -a "$(grep -c 'in cluster' "$mpi_logs"/slurm_err[01] |
+  grep -c ':1$')" -eq 2
+kill -TERM ${mpi_pids[0]} ${mpi_pids[1]} 2>/dev/null
+wait ${mpi_pids[0]} ${mpi_pids[1]}
 # A rank that never comes is named when the others give up.
 coordinator=127.0.0.1:$(free_port)
 for rank in 0 1; do
