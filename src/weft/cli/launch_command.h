@@ -2,6 +2,8 @@
 // local copies of CMD, each with WEFT_CONFIG naming its task of an N-worker cluster on free
 // loopback ports and WEFT_DEVICES_PER_WORKER=K; prefixes each output line with "[worker I] ",
 // forwards SIGINT/SIGTERM, and when one fails stops the rest and exits with its code.
+// RunLaunchCommand installs process-wide signal handlers: call it once, from main. The helpers
+// below are stateless and thread-safe.
 #pragma once
 
 #include <string>
