@@ -46,6 +46,139 @@ expect "bad target" 2 "grpc://host:port" -- "$weft" train --target grpc:// --max
 expect "target with --devices" 2 "--devices" -- \
   "$weft" train --target grpc://127.0.0.1:1 --devices 2 --max-steps 1
 
+expect "launch without --workers" 2 "--workers" -- "$weft" launch -- true
+expect "launch with zero workers" 2 "--workers" -- "$weft" launch --workers 0 -- true
+expect "launch without a command" 2 "command" -- "$weft" launch --workers 2
+expect "launch help" 0 "--devices-per-worker" -- "$weft" launch --help
+expect "launch of a missing program is 127" 127 "cannot start" -- \
+  "$weft" launch --workers 2 -- /nonexistent/weft-program
+expect "server reads TF_CONFIG, chief as worker 0" 2 "worker:2 is not in the cluster" -- \
+  env TF_CONFIG='{"cluster": {"chief": ["127.0.0.1:0"], "worker": ["127.0.0.1:0"]},
+  "task": {"type": "worker", "index": 1}}' timeout 20 "$weft" server --task 2
+expect "server bad TF_CONFIG" 2 "TF_CONFIG" -- env TF_CONFIG='{"cluster": []}' timeout 20 "$weft" server
+expect "server Slurm without a coordinator" 2 "WEFT_COORDINATOR" -- \
+  env SLURM_PROCID=0 SLURM_NTASKS=2 timeout 20 "$weft" server
+expect "server Open MPI rank with --task" 2 "--task come from the Open MPI rank" -- \
+  env OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=2 WEFT_COORDINATOR=127.0.0.1:1 \
+  timeout 20 "$weft" server --task 1
+expect "server --coordinator without a rank" 2 "--coordinator needs a rank" -- \
+  timeout 20 "$weft" server --coordinator 127.0.0.1:1
+expect "server bad WEFT_DEVICES_PER_WORKER" 2 "WEFT_DEVICES_PER_WORKER" -- \
+  env WEFT_DEVICES_PER_WORKER=none timeout 20 "$weft" server
+
+# WEFT_DEVICES_PER_WORKER gives `weft server` its devices when --devices is not given.
+devices_log=$(mktemp)
+WEFT_DEVICES_PER_WORKER=3 "$weft" server >/dev/null 2>"$devices_log" &
+devices_server=$!
+for _ in $(seq 100); do  # at most 10 s
+  grep -q "device(s)" "$devices_log" && break
+  sleep 0.1
+done
+kill -TERM $devices_server
+wait $devices_server
+expect "server takes WEFT_DEVICES_PER_WORKER" 0 "" -- grep -q "with 3 device(s)" "$devices_log"
+rm -f "$devices_log"
+
+# `weft launch`: each worker sees its own task of one cluster, its output prefixed.
+launch_out=$("$weft" launch --workers 3 --devices-per-worker 2 -- \
+  sh -c 'echo "cfg $WEFT_CONFIG"; echo "dev $WEFT_DEVICES_PER_WORKER" >&2' 2>&1)
+for i in 0 1 2; do
+  expect "launch: worker $i sees task $i" 0 "" -- \
+    grep -q "^\[worker $i\] cfg .*\"task\":{\"index\":$i,\"type\":\"worker\"}" <<<"$launch_out"
+  expect "launch: worker $i's stderr prefixed, 2 devices" 0 "" -- \
+    grep -qx "\[worker $i\] dev 2" <<<"$launch_out"
+done
+expect "launch: one cluster of three workers" 0 "" -- test "$(sed -n \
+  's/^\[worker [0-9]\] cfg {"cluster":{"worker":\[\("[^]]*"\)\].*/\1/p' <<<"$launch_out" |
+  sort -u | tr ',' '\n' | wc -l)" -eq 3
+
+# A failing worker's code is returned and the others (sleeping 30 s) are stopped at once.
+start=$(date +%s)
+expect "launch returns the failed worker's code" 7 "[worker 1] exited with code 7" -- \
+  "$weft" launch --workers 3 -- \
+  sh -c 'case "$WEFT_CONFIG" in *"\"index\":1"*) exit 7;; esac; exec sleep 30'
+expect "launch stops the others quickly" 0 "" -- test $(($(date +%s) - start)) -lt 15
+
+# SIGTERM to `weft launch` reaches every worker.
+launch_log=$(mktemp)
+"$weft" launch --workers 3 -- \
+  sh -c 'trap "echo got TERM; exit 0" TERM; echo ready; sleep 30 & wait' >"$launch_log" 2>&1 &
+launcher=$!
+for _ in $(seq 100); do  # at most 10 s
+  [[ $(grep -c ready "$launch_log") -eq 3 ]] && break
+  sleep 0.1
+done
+start=$(date +%s)
+kill -TERM $launcher
+wait $launcher
+launch_code=$?
+expect "launch forwards SIGTERM and exits with the workers' code" 0 "" -- test $launch_code -eq 0
+expect "launch stops promptly on SIGTERM" 0 "" -- test $(($(date +%s) - start)) -lt 15
+for i in 0 1 2; do
+  expect "worker $i got the forwarded SIGTERM" 0 "" -- grep -qx "\[worker $i\] got TERM" "$launch_log"
+done
+rm -f "$launch_log"
+
+# Ranks as Open MPI starts them (no cluster given): they meet at a coordinator that rank 0 serves
+# and learn each other's addresses; a client then trains over them without sending a cluster.
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+mpi_logs=$(mktemp -d)
+coordinator=127.0.0.1:$(free_port)
+mpi_pids=()
+for rank in 0 1 2; do
+  env OMPI_COMM_WORLD_RANK=$rank OMPI_COMM_WORLD_SIZE=3 WEFT_COORDINATOR=$coordinator \
+    WEFT_HOST=127.0.0.1 "$weft" server --bind 127.0.0.1 --worker-timeout-ms 20000 \
+    >"$mpi_logs/$rank" 2>"$mpi_logs/err$rank" &
+  mpi_pids+=($!)
+done
+for _ in $(seq 200); do  # at most 20 s
+  [[ $(cat "$mpi_logs"/[012] | grep -c listening) -eq 3 ]] && break
+  sleep 0.1
+done
+expect "Open MPI ranks agree on one three-worker cluster" 0 "" -- test "$(grep -ho \
+  'in cluster worker=[^ ]*' "$mpi_logs"/err[012] | sort -u | tr ',' '\n' | wc -l)" -eq 3
+mpi_address0=$(sed -n 's/^weft server listening on //p' "$mpi_logs/0")
+expect "training over ranks that met at the coordinator" 0 '"replicas":3' -- \
+  timeout 120 "$weft" train --target "grpc://$mpi_address0" --batch-size 120 --max-steps 3 --json
+kill -TERM "${mpi_pids[@]}" 2>/dev/null
+wait "${mpi_pids[@]}"
+# Slurm ranks: the coordinator ":PORT" is on the step's first node, each rank's host its own node.
+slurm_port=$(free_port)
+for rank in 0 1; do
+  env SLURM_PROCID=$rank SLURM_NTASKS=2 SLURM_NODEID=0 SLURM_STEP_NODELIST='localhost' \
+    WEFT_COORDINATOR=:$slurm_port "$weft" server --worker-timeout-ms 20000 \
+    >"$mpi_logs/slurm$rank" 2>"$mpi_logs/slurm_err$rank" &
+  mpi_pids[$rank]=$!
+done
+for _ in $(seq 200); do  # at most 20 s
+  [[ $(cat "$mpi_logs"/slurm[01] | grep -c listening) -eq 2 ]] && break
+  sleep 0.1
+done
+expect "Slurm ranks agree on a cluster of their nodes" 0 "" -- test "$(grep -ho \
+  'in cluster worker=localhost:[0-9]*,localhost:[0-9]*$' "$mpi_logs"/slurm_err[01] |
+  sort -u | wc -l)" -eq 1 -a "$(grep -c 'in cluster' "$mpi_logs"/slurm_err[01] |
+  grep -c ':1$')" -eq 2
+kill -TERM ${mpi_pids[0]} ${mpi_pids[1]} 2>/dev/null
+wait ${mpi_pids[0]} ${mpi_pids[1]}
+# A rank that never comes is named when the others give up.
+coordinator=127.0.0.1:$(free_port)
+for rank in 0 1; do
+  env OMPI_COMM_WORLD_RANK=$rank OMPI_COMM_WORLD_SIZE=3 WEFT_COORDINATOR=$coordinator \
+    WEFT_HOST=127.0.0.1 timeout 60 "$weft" server --bind 127.0.0.1 --worker-timeout-ms 1000 \
+    >/dev/null 2>"$mpi_logs/late$rank" &
+  mpi_pids[$rank]=$!
+done
+wait ${mpi_pids[0]}
+late0=$?
+wait ${mpi_pids[1]}
+late1=$?
+expect "a missing rank fails the others (exit 1)" 0 "" -- test $late0 -eq 1 -a $late1 -eq 1
+expect "the missing rank is named" 0 "" -- grep -q "rank(s) 2 of 3 did not register" \
+  "$mpi_logs/late0"
+rm -rf "$mpi_logs"
+
 # Two servers on ephemeral ports, joined by the cluster the client sends: training over them.
 logs=$(mktemp -d)
 "$weft" server --cluster "worker=127.0.0.1:0,127.0.0.1:0" --task 0 >"$logs/0" 2>/dev/null &

@@ -1,10 +1,11 @@
-// The `weft` command line: `weft train ...` and `weft server ...`. Bad flags print usage and exit
-// with status 2.
+// The `weft` command line: `weft train ...`, `weft server ...` and `weft launch ...`. Bad flags
+// print usage and exit with status 2.
 #include <cstdio>
 
 #include <CLI/CLI.hpp>
 
 #include "weft/cli/blas_environment.h"
+#include "weft/cli/launch_command.h"
 #include "weft/cli/server_command.h"
 #include "weft/cli/train_command.h"
 #include "weft/distributed/rpc/grpc_session.h"
@@ -17,6 +18,8 @@ int main(int argc, char** argv) {
   CLI::App* train = weft::cli::AddTrainCommand(app, train_flags);
   weft::cli::ServerFlags server_flags;
   CLI::App* server = weft::cli::AddServerCommand(app, server_flags);
+  weft::cli::LaunchFlags launch_flags;
+  CLI::App* launch = weft::cli::AddLaunchCommand(app, launch_flags);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& help) {
@@ -25,12 +28,16 @@ int main(int argc, char** argv) {
     return app.exit(help);
   } catch (const CLI::ParseError& error) {
     std::fprintf(stderr, "weft: %s\n\n", error.what());
-    CLI::App* shown = train->parsed() ? train : server->parsed() ? server : &app;
+    CLI::App* shown = train->parsed()    ? train
+                      : server->parsed() ? server
+                      : launch->parsed() ? launch
+                                         : &app;
     std::fprintf(stderr, "%s", shown->help().c_str());
     return 2;
   }
   weft::RegisterGrpcSessionFactory();
   if (train->parsed()) return weft::cli::RunTrainCommand(train_flags);
   if (server->parsed()) return weft::cli::RunServerCommand(server_flags);
+  if (launch->parsed()) return weft::cli::RunLaunchCommand(launch_flags);
   return 2;
 }

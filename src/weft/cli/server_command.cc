@@ -8,6 +8,10 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include "weft/cli/launch_command.h"
+#include "weft/core/str_util.h"
+#include "weft/distributed/cluster_resolver.h"
+#include "weft/distributed/rpc/coordinator.h"
 #include "weft/distributed/rpc/grpc_server.h"
 
 namespace weft::cli {
@@ -21,25 +25,75 @@ void OnStopSignal(int signal) {
   [[maybe_unused]] ssize_t written = write(stop_pipe[1], &number, 1);
 }
 
-// The server's cluster and task from the flags, WEFT_CONFIG, or the defaults, in that order.
-StatusOr<ServerConfig> ResolveServerConfig(const ServerFlags& flags) {
+struct ServerSetup {
   ServerConfig config;
-  const char* weft_config = std::getenv("WEFT_CONFIG");
+  int devices = 1;
+  std::string bind_host;
+  std::unique_ptr<CoordinatorServer> coordinator;  // rank 0 of a rendezvous hosts it
+};
+
+// A Slurm / Open MPI rank: picks its port, meets the others at the coordinator and returns the
+// whole cluster (the port could be taken before the server binds it; the server then fails to
+// start, naming it).
+Status Rendezvous(const ServerFlags& flags, const ResolvedCluster& resolved, ServerSetup* setup) {
+  if (!flags.job.empty() || flags.task >= 0) {
+    return InvalidArgument("--job and --task come from the ", ClusterSourceName(resolved.source),
+                           " rank (", resolved.rank, "); leave them out");
+  }
+  // Free on every interface, so free on the one bound.
+  WEFT_ASSIGN_OR_RETURN(std::vector<int> ports, PickFreePorts(1, "0.0.0.0"));
+  std::string host = resolved.host;
+  if (host.empty()) {
+    char name[256] = {};
+    if (gethostname(name, sizeof(name) - 1) != 0) return Unavailable("gethostname failed");
+    host = name;
+  }
+  const std::string own_address = StrCat(host, ":", ports[0]);
+  std::fprintf(stderr, "weft server: %s rank %d of %d at %s, meeting at the coordinator %s\n",
+               std::string(ClusterSourceName(resolved.source)).c_str(), resolved.rank,
+               resolved.world_size, own_address.c_str(), resolved.coordinator.c_str());
+  WEFT_ASSIGN_OR_RETURN(
+      setup->config.cluster,
+      RendezvousCluster(resolved, own_address, flags.worker_timeout_ms, &setup->coordinator));
+  setup->config.task = {"worker", resolved.rank};
+  return Status::OK();
+}
+
+// The server's cluster and task from the flags, the environment, or the defaults, in that order.
+StatusOr<ServerSetup> ResolveServerConfig(const ServerFlags& flags) {
+  ServerSetup setup;
+  setup.devices = flags.devices;
+  setup.bind_host = flags.bind_host.empty() ? "127.0.0.1" : flags.bind_host;
+  ServerConfig& config = setup.config;
   if (!flags.cluster.empty()) {
     WEFT_ASSIGN_OR_RETURN(config.cluster, ClusterSpec::FromFlag(flags.cluster));
     config.task.job = "worker";
-  } else if (weft_config != nullptr && *weft_config != '\0') {
-    StatusOr<ServerConfig> parsed = ParseWeftConfig(weft_config);
-    if (!parsed.ok()) return parsed.status().WithContext("WEFT_CONFIG");
-    config = std::move(parsed).value();
   } else {
-    WEFT_ASSIGN_OR_RETURN(config.cluster, ClusterSpec::FromFlag("worker=127.0.0.1:0"));
-    config.task.job = "worker";
+    WEFT_ASSIGN_OR_RETURN(ResolvedCluster resolved,
+                          ResolveCluster(ProcessEnvironment(), ResolveOptions{flags.coordinator}));
+    if (!flags.devices_given && resolved.devices_per_worker > 0) {
+      setup.devices = resolved.devices_per_worker;
+    }
+    if (resolved.NeedsRendezvous()) {
+      if (flags.bind_host.empty()) setup.bind_host = "0.0.0.0";
+      WEFT_RETURN_IF_ERROR(Rendezvous(flags, resolved, &setup));
+      return setup;
+    }
+    if (resolved.source != ClusterSource::kNone) {
+      config = resolved.config;
+    } else if (!flags.coordinator.empty()) {
+      return InvalidArgument(
+          "--coordinator needs a rank: run under srun (SLURM_PROCID) or "
+          "mpirun (OMPI_COMM_WORLD_RANK)");
+    } else {
+      WEFT_ASSIGN_OR_RETURN(config.cluster, ClusterSpec::FromFlag("worker=127.0.0.1:0"));
+      config.task.job = "worker";
+    }
   }
   if (!flags.job.empty()) config.task.job = flags.job;
   if (flags.task >= 0) config.task.index = flags.task;
   WEFT_RETURN_IF_ERROR(ValidateTask(config.cluster, config.task));
-  return config;
+  return setup;
 }
 
 }  // namespace
@@ -48,14 +102,23 @@ CLI::App* AddServerCommand(CLI::App& app, ServerFlags& flags) {
   CLI::App* server = app.add_subcommand("server", "Run one task of a cluster (master and worker)");
   server->add_option("--cluster", flags.cluster,
                      "Jobs and task addresses: \"worker=127.0.0.1:2222,127.0.0.1:2223\" "
-                     "(default: WEFT_CONFIG, else one task on a free port)");
+                     "(default: WEFT_CONFIG, TF_CONFIG, Slurm or Open MPI ranks with a "
+                     "coordinator, else one task on a free port)");
   server->add_option("--job", flags.job, "This server's job (default: worker)");
   server->add_option("--task", flags.task, "This server's task index in its job (default: 0)")
       ->check(CLI::NonNegativeNumber);
-  server->add_option("--devices", flags.devices, "CPU devices of this task")
+  server
+      ->add_option("--devices", flags.devices,
+                   "CPU devices of this task (default: WEFT_DEVICES_PER_WORKER, else 1)")
+      ->each([&flags](const std::string&) { flags.devices_given = true; })
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  server->add_option("--bind", flags.bind_host, "Interface to listen on")->capture_default_str();
+  server->add_option("--bind", flags.bind_host,
+                     "Interface to listen on (default: 127.0.0.1; 0.0.0.0 for Slurm and Open MPI "
+                     "ranks)");
+  server->add_option("--coordinator", flags.coordinator,
+                     "HOST:PORT where Slurm or Open MPI ranks meet to learn each other's "
+                     "addresses; rank 0 serves it (default: WEFT_COORDINATOR)");
   server->add_option("--intra-op-threads", flags.intra_op_threads, "0: one per core")
       ->check(CLI::NonNegativeNumber);
   server->add_option("--inter-op-threads", flags.inter_op_threads, "0: one per core")
@@ -71,10 +134,11 @@ CLI::App* AddServerCommand(CLI::App& app, ServerFlags& flags) {
 }
 
 int RunServerCommand(const ServerFlags& flags) {
-  StatusOr<ServerConfig> config = ResolveServerConfig(flags);
-  if (!config.ok()) {
-    std::fprintf(stderr, "weft server: %s\n", config.status().ToString().c_str());
-    return 2;
+  StatusOr<ServerSetup> setup = ResolveServerConfig(flags);
+  if (!setup.ok()) {
+    std::fprintf(stderr, "weft server: %s\n", setup.status().ToString().c_str());
+    // Bad input is 2; a rendezvous that failed (a rank missing at the deadline) is 1.
+    return IsInvalidArgument(setup.status()) ? 2 : 1;
   }
   // Threads that exist before main (OpenBLAS starts its own at load) do not block signals, so a
   // handler, not sigwait, catches them: it only writes the signal number to a pipe this thread
@@ -90,9 +154,9 @@ int RunServerCommand(const ServerFlags& flags) {
   sigaction(SIGINT, &action, nullptr);
 
   GrpcServerOptions options;
-  options.server = *config;
-  options.bind_host = flags.bind_host;
-  options.devices = flags.devices;
+  options.server = setup->config;
+  options.bind_host = setup->bind_host;
+  options.devices = setup->devices;
   options.intra_op_threads = flags.intra_op_threads;
   options.inter_op_threads = flags.inter_op_threads;
   options.worker_timeout_ms = flags.worker_timeout_ms;
@@ -101,8 +165,9 @@ int RunServerCommand(const ServerFlags& flags) {
     std::fprintf(stderr, "weft server: %s\n", server.status().ToString().c_str());
     return 1;
   }
-  std::fprintf(stderr, "weft server: task %s with %d device(s)\n", (*server)->task_name().c_str(),
-               flags.devices);
+  std::fprintf(stderr, "weft server: task %s with %d device(s) in cluster %s\n",
+               (*server)->task_name().c_str(), setup->devices,
+               setup->config.cluster.ToFlag().c_str());
   std::fprintf(stdout, "weft server listening on %s\n", (*server)->address().c_str());
   std::fflush(stdout);
 

@@ -1,5 +1,6 @@
 // `weft server`: runs one task of a cluster (GrpcServer) until SIGTERM or SIGINT. The cluster comes
-// from --cluster, else from the WEFT_CONFIG environment variable, else is a one-task cluster on an
+// from --cluster, else from the environment (distributed/cluster_resolver.h: WEFT_CONFIG,
+// TF_CONFIG, or Slurm / Open MPI ranks meeting at a coordinator), else is a one-task cluster on an
 // ephemeral port. Once serving it prints "weft server listening on HOST:PORT" on stdout.
 #pragma once
 
@@ -12,7 +13,9 @@ struct ServerFlags {
   std::string job;      // default "worker" (or WEFT_CONFIG's task.type)
   int task = -1;        // default 0 (or WEFT_CONFIG's task.index)
   int devices = 1;
-  std::string bind_host = "127.0.0.1";
+  bool devices_given = false;  // else WEFT_DEVICES_PER_WORKER, when set, gives the devices
+  std::string bind_host;       // "": 127.0.0.1, or 0.0.0.0 for Slurm / Open MPI ranks
+  std::string coordinator;     // "HOST:PORT" for Slurm / Open MPI ranks (else WEFT_COORDINATOR)
   int intra_op_threads = 0;
   int inter_op_threads = 0;
   int64_t worker_timeout_ms = 30000;
