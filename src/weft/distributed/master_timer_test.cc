@@ -54,12 +54,14 @@ TEST(MasterTimerTest, CancelledCallbacksDoNotRun) {
 // liveness cancels its next round): the timer destroys callbacks outside its lock, whether they
 // ran, were cancelled or were still pending when the timer went away.
 struct UsesTheTimerWhenDestroyed {
-  MasterTimer* timer;
-  Notification* destroyed;
+  UsesTheTimerWhenDestroyed(MasterTimer* timer, Notification* destroyed)
+      : timer(timer), destroyed(destroyed) {}
   ~UsesTheTimerWhenDestroyed() {
     timer->Cancel(timer->Schedule(60'000, [] {}));
     destroyed->Notify();
   }
+  MasterTimer* const timer;
+  Notification* const destroyed;
 };
 
 TEST(MasterTimerTest, CallbacksAreDestroyedOutsideTheLockAfterRunning) {
