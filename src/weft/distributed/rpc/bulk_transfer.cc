@@ -177,7 +177,7 @@ void BulkTransferServer::Shutdown() {
   ::shutdown(listen_fd_, SHUT_RDWR);
   if (accept_thread_.joinable()) accept_thread_.join();
   ::close(listen_fd_);
-  std::list<std::unique_ptr<Connection>> connections;
+  ConnectionThreads connections;
   {
     MutexLock lock(mu_);
     connections.swap(connections_);
@@ -187,23 +187,10 @@ void BulkTransferServer::Shutdown() {
     // Wakes a thread blocked in send() or recv().
     ::shutdown(connection->fd, SHUT_RDWR);
   }
-  for (auto& connection : connections) {
-    connection->thread.join();
-    ::close(connection->fd);
-  }
+  JoinAndCloseConnections(&connections);
 }
 
-void BulkTransferServer::ReapFinishedLocked() {
-  for (auto it = connections_.begin(); it != connections_.end();) {
-    if ((*it)->finished) {
-      (*it)->thread.join();
-      ::close((*it)->fd);
-      it = connections_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-}
+void BulkTransferServer::ReapFinishedLocked() { ReapFinishedConnections(&connections_); }
 
 void BulkTransferServer::AcceptLoop() {
   while (!stopping_) {

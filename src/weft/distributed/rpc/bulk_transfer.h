@@ -24,6 +24,7 @@
 #include "weft/core/statusor.h"
 #include "weft/core/tensor.h"
 #include "weft/core/thread_pool.h"
+#include "weft/distributed/rpc/connection_thread.h"
 
 namespace weft {
 
@@ -64,11 +65,7 @@ class BulkTransferServer {
     int64_t step_id;
     Tensor tensor;
   };
-  struct Connection {
-    int fd = -1;
-    std::thread thread;
-    std::atomic<bool> finished{false};
-  };
+  using Connection = ConnectionThread;
 
   BulkTransferServer(int listen_fd, int port, int max_connections);
   void AcceptLoop();
@@ -86,7 +83,7 @@ class BulkTransferServer {
   mutable Mutex mu_;
   std::map<uint64_t, Offered> offered_ WEFT_GUARDED_BY(mu_);
   std::mt19937_64 random_ WEFT_GUARDED_BY(mu_);
-  std::list<std::unique_ptr<Connection>> connections_ WEFT_GUARDED_BY(mu_);
+  ConnectionThreads connections_ WEFT_GUARDED_BY(mu_);
   bool shut_down_ WEFT_GUARDED_BY(mu_) = false;
 };
 

@@ -227,28 +227,15 @@ void CoordinatorServer::Shutdown() {
   ::shutdown(listen_fd_, SHUT_RDWR);
   if (accept_thread_.joinable()) accept_thread_.join();
   ::close(listen_fd_);
-  std::list<std::unique_ptr<Connection>> connections;
+  ConnectionThreads connections;
   {
     MutexLock lock(mu_);
     connections.swap(connections_);
   }
-  for (auto& connection : connections) {
-    connection->thread.join();
-    ::close(connection->fd);
-  }
+  JoinAndCloseConnections(&connections);
 }
 
-void CoordinatorServer::ReapFinishedLocked() {
-  for (auto it = connections_.begin(); it != connections_.end();) {
-    if ((*it)->finished) {
-      (*it)->thread.join();
-      ::close((*it)->fd);
-      it = connections_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-}
+void CoordinatorServer::ReapFinishedLocked() { ReapFinishedConnections(&connections_); }
 
 void CoordinatorServer::AcceptLoop() {
   while (!stopping_) {

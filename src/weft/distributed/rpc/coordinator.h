@@ -22,6 +22,7 @@
 #include "weft/core/mutex.h"
 #include "weft/core/statusor.h"
 #include "weft/distributed/cluster_resolver.h"
+#include "weft/distributed/rpc/connection_thread.h"
 
 namespace weft {
 
@@ -48,11 +49,7 @@ class CoordinatorServer {
   void Shutdown();
 
  private:
-  struct Connection {
-    int fd = -1;
-    std::thread thread;
-    std::atomic<bool> finished{false};
-  };
+  using Connection = ConnectionThread;
 
   CoordinatorServer(int listen_fd, int port, const Options& options);
   void AcceptLoop();
@@ -72,7 +69,7 @@ class CoordinatorServer {
   CondVar changed_;
   std::vector<std::string> addresses_ WEFT_GUARDED_BY(mu_);  // "" until that rank registers
   int registered_ WEFT_GUARDED_BY(mu_) = 0;
-  std::list<std::unique_ptr<Connection>> connections_ WEFT_GUARDED_BY(mu_);
+  ConnectionThreads connections_ WEFT_GUARDED_BY(mu_);
   bool shut_down_ WEFT_GUARDED_BY(mu_) = false;
 };
 
