@@ -43,15 +43,11 @@ TEST(ClusterLivenessTest, StoppedWorkerFailsTheStepAndCloseAndTheRestTrainsOn) {
   std::unique_ptr<Session> session =
       NewInitializedCrossTaskSession(ClusterOptions(addresses), &graph);
   ASSERT_NE(session, nullptr);
-  std::vector<Tensor> outputs;
 
-  StepLoop training(session.get(), graph, &outputs);
-  ASSERT_TRUE(training.WaitForSteps(3));
-  const int64_t stopped_at_ms = NowMs();
-  servers[1]->Signal(SIGSTOP);
-  const Status failure = training.Join();
-  ExpectNamesStoppedWorker(failure, addresses[1]);
-  EXPECT_LT(training.failed_at_ms() - stopped_at_ms, kWorkerTimeoutMs + kSlackMs);
+  const InterruptedTraining training =
+      InterruptTraining(session.get(), graph, servers[1].get(), SIGSTOP);
+  ExpectNamesStoppedWorker(training.failure, addresses[1]);
+  EXPECT_LT(training.failed_after_ms, kWorkerTimeoutMs + kSlackMs);
 
   const int64_t close_start_ms = NowMs();
   const Status closed = session->Close();
@@ -59,15 +55,7 @@ TEST(ClusterLivenessTest, StoppedWorkerFailsTheStepAndCloseAndTheRestTrainsOn) {
   EXPECT_LT(NowMs() - close_start_ms, kWorkerTimeoutMs + kSlackMs);
 
   // A new session on the remaining worker works.
-  std::unique_ptr<Session> alone = NewSessionOrDie(ClusterOptions({addresses[0]}));
-  ASSERT_NE(alone, nullptr);
-  Scope root = Scope::NewRootScope();
-  Output sum = ops::Add(root.WithOpName("sum"), 1.0f, 2.0f);
-  ASSERT_TRUE(alone->Create(root.ToGraphDef().value()).ok());
-  Status status = alone->Run({}, {sum.name()}, {}, &outputs);
-  ASSERT_TRUE(status.ok()) << status.ToString();
-  EXPECT_EQ(ScalarOf(outputs[0]), 3.0f);
-  EXPECT_TRUE(alone->Close().ok());
+  ExpectServesASessionAlone(addresses[0]);
 }
 
 TEST(ClusterLivenessTest, SessionConfigSetsItsOwnWorkerTimeout) {

@@ -127,28 +127,19 @@ TEST(ClusterTest, KilledWorkerIsUnavailableAndARestartedOneTrainsAgain) {
   std::unique_ptr<Session> session =
       NewInitializedCrossTaskSession(ClusterOptions(addresses), &graph);
   ASSERT_NE(session, nullptr);
-  std::vector<Tensor> outputs;
 
   // Steps run in a loop on another thread while worker 1 dies under them.
-  StepLoop training(session.get(), graph, &outputs);
-  ASSERT_TRUE(training.WaitForSteps(3));
-  const int64_t killed_at_ms = NowMs();
-  servers[1]->Signal(SIGKILL);
-  const Status failure = training.Join();
-  const int64_t failed_at_ms = training.failed_at_ms();
+  const InterruptedTraining training =
+      InterruptTraining(session.get(), graph, servers[1].get(), SIGKILL);
+  const Status& failure = training.failure;
   ASSERT_FALSE(failure.ok());
   EXPECT_TRUE(IsUnavailable(failure)) << failure.ToString();
   EXPECT_THAT(failure.message(), HasSubstr(kTask1));
-  EXPECT_LT(failed_at_ms - killed_at_ms, 10000);
+  EXPECT_LT(training.failed_after_ms, 10000);
 
   // The surviving server still serves a session of its own.
-  std::unique_ptr<Session> alone = NewSessionOrDie(ClusterOptions({addresses[0]}));
-  ASSERT_NE(alone, nullptr);
-  Scope root = Scope::NewRootScope();
-  Output sum = ops::Add(root.WithOpName("sum"), 1.0f, 2.0f);
-  ASSERT_TRUE(alone->Create(root.ToGraphDef().value()).ok());
-  ASSERT_TRUE(alone->Run({}, {sum.name()}, {}, &outputs).ok());
-  EXPECT_EQ(ScalarOf(outputs[0]), 3.0f);
+  ExpectServesASessionAlone(addresses[0]);
+  std::vector<Tensor> outputs;
 
   // A restarted worker 1 (on a new port) joins a new session, which trains again.
   StatusOr<std::unique_ptr<ServerProcess>> restarted = ServerProcess::Start(

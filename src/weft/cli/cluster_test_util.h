@@ -180,4 +180,40 @@ class StepLoop {
   std::thread thread_;  // last: starts once the members above exist
 };
 
+// Trains over `session` on another thread and, once 3 steps have succeeded, sends `signal` to
+// `server`: returns the training's failure and how many milliseconds after the signal it came.
+struct InterruptedTraining {
+  Status failure;
+  int64_t failed_after_ms = 0;
+};
+inline InterruptedTraining InterruptTraining(Session* session, const CrossTaskGraph& graph,
+                                             ServerProcess* server, int signal) {
+  std::vector<Tensor> outputs;
+  StepLoop training(session, graph, &outputs);
+  if (!training.WaitForSteps(3)) {
+    ADD_FAILURE() << "training did not reach 3 steps before the signal";
+    return {training.Join(), 0};
+  }
+  const int64_t signalled_at_ms = NowMs();
+  server->Signal(signal);
+  InterruptedTraining result;
+  result.failure = training.Join();
+  result.failed_after_ms = training.failed_at_ms() - signalled_at_ms;
+  return result;
+}
+
+// A session of its own on the server at `address` computes 1 + 2.
+inline void ExpectServesASessionAlone(const std::string& address) {
+  std::unique_ptr<Session> alone = NewSessionOrDie(ClusterOptions({address}));
+  ASSERT_NE(alone, nullptr);
+  Scope root = Scope::NewRootScope();
+  Output sum = ops::Add(root.WithOpName("sum"), 1.0f, 2.0f);
+  ASSERT_TRUE(alone->Create(root.ToGraphDef().value()).ok());
+  std::vector<Tensor> outputs;
+  Status status = alone->Run({}, {sum.name()}, {}, &outputs);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(ScalarOf(outputs[0]), 3.0f);
+  EXPECT_TRUE(alone->Close().ok());
+}
+
 }  // namespace weft::cluster_testing
