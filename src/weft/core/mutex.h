@@ -16,14 +16,10 @@
 #define WEFT_CAPABILITY(x) WEFT_THREAD_ANNOTATION(capability(x))
 #define WEFT_SCOPED_CAPABILITY WEFT_THREAD_ANNOTATION(scoped_lockable)
 #define WEFT_GUARDED_BY(x) WEFT_THREAD_ANNOTATION(guarded_by(x))
-#define WEFT_PT_GUARDED_BY(x) WEFT_THREAD_ANNOTATION(pt_guarded_by(x))
 #define WEFT_REQUIRES(...) WEFT_THREAD_ANNOTATION(requires_capability(__VA_ARGS__))
 #define WEFT_ACQUIRE(...) WEFT_THREAD_ANNOTATION(acquire_capability(__VA_ARGS__))
 #define WEFT_RELEASE(...) WEFT_THREAD_ANNOTATION(release_capability(__VA_ARGS__))
-#define WEFT_TRY_ACQUIRE(...) WEFT_THREAD_ANNOTATION(try_acquire_capability(__VA_ARGS__))
 #define WEFT_EXCLUDES(...) WEFT_THREAD_ANNOTATION(locks_excluded(__VA_ARGS__))
-#define WEFT_ASSERT_HELD(x) WEFT_THREAD_ANNOTATION(assert_capability(x))
-#define WEFT_NO_THREAD_SAFETY_ANALYSIS WEFT_THREAD_ANNOTATION(no_thread_safety_analysis)
 
 namespace weft {
 
@@ -37,7 +33,6 @@ class WEFT_CAPABILITY("mutex") Mutex {
 
   void Lock() WEFT_ACQUIRE() { mu_.lock(); }
   void Unlock() WEFT_RELEASE() { mu_.unlock(); }
-  bool TryLock() WEFT_TRY_ACQUIRE(true) { return mu_.try_lock(); }
 
  private:
   friend class CondVar;
