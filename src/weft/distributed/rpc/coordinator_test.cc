@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -180,6 +181,14 @@ TEST(CoordinatorTest, AGarbageReplyIsAStatus) {
     const int fd = ::accept(listener, nullptr, nullptr);
     const std::string garbage(64, '\xff');
     [[maybe_unused]] ssize_t sent = ::send(fd, garbage.data(), garbage.size(), MSG_NOSIGNAL);
+    // Keep reading until the client hangs up: closing first could reset the connection before
+    // the client's request is written, and the client would see a broken pipe, not the garbage.
+    ::shutdown(fd, SHUT_WR);
+    char sink[256];
+    for (int reads = 0; reads < 64; ++reads) {
+      pollfd waiting{fd, POLLIN, 0};
+      if (::poll(&waiting, 1, 2000) <= 0 || ::recv(fd, sink, sizeof(sink), 0) <= 0) break;
+    }
     ::close(fd);
   });
   StatusOr<std::vector<std::string>> result =
