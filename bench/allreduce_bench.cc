@@ -1,9 +1,9 @@
 // W3 all-reduce: float32 sum of 4 KB, 256 KB, 4 MB and 64 MB over 2 and 4 participants through
-// LocalCollectiveExecutor, each participant a thread that calls AllReduce once per iteration the
-// way a replica's kernel would (threads started once per benchmark; a fresh executor per iteration,
-// as the runtime gives one per step), on CPU devices with one intra-op thread each. Reports the
-// time per all-reduce and bus bandwidth 2(n-1)/n*size/time ("bus_bytes_per_second"). BM_PlainSum is
-// the floor: one thread summing four 64 MB buffers into a fifth.
+// LocalCollectiveExecutor, each participant a thread that calls AllReduceAsync once per iteration
+// the way a replica's kernel would (threads started once per benchmark; a fresh executor per
+// iteration, as the runtime gives one per step), on CPU devices with one intra-op thread each.
+// Reports the time per all-reduce and bus bandwidth 2(n-1)/n*size/time ("bus_bytes_per_second").
+// BM_PlainSum is the floor: one thread summing four 64 MB buffers into a fifth.
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -88,14 +88,14 @@ class Participants {
       });
       if (stopping_.load()) return;
       seen = generation_.load(std::memory_order_acquire);
-      executor_->AllReduce(params_, devices_[m].get(), inputs_[m], &outputs_[m],
-                           [this](const Status& status) {
-                             if (!status.ok()) std::abort();
-                             if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-                               MutexLock lock(mu_);
-                               finished_.NotifyAll();
-                             }
-                           });
+      executor_->AllReduceAsync(params_, devices_[m].get(), inputs_[m], &outputs_[m],
+                                [this](const Status& status) {
+                                  if (!status.ok()) std::abort();
+                                  if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+                                    MutexLock lock(mu_);
+                                    finished_.NotifyAll();
+                                  }
+                                });
     }
   }
 

@@ -48,11 +48,12 @@ class CollectiveAllReduceOp final : public AsyncOpKernel {
     std::vector<Tensor> inputs(context->num_inputs());
     for (int i = 0; i < context->num_inputs(); ++i) inputs[i] = context->input(i);
     auto outputs = std::make_shared<std::vector<Tensor>>();
-    collectives->AllReduce(params_, context->device(), std::move(inputs), outputs.get(),
-                           [this, context, outputs, done = std::move(done)](const Status& status) {
-                             context->SetStatus(Finish(context, status, std::move(*outputs)));
-                             done();
-                           });
+    collectives->AllReduceAsync(
+        params_, context->device(), std::move(inputs), outputs.get(),
+        [this, context, outputs, done = std::move(done)](const Status& status) {
+          context->SetStatus(Finish(context, status, std::move(*outputs)));
+          done();
+        });
   }
 
  private:

@@ -28,14 +28,23 @@ constexpr char kNodePrefix[] = "node 'allreduce' (CollectiveAllReduce)";
 // the callback for the test to run later.
 class FakeCollectives final : public CollectiveExecutor {
  public:
-  void AllReduce(const CollectiveParams& params, DeviceBase* device, std::vector<Tensor> inputs,
-                 std::vector<Tensor>* outputs, DoneCallback done) override {
+  void AllReduceAsync(const CollectiveParams& params, DeviceBase* device,
+                      std::vector<Tensor> inputs, std::vector<Tensor>* outputs,
+                      DoneCallback done) override {
     params_ = params;
     device_ = device;
     inputs_ = inputs;
     outputs_ = outputs;
     done_ = std::move(done);
     if (!defer) Answer();
+  }
+  void BroadcastAsync(const CollectiveParams&, DeviceBase*, bool, DataType, const TensorShape&,
+                      Tensor*, DoneCallback done) override {
+    done(Unimplemented("broadcast"));
+  }
+  void AllGatherAsync(const CollectiveParams&, DeviceBase*, Tensor, Tensor*,
+                      DoneCallback done) override {
+    done(Unimplemented("all-gather"));
   }
   void StartAbort(const Status&) override {}
 

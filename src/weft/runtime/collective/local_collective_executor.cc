@@ -365,9 +365,9 @@ bool SharesHostMemory(const DeviceBase* device) { return device->HasHostMemory()
 LocalCollectiveExecutor::LocalCollectiveExecutor() = default;
 LocalCollectiveExecutor::~LocalCollectiveExecutor() = default;
 
-void LocalCollectiveExecutor::AllReduce(const CollectiveParams& params, DeviceBase* device,
-                                        std::vector<Tensor> inputs, std::vector<Tensor>* outputs,
-                                        DoneCallback done) {
+void LocalCollectiveExecutor::AllReduceAsync(const CollectiveParams& params, DeviceBase* device,
+                                             std::vector<Tensor> inputs,
+                                             std::vector<Tensor>* outputs, DoneCallback done) {
   if (device == nullptr || outputs == nullptr) {
     done(InvalidArgument(InstanceLabel(params), ": a member needs a device and outputs"));
     return;
@@ -415,6 +415,17 @@ void LocalCollectiveExecutor::AllReduce(const CollectiveParams& params, DeviceBa
     return;
   }
   if (full != nullptr) StartReduction(std::move(full), device);
+}
+
+void LocalCollectiveExecutor::BroadcastAsync(const CollectiveParams& params, DeviceBase*, bool,
+                                             DataType, const TensorShape&, Tensor*,
+                                             DoneCallback done) {
+  done(Unimplemented(InstanceLabel(params), ": broadcast is not implemented yet"));
+}
+
+void LocalCollectiveExecutor::AllGatherAsync(const CollectiveParams& params, DeviceBase*, Tensor,
+                                             Tensor*, DoneCallback done) {
+  done(Unimplemented(InstanceLabel(params), ": all-gather is not implemented yet"));
 }
 
 void LocalCollectiveExecutor::StartAbort(const Status& status) {

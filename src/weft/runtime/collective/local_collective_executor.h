@@ -1,6 +1,6 @@
 // LocalCollectiveExecutor: the CollectiveExecutor of one step whose members are devices of this
 // process (MirroredStrategy's replicas). Members of an instance (same group_key and instance_key)
-// join by calling AllReduce; none of them blocks. The instance checks that every member agrees
+// join by calling AllReduceAsync; none of them blocks. The instance checks that every member agrees
 // (group_size, merge_op, final_op, and the count, dtypes and shapes of the tensors); a mismatch
 // fails every member, present and future, with InvalidArgument naming the instance and the two
 // members' values.
@@ -19,11 +19,11 @@
 // last slice (or copy) to finish calls every member's done, each exactly once, and never under a
 // lock. A group of one completes at once with its inputs as outputs.
 //
-// StartAbort fails every instance still waiting for members, and every later AllReduce, with the
-// abort status; reductions already running finish. Completed and failed instances stay known for
-// the step, so an extra member of a full instance, or a late member of a failed one, gets an error
-// instead of waiting forever. Thread-safe. Callbacks may destroy the executor once the last done
-// has been called; nothing touches it after that.
+// StartAbort fails every instance still waiting for members, and every later AllReduceAsync, with
+// the abort status; reductions already running finish. Completed and failed instances stay known
+// for the step, so an extra member of a full instance, or a late member of a failed one, gets an
+// error instead of waiting forever. Thread-safe. Callbacks may destroy the executor once the last
+// done has been called; nothing touches it after that.
 #pragma once
 
 #include <cstdint>
@@ -47,8 +47,14 @@ class LocalCollectiveExecutor final : public CollectiveExecutor {
   LocalCollectiveExecutor(const LocalCollectiveExecutor&) = delete;
   LocalCollectiveExecutor& operator=(const LocalCollectiveExecutor&) = delete;
 
-  void AllReduce(const CollectiveParams& params, DeviceBase* device, std::vector<Tensor> inputs,
-                 std::vector<Tensor>* outputs, DoneCallback done) override;
+  void AllReduceAsync(const CollectiveParams& params, DeviceBase* device,
+                      std::vector<Tensor> inputs, std::vector<Tensor>* outputs,
+                      DoneCallback done) override;
+  void BroadcastAsync(const CollectiveParams& params, DeviceBase* device, bool is_source,
+                      DataType expected_dtype, const TensorShape& expected_shape, Tensor* value,
+                      DoneCallback done) override;
+  void AllGatherAsync(const CollectiveParams& params, DeviceBase* device, Tensor input,
+                      Tensor* output, DoneCallback done) override;
   void StartAbort(const Status& status) override;
 
  private:

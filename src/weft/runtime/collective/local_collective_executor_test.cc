@@ -91,11 +91,11 @@ std::vector<std::unique_ptr<MemberResult>> RunMembers(
   for (size_t m = 0; m < devices.size(); ++m) {
     threads.emplace_back([&, m] {
       MemberResult* result = results[m].get();
-      executor.AllReduce(params[m], devices[m], inputs[m], &result->outputs,
-                         [result](const Status& status) {
-                           result->status = status;
-                           result->done.Notify();
-                         });
+      executor.AllReduceAsync(params[m], devices[m], inputs[m], &result->outputs,
+                              [result](const Status& status) {
+                                result->status = status;
+                                result->done.Notify();
+                              });
     });
   }
   for (auto& thread : threads) thread.join();
@@ -235,12 +235,12 @@ TEST(LocalCollectiveExecutorTest, GroupOfOneCompletesAtOnceWithItsInput) {
   Tensor input = Tensor::FromVector<double>({1.5, -2});
   std::vector<Tensor> outputs;
   bool called = false;
-  executor.AllReduce(Params(1, 1, "Div"), devices[0].get(), {input}, &outputs,
-                     [&](const Status& status) {
-                       EXPECT_TRUE(status.ok()) << status;
-                       called = true;
-                     });
-  ASSERT_TRUE(called);  // no waiting: done ran inside AllReduce
+  executor.AllReduceAsync(Params(1, 1, "Div"), devices[0].get(), {input}, &outputs,
+                          [&](const Status& status) {
+                            EXPECT_TRUE(status.ok()) << status;
+                            called = true;
+                          });
+  ASSERT_TRUE(called);  // no waiting: done ran inside AllReduceAsync
   ASSERT_EQ(outputs.size(), 1u);
   EXPECT_TENSOR_EQ(outputs[0], input);
 }
@@ -316,8 +316,8 @@ TEST(LocalCollectiveExecutorTest, InvalidParamsFailTheMember) {
   status = run(Params(2, 4), Tensor::FromVector<int32_t>({1}));
   EXPECT_NE(status.message().find("int32"), std::string::npos) << status;
   std::vector<Tensor> outputs;
-  executor.AllReduce(Params(2, 5), nullptr, {floats}, &outputs,
-                     [&](const Status& s) { status = s; });
+  executor.AllReduceAsync(Params(2, 5), nullptr, {floats}, &outputs,
+                          [&](const Status& s) { status = s; });
   EXPECT_TRUE(IsInvalidArgument(status)) << status;
 }
 
@@ -347,11 +347,11 @@ TEST(LocalCollectiveExecutorTest, AbortWakesWaitersAndFailsLaterMembers) {
   std::vector<MemberResult> waiting(2);
   for (int m = 0; m < 2; ++m) {
     MemberResult* result = &waiting[m];
-    executor.AllReduce(Params(3), devices[m].get(), {input}, &result->outputs,
-                       [result](const Status& status) {
-                         result->status = status;
-                         result->done.Notify();
-                       });
+    executor.AllReduceAsync(Params(3), devices[m].get(), {input}, &result->outputs,
+                            [result](const Status& status) {
+                              result->status = status;
+                              result->done.Notify();
+                            });
   }
   EXPECT_FALSE(waiting[0].done.HasBeenNotified());
   std::thread aborter([&] { executor.StartAbort(Cancelled("step 12 was cancelled")); });
@@ -393,11 +393,11 @@ TEST(LocalCollectiveExecutorTest, ManyInstancesRunConcurrently) {
     threads.emplace_back([&, m, order] {
       for (int k : order) {
         MemberResult* result = &results[k][m];
-        executor.AllReduce(Params(kMembers, 100 + k, k % 2 ? "Div" : "Id"), devices[m].get(),
-                           inputs[k][m], &result->outputs, [result](const Status& status) {
-                             result->status = status;
-                             result->done.Notify();
-                           });
+        executor.AllReduceAsync(Params(kMembers, 100 + k, k % 2 ? "Div" : "Id"), devices[m].get(),
+                                inputs[k][m], &result->outputs, [result](const Status& status) {
+                                  result->status = status;
+                                  result->done.Notify();
+                                });
       }
     });
   }
