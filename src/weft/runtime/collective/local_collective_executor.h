@@ -1,29 +1,35 @@
 // LocalCollectiveExecutor: the CollectiveExecutor of one step whose members are devices of this
 // process (MirroredStrategy's replicas). Members of an instance (same group_key and instance_key)
-// join by calling AllReduceAsync; none of them blocks. The instance checks that every member agrees
-// (group_size, merge_op, final_op, and the count, dtypes and shapes of the tensors); a mismatch
-// fails every member, present and future, with InvalidArgument naming the instance and the two
-// members' values.
+// join by calling AllReduceAsync, BroadcastAsync or AllGatherAsync; none of them blocks. The
+// instance checks that every member agrees (the same call, group_size, and for an all-reduce
+// merge_op, final_op and the count, dtypes and shapes of the tensors; for a broadcast the dtype and
+// shape, with exactly one source; for an all-gather the dtype and shape of the input) and that no
+// device joins twice; a mismatch fails every member, present and future, with InvalidArgument
+// naming the instance and the two members' devices and values.
 //
-// Once group_size members have joined, the reduction is a reduce-scatter and an all-gather done in
-// shared memory: members are ranked by device name, and rank r sums slice r of every tensor (its
-// element range split evenly) over all members' inputs in rank order, then applies final_op (Div
-// divides by group_size), so every member gets bitwise the same result. Slice r runs on member
-// r's device threads (its intra-op pool; inline on the last member to join when the device has
-// none or when the bucket is too small to be worth a thread hand-off), so the work is spread over
-// the devices. The sum is one freshly allocated host buffer per tensor, and it is the output of
-// every member on a host-memory device (a reader shares it; a consumer that wants to write in place
-// sees the buffer shared and allocates), so among such devices the all-reduce moves the bytes of
-// one sum and copies nothing. A member on a device with memory of its own has its inputs copied to
-// host memory first and gets its outputs copied back, each through its device's DeviceContext. The
-// last slice (or copy) to finish calls every member's done, each exactly once, and never under a
-// lock. A group of one completes at once with its inputs as outputs.
+// Members are ranked by device name. Once group_size members have joined, the last to join runs
+// the collective, on host memory: a member on a device with memory of its own has its inputs
+// copied to host memory first and gets its results copied back, each through its device's
+// DeviceContext. A result is one host buffer shared by every member on a host-memory device (a
+// reader shares it; a consumer that wants to write in place sees the buffer shared and allocates):
+//  - all-reduce: a reduce-scatter and an all-gather in shared memory: rank r sums slice r of every
+//    tensor (its element range split evenly) over all members' inputs in rank order, then applies
+//    final_op (Div divides by group_size), so every member gets bitwise the same result. Slice r
+//    runs on member r's device threads (its intra-op pool; inline on the last member to join when
+//    the device has none or when the bucket is too small to be worth a thread hand-off). The sums
+//    are fresh buffers, so among host-memory devices it moves the bytes of one sum, copying
+//    nothing.
+//  - broadcast: the result is the source's value itself (no copy among host-memory devices); the
+//    source's own value is left as it is.
+//  - all-gather: the inputs concatenated along dimension 0 in rank order, one fresh buffer.
+// The last part (slice or copy) to finish calls every member's done, each exactly once, and never
+// under a lock. A group of one completes at once with its input as its result.
 //
-// StartAbort fails every instance still waiting for members, and every later AllReduceAsync, with
-// the abort status; reductions already running finish. Completed and failed instances stay known
-// for the step, so an extra member of a full instance, or a late member of a failed one, gets an
-// error instead of waiting forever. Thread-safe. Callbacks may destroy the executor once the last
-// done has been called; nothing touches it after that.
+// StartAbort fails every instance still waiting for members, and every later member, with the
+// abort status; collectives already running finish. Completed and failed instances stay known for
+// the step, so an extra member of a full instance, or a late member of a failed one, gets an error
+// instead of waiting forever. Thread-safe. Callbacks may destroy the executor once the last done
+// has been called; nothing touches it after that.
 #pragma once
 
 #include <cstdint>
@@ -37,7 +43,8 @@
 namespace weft {
 
 namespace internal {
-struct AllReduceInstance;  // one instance's members and reduction; defined in the .cc
+struct CollectiveInstance;  // one instance's members and computation (internal/local_collective.h)
+struct CollectiveMember;
 }  // namespace internal
 
 class LocalCollectiveExecutor final : public CollectiveExecutor {
@@ -58,10 +65,14 @@ class LocalCollectiveExecutor final : public CollectiveExecutor {
   void StartAbort(const Status& status) override;
 
  private:
+  // Adds `member` to its instance, or fails it (and the instance) when it does not fit; the member
+  // that fills the instance runs it.
+  void Join(internal::CollectiveMember member);
+
   Mutex mu_;
   Status abort_status_ WEFT_GUARDED_BY(mu_);
   // Keyed by (group_key, instance_key).
-  std::map<std::pair<int64_t, int64_t>, std::shared_ptr<internal::AllReduceInstance>> instances_
+  std::map<std::pair<int64_t, int64_t>, std::shared_ptr<internal::CollectiveInstance>> instances_
       WEFT_GUARDED_BY(mu_);
 };
 
