@@ -6,13 +6,14 @@
 
 namespace weft::kernels {
 
-void RegisterArrayKernels(KernelRegistry& registry);       // array/
-void RegisterMathKernels(KernelRegistry& registry);        // math/
-void RegisterNnKernels(KernelRegistry& registry);          // nn/
-void RegisterFunctionKernels(KernelRegistry& registry);    // function/: _Arg, _Retval
-void RegisterStateKernels(KernelRegistry& registry);       // state/: variables, random, optimizers
-void RegisterSendRecvKernels(KernelRegistry& registry);    // sendrecv/: _Send, _Recv
-void RegisterCollectiveKernels(KernelRegistry& registry);  // collective/: CollectiveAllReduce
+void RegisterArrayKernels(KernelRegistry& registry);     // array/
+void RegisterMathKernels(KernelRegistry& registry);      // math/
+void RegisterNnKernels(KernelRegistry& registry);        // nn/
+void RegisterFunctionKernels(KernelRegistry& registry);  // function/: _Arg, _Retval
+void RegisterStateKernels(KernelRegistry& registry);     // state/: variables, random, optimizers
+void RegisterSendRecvKernels(KernelRegistry& registry);  // sendrecv/: _Send, _Recv
+void RegisterCollectiveKernels(
+    KernelRegistry& registry);  // collective/: all-reduce, broadcast, all-gather
 
 // Calls every Register...Kernels function above.
 void RegisterAllKernels(KernelRegistry& registry);

@@ -6,15 +6,16 @@
 
 namespace weft::ops {
 
-void RegisterArrayOps(OpRegistry& registry);       // array_ops.cc
-void RegisterMathOps(OpRegistry& registry);        // math_ops.cc
-void RegisterNnOps(OpRegistry& registry);          // nn_ops.cc
-void RegisterFunctionOps(OpRegistry& registry);    // function_ops.cc: _Arg, _Retval
-void RegisterStateOps(OpRegistry& registry);       // state_ops.cc: resource variables
-void RegisterRandomOps(OpRegistry& registry);      // random_ops.cc
-void RegisterTrainingOps(OpRegistry& registry);    // training_ops.cc: optimizer updates
-void RegisterSendRecvOps(OpRegistry& registry);    // sendrecv_ops.cc: _Send, _Recv (+ _Host)
-void RegisterCollectiveOps(OpRegistry& registry);  // collective_ops.cc: CollectiveAllReduce
+void RegisterArrayOps(OpRegistry& registry);     // array_ops.cc
+void RegisterMathOps(OpRegistry& registry);      // math_ops.cc
+void RegisterNnOps(OpRegistry& registry);        // nn_ops.cc
+void RegisterFunctionOps(OpRegistry& registry);  // function_ops.cc: _Arg, _Retval
+void RegisterStateOps(OpRegistry& registry);     // state_ops.cc: resource variables
+void RegisterRandomOps(OpRegistry& registry);    // random_ops.cc
+void RegisterTrainingOps(OpRegistry& registry);  // training_ops.cc: optimizer updates
+void RegisterSendRecvOps(OpRegistry& registry);  // sendrecv_ops.cc: _Send, _Recv (+ _Host)
+void RegisterCollectiveOps(
+    OpRegistry& registry);  // collective_ops.cc: all-reduce, broadcast, all-gather
 
 // Calls every Register...Ops function above.
 void RegisterAllOps(OpRegistry& registry);

@@ -191,6 +191,16 @@ const std::vector<std::pair<std::string, BuildFn>>& BuilderTable() {
        [](const Scope& s) {
          ops::CollectiveAllReduce(s, {F(s)}, {.group_size = 2, .group_key = 1, .instance_key = 1});
        }},
+      {"CollectiveBroadcastSend",
+       [](const Scope& s) {
+         ops::CollectiveBroadcastSend(s, F(s), {2}, {.group_size = 2, .instance_key = 2});
+       }},
+      {"CollectiveBroadcastRecv",
+       [](const Scope& s) {
+         ops::CollectiveBroadcastRecv(s, DataType::kFloat, {2}, {.group_size = 2, .instance_key = 2});
+       }},
+      {"CollectiveAllGather",
+       [](const Scope& s) { ops::CollectiveAllGather(s, F(s), {.group_size = 2, .instance_key = 3}); }},
       // math_ops.h
       {"Add", [](const Scope& s) { ops::Add(s, F(s), F(s)); }},
       {"Sub", [](const Scope& s) { ops::Sub(s, F(s), F(s)); }},

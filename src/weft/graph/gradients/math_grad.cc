@@ -215,6 +215,20 @@ void RegisterMathGradients(GradientRegistry& registry) {
       "CollectiveAllReduce",
       "its gradient needs a new instance_key agreed by the whole group; all-reduce the gradients "
       "after differentiating instead (as Strategy does)");
+  // The sent value reaches every receiver, so the sender's gradient would sum the receivers'
+  // gradients: a reduction under an instance_key the whole group agrees on, as above.
+  registry.RegisterNotDifferentiable(
+      "CollectiveBroadcastSend",
+      "its gradient sums every receiver's output gradient, a collective that needs a new "
+      "instance_key agreed by the whole group; broadcast values that are not trained (initial "
+      "values), or wrap the value in StopGradient");
+  // A receiver has no input to pass a gradient to; the sender's side decides (above).
+  registry.RegisterNoGradient("CollectiveBroadcastRecv");
+  registry.RegisterNotDifferentiable(
+      "CollectiveAllGather",
+      "each member's gradient is its slice of the sum of every member's output gradient, a "
+      "collective that needs a new instance_key agreed by the whole group; gather values that are "
+      "not trained (metrics, predictions), or wrap them in StopGradient");
 }
 
 }  // namespace weft

@@ -11,6 +11,7 @@
 #include "weft/framework/collective.h"
 #include "weft/framework/node_def_util.h"
 #include "weft/framework/shape_inference.h"
+#include "weft/kernels/collective/fake_collectives.h"
 #include "weft/kernels/register_kernels.h"
 #include "weft/ops/register_ops.h"
 #include "weft/testing/kernel_runner.h"
@@ -23,62 +24,6 @@ using testing::InferShapes;
 using testing::KernelRunner;
 
 constexpr char kNodePrefix[] = "node 'allreduce' (CollectiveAllReduce)";
-
-// Records each call; answers with the inputs times `scale`, or with `error`. With `defer`, keeps
-// the callback for the test to run later.
-class FakeCollectives final : public CollectiveExecutor {
- public:
-  void AllReduceAsync(const CollectiveParams& params, DeviceBase* device,
-                      std::vector<Tensor> inputs, std::vector<Tensor>* outputs,
-                      DoneCallback done) override {
-    params_ = params;
-    device_ = device;
-    inputs_ = inputs;
-    outputs_ = outputs;
-    done_ = std::move(done);
-    if (!defer) Answer();
-  }
-  void BroadcastAsync(const CollectiveParams&, DeviceBase*, bool, DataType, const TensorShape&,
-                      Tensor*, DoneCallback done) override {
-    done(Unimplemented("broadcast"));
-  }
-  void AllGatherAsync(const CollectiveParams&, DeviceBase*, Tensor, Tensor*,
-                      DoneCallback done) override {
-    done(Unimplemented("all-gather"));
-  }
-  void StartAbort(const Status&) override {}
-
-  // Fills the outputs and calls the pending callback.
-  void Answer() {
-    if (error.ok()) {
-      outputs_->clear();
-      for (const Tensor& input : inputs_) {
-        Tensor output(input.dtype(), input.shape());
-        for (int64_t e = 0; e < input.NumElements(); ++e) {
-          if (input.dtype() == DataType::kFloat) {
-            output.data<float>()[e] = input.data<float>()[e] * static_cast<float>(scale);
-          } else {
-            output.data<double>()[e] = input.data<double>()[e] * scale;
-          }
-        }
-        outputs_->push_back(output);
-      }
-    }
-    DoneCallback done = std::move(done_);
-    done(error);
-  }
-
-  double scale = 2;
-  Status error;
-  bool defer = false;
-  CollectiveParams params_;
-  DeviceBase* device_ = nullptr;
-  std::vector<Tensor> inputs_;
-
- private:
-  std::vector<Tensor>* outputs_ = nullptr;
-  DoneCallback done_;
-};
 
 std::map<std::string, proto::AttrValue> Attrs(int group_size, std::string final_op = "Id") {
   return {{"group_size", MakeAttrValue(group_size)},

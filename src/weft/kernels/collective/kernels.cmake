@@ -1,4 +1,4 @@
-# Collective kernels (CollectiveAllReduce): sources and tests, included by kernels/CMakeLists.txt
+# Collective kernels (all-reduce, broadcast, all-gather): sources and tests, included by kernels/CMakeLists.txt
 # (paths relative to kernels/).
 list(APPEND WEFT_KERNEL_SOURCES
   collective/collective_ops.cc)
@@ -6,4 +6,5 @@ list(APPEND WEFT_KERNEL_SOURCES
 weft_test(kernels_collective_test
   SOURCES
     collective/collective_ops_test.cc
+    collective/collective_gather_ops_test.cc
   DEPS weft_kernel_testing)
