@@ -1,8 +1,9 @@
 // DirectSession over several devices: placement by request, partitions joined by _Send/_Recv,
 // variables colocated with their updates, the first error of one partition ending the step of all,
-// concurrent steps kept apart, and collectives across partitions. The tests run twice: over CPU
-// devices (one host memory: no copy at all) and over TEST_ARENA devices (each its own memory, next
-// to CPU:0: tensors crossing memories are copied through the device contexts, and counted).
+// concurrent steps kept apart, and collectives across partitions (all-reduce, broadcast,
+// all-gather). The tests run twice: over CPU devices (one host memory: no copy at all) and over
+// TEST_ARENA devices (each its own memory, next to CPU:0: tensors crossing memories are copied
+// through the device contexts, and counted).
 #include <atomic>
 #include <map>
 #include <set>
@@ -227,6 +228,56 @@ TEST_P(MultiDeviceSessionTest, AllReducesABucketAcrossPartitions) {
     } else {
       EXPECT_EQ(copies.total(), 0);
     }
+  }
+}
+
+TEST_P(MultiDeviceSessionTest, BroadcastsAVariableThenAllGathersAcrossThreeDevices) {
+  // Mirrored variables the way a strategy creates them: device 0's initial value is broadcast into
+  // the copies on devices 1 and 2. Then each device all-gathers its copy times (device index + 1).
+  constexpr int kDevices = 3;
+  const ops::CollectiveGroupAttrs broadcast = {.group_size = kDevices, .instance_key = 1};
+  const ops::CollectiveGroupAttrs gather = {.group_size = kDevices, .instance_key = 2};
+  Scope root = Scope::NewRootScope();
+  std::vector<std::string> copy_targets, gathered;
+  std::vector<Output> handles;
+  for (int d = 0; d < kDevices; ++d) {
+    Scope on = root.WithDevice(device(d));
+    const std::string index = std::to_string(d);
+    handles.push_back(
+        ops::VarHandleOp(on.WithOpName("v" + index), DataType::kFloat, PartialShape({2, 2})));
+    if (d == 0) {
+      ops::AssignVariableOp(on.WithOpName("init"), handles[0],
+                            Tensor::FromVector<float>({1, 2, 3, 4}, TensorShape({2, 2})));
+      auto sent = ops::CollectiveBroadcastSend(
+          on.WithOpName("send"), ops::ReadVariableOp(on, handles[0]), {2, 2}, broadcast);
+      copy_targets.push_back(sent.node()->name());
+    } else {
+      auto received = ops::CollectiveBroadcastRecv(on.WithOpName("recv" + index), DataType::kFloat,
+                                                   {2, 2}, broadcast);
+      ops::AssignVariableOp(on.WithOpName("copy" + index), handles[d], received);
+      copy_targets.push_back("copy" + index);
+    }
+    auto scaled = ops::Mul(on, ops::ReadVariableOp(on, handles[d]), float(d + 1));
+    gathered.push_back(
+        ops::CollectiveAllGather(on.WithOpName("gather" + index), scaled, gather).name());
+  }
+  ops::AssignAddVariableOp(root.WithOpName("bump"), handles[0],
+                           Tensor::FromVector<float>({10, 10, 10, 10}, {2, 2}));
+  ASSERT_TRUE(root.status().ok()) << root.status();
+  auto session = MakeSession(root.ToGraphDef().value(), kDevices);
+  std::vector<Tensor> outputs;
+  ASSERT_TRUE(session->Run({}, {}, {"init"}, &outputs).ok());
+  Status s = session->Run({}, {}, copy_targets, &outputs);
+  ASSERT_TRUE(s.ok()) << s;
+  // Changing device 0's variable afterwards leaves the copies alone, though on CPUs they were
+  // handed the very buffer it sent.
+  ASSERT_TRUE(session->Run({}, {}, {"bump"}, &outputs).ok());
+  for (int step = 0; step < 2; ++step) {
+    s = session->Run({}, gathered, {}, &outputs);
+    ASSERT_TRUE(s.ok()) << s;
+    Tensor expected =
+        Tensor::FromVector<float>({11, 12, 13, 14, 2, 4, 6, 8, 3, 6, 9, 12}, TensorShape({6, 2}));
+    for (int d = 0; d < kDevices; ++d) EXPECT_TENSOR_EQ(outputs[d], expected);
   }
 }
 
