@@ -16,6 +16,7 @@
 #include "weft/framework/node_def_util.h"
 #include "weft/kernels/register_kernels.h"
 #include "weft/ops/register_ops.h"
+#include "weft/runtime/collective/shuffled_members.h"
 #include "weft/runtime/cpu_device.h"
 #include "weft/testing/tensor_matchers.h"
 #include "weft/testing/test_arena_device.h"
@@ -385,23 +386,14 @@ TEST(LocalCollectiveExecutorTest, ManyInstancesRunConcurrently) {
   }
   std::vector<std::vector<MemberResult>> results(kInstances);
   for (auto& instance : results) instance = std::vector<MemberResult>(kMembers);
-  std::vector<std::thread> threads;
-  for (int m = 0; m < kMembers; ++m) {
-    std::vector<int> order(kInstances);
-    for (int k = 0; k < kInstances; ++k) order[k] = k;
-    std::shuffle(order.begin(), order.end(), rng);
-    threads.emplace_back([&, m, order] {
-      for (int k : order) {
-        MemberResult* result = &results[k][m];
-        executor.AllReduceAsync(Params(kMembers, 100 + k, k % 2 ? "Div" : "Id"), devices[m].get(),
-                                inputs[k][m], &result->outputs, [result](const Status& status) {
-                                  result->status = status;
-                                  result->done.Notify();
-                                });
-      }
-    });
-  }
-  for (auto& thread : threads) thread.join();
+  testing::JoinInShuffledOrders(kMembers, kInstances, rng, [&](int m, int k) {
+    MemberResult* result = &results[k][m];
+    executor.AllReduceAsync(Params(kMembers, 100 + k, k % 2 ? "Div" : "Id"), devices[m].get(),
+                            inputs[k][m], &result->outputs, [result](const Status& status) {
+                              result->status = status;
+                              result->done.Notify();
+                            });
+  });
   for (int k = 0; k < kInstances; ++k) {
     std::vector<std::vector<Tensor>> member_inputs;
     for (int m = 0; m < kMembers; ++m) member_inputs.push_back(inputs[k][m]);

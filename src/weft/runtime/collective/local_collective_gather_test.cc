@@ -15,6 +15,7 @@
 #include "weft/core/notification.h"
 #include "weft/framework/copy_tensor.h"
 #include "weft/runtime/collective/local_collective_executor.h"
+#include "weft/runtime/collective/shuffled_members.h"
 #include "weft/runtime/cpu_device.h"
 #include "weft/testing/tensor_matchers.h"
 #include "weft/testing/test_arena_device.h"
@@ -444,25 +445,16 @@ TEST_F(LocalCollectiveGatherTest, ManyInstancesRunConcurrently) {
   }
   std::vector<std::vector<Member>> results(kInstances);
   for (auto& instance : results) instance = std::vector<Member>(kMembers);
-  std::vector<std::thread> threads;
-  for (int m = 0; m < kMembers; ++m) {
-    std::vector<int> order(kInstances);
-    for (int k = 0; k < kInstances; ++k) order[k] = k;
-    std::shuffle(order.begin(), order.end(), rng);
-    threads.emplace_back([&, m, order] {
-      for (int k : order) {
-        Member* member = &results[k][m];
-        if (k % 2 == 1) {
-          AllGather(cpus[m], inputs[k][m], kMembers, 500 + k, member);
-          continue;
-        }
-        const bool source = m == k / 2 % kMembers;
-        if (source) member->value = inputs[k][m];
-        Broadcast(cpus[m], source, kMembers, 500 + k, member, inputs[k][m].shape());
-      }
-    });
-  }
-  for (auto& thread : threads) thread.join();
+  testing::JoinInShuffledOrders(kMembers, kInstances, rng, [&](int m, int k) {
+    Member* member = &results[k][m];
+    if (k % 2 == 1) {
+      AllGather(cpus[m], inputs[k][m], kMembers, 500 + k, member);
+      return;
+    }
+    const bool source = m == k / 2 % kMembers;
+    if (source) member->value = inputs[k][m];
+    Broadcast(cpus[m], source, kMembers, 500 + k, member, inputs[k][m].shape());
+  });
   for (int k = 0; k < kInstances; ++k) {
     WaitAll(results[k]);
     std::vector<float> gathered;
