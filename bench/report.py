@@ -1,5 +1,6 @@
 """Turns Google Benchmark JSON into the METRIC/RATIO lines of bench/run.sh (medians of repeats)."""
 import json
+import re
 import sys
 
 
@@ -18,9 +19,44 @@ def load_json(path):
         return json.loads(f.read().strip().splitlines()[-1])
 
 
+def read_metrics(path):
+    """The `METRIC <name> <value> <unit>` lines of a text file, in order: {name: (line, value)}."""
+    metrics = {}
+    with open(path) as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) == 4 and fields[0] == "METRIC":
+                metrics[fields[1]] = (line.strip(), float(fields[2]))
+    return metrics
+
+
+def chief_summary(path):
+    """The JSON summary line of the chief (task 0) in the output of `weft launch`, which starts each
+    worker's lines with "[worker <task>] ". The last such line wins; an unprefixed JSON line counts
+    as the chief's too (a launcher that passes the chief's output through as is)."""
+    summary = None
+    with open(path, errors="replace") as f:
+        for line in f:
+            match = re.match(r"\s*(?:\[worker (\d+)\]\s?)?(.*)$", line.rstrip("\r\n"))
+            if match.group(1) not in (None, "0"):
+                continue
+            text = match.group(2).split("\r")[-1].strip()  # after any progress-bar redraw
+            if not text.startswith("{"):
+                continue
+            try:
+                record = json.loads(text)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and "train_images_per_sec" in record:
+                summary = record
+    if summary is None:
+        raise SystemExit(f"{path}: no JSON summary line from the chief ([worker 0])")
+    return summary
+
+
 def main():
     kind, path = sys.argv[1], sys.argv[2]
-    runs = medians(path) if kind not in ("train", "mirrored", "cluster") else {}
+    runs = medians(path) if kind in ("executor", "matmul", "allreduce") else {}
     if kind == "executor":
         for metric, run in (("executor_overhead_us_per_node", "BM_ExecutorChain"),
                             ("executor_fan_us_per_node", "BM_ExecutorFan")):
@@ -86,6 +122,46 @@ def main():
               "images/s")
         print(f"RATIO cluster2_mlp_vs_torch_ddp2 "
               f"{weft['train_images_per_sec'] / ddp['train_images_per_sec']:.3f}")
+    elif kind == "collective":
+        # W3 across processes: echo Weft's medians (shared-memory transport, and TCP forced) and
+        # Gloo's, then Gloo's time over Weft's for every size and process count.
+        metrics = read_metrics(path)
+        for line, _ in metrics.values():
+            print(line)
+        missing = []
+        for procs in (2, 4):
+            for size in ("4kb", "256kb", "4mb", "64mb"):
+                gloo_name = f"gloo_allreduce{size}_{procs}proc"
+                for transport in ("", "_tcp"):
+                    weft_name = f"allreduce{size}_{procs}proc{transport}"
+                    missing += [name for name in (gloo_name, weft_name) if name not in metrics]
+                    if gloo_name in metrics and weft_name in metrics:
+                        print(f"RATIO {weft_name}_vs_gloo "
+                              f"{metrics[gloo_name][1] / metrics[weft_name][1]:.3f}")
+        if missing:
+            raise SystemExit(f"{path}: no METRIC {', '.join(sorted(set(missing)))}")
+    elif kind == "multiworker":
+        # W1 and W2 on 2 worker processes of 1 device each: Weft's MultiWorkerMirroredStrategy
+        # (the chief's summary through `weft launch`) against PyTorch DDP in 2 processes, and W1's
+        # multi-worker figure against the in-process MirroredStrategy over 2 devices.
+        for model in ("mlp", "cnn"):
+            weft = chief_summary(f"{path}/multiworker2_{model}.log")
+            ddp = load_json(f"{path}/torch_ddp2_{model}.json")
+            label = f"multiworker2_{model}"
+            print(f"METRIC {label}_weft_images_per_sec {weft['train_images_per_sec']:.0f} images/s")
+            print(f"METRIC {label}_torch_ddp_images_per_sec {ddp['train_images_per_sec']:.0f} "
+                  "images/s")
+            print(f"METRIC {label}_weft_final_loss {weft['final_loss']:.4f} loss")
+            print(f"METRIC {label}_torch_ddp_final_loss {ddp['final_loss']:.4f} loss")
+            print(f"METRIC {label}_weft_test_accuracy {weft['test_accuracy']:.4f} accuracy")
+            print(f"RATIO {label}_vs_torch_ddp2 "
+                  f"{weft['train_images_per_sec'] / ddp['train_images_per_sec']:.3f}")
+        multiworker = chief_summary(f"{path}/multiworker2_mlp.log")
+        mirrored = load_json(f"{path}/weft_mirrored2.json")
+        print(f"METRIC multiworker2_mlp_mirrored_images_per_sec "
+              f"{mirrored['train_images_per_sec']:.0f} images/s")
+        print(f"RATIO multiworker2_vs_mirrored2_mlp "
+              f"{multiworker['train_images_per_sec'] / mirrored['train_images_per_sec']:.3f}")
     else:
         raise SystemExit(f"unknown kind {kind}")
 

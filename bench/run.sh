@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs Weft's benchmarks and prints `METRIC <name> <value> <unit>` and `RATIO <name> <value>` lines
 # (a RATIO above 1 means Weft is better). Usage: bench/run.sh [executor] [matmul] [train]
-# [allreduce] [mirrored] [rpc] [cluster] (all when none). `train` and `mirrored` need PyTorch (Debian's
-# python3-torch) for the peer side.
+# [allreduce] [mirrored] [rpc] [cluster] [collective] [multiworker] (all when none). `train`,
+# `mirrored`, `cluster` and `multiworker` need PyTorch (Debian's python3-torch) for the peer side,
+# `collective` needs Gloo (libgloo-dev). A benchmark whose Weft side is missing from the build says
+# so on stderr; the others still run, and the script then exits 1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Debian's OpenBLAS misdetects newer Xeons; pick its kernels as the weft binary does.
@@ -13,9 +15,20 @@ fi
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build --target executor_bench matmul_bench weft >/dev/null
 names=("$@")
-[[ ${#names[@]} -eq 0 ]] && names=(executor matmul train allreduce mirrored rpc cluster)
+known=(executor matmul train allreduce mirrored rpc cluster collective multiworker)
+[[ ${#names[@]} -eq 0 ]] && names=("${known[@]}")
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
+status=0
+
+# Says on stderr why benchmark $name cannot run and marks the run failed; the caller moves on.
+fail() {
+  echo "bench/run.sh $name: $*" >&2
+  status=1
+}
+# Whether the build defines target $1 (Ninja's `help` lists "NAME: phony"). grep reads it all:
+# with `grep -q`, pipefail would count cmake's SIGPIPE as a miss.
+have_target() { cmake --build build --target help | grep "^$1: " >/dev/null; }
 
 for name in "${names[@]}"; do
   case "$name" in
@@ -86,7 +99,48 @@ for name in "${names[@]}"; do
         >"$out/torch_ddp2.json"
       python3 bench/report.py cluster "$out"
       ;;
-    *) echo "unknown benchmark '$name' (known: executor matmul train allreduce mirrored rpc cluster)" >&2
+    collective)
+      # W3 across processes, 2 and 4 of them on loopback: Weft's collective transports (shared
+      # memory, then TCP forced) against Gloo's ring all-reduce, which PyTorch's gloo backend runs.
+      if ! have_target collective_bench; then
+        fail "no build target collective_bench (Weft's side, bench/collective_bench.cc, is missing)"
+        continue
+      fi
+      if ! have_target gloo_allreduce_bench; then
+        fail "no build target gloo_allreduce_bench: Gloo not found (tools/setup.sh installs" \
+          "libgloo-dev)"
+        continue
+      fi
+      cmake --build build --target collective_bench gloo_allreduce_bench >/dev/null
+      build/bench/collective_bench >"$out/collective.txt"
+      build/bench/gloo_allreduce_bench >>"$out/collective.txt"
+      python3 bench/report.py collective "$out/collective.txt"
+      ;;
+    multiworker)
+      # W1 (one epoch) and W2 (a fixed 100 steps) data-parallel over 2 worker processes of 1 device
+      # each: `weft launch` running MultiWorkerMirroredStrategy against PyTorch DDP (gloo, 2
+      # processes of 1 thread, OpenBLAS at 1 thread); and W1 under the in-process MirroredStrategy
+      # over 2 devices. weft launch prefixes each worker's lines ("[worker 0] "); report.py reads
+      # the chief's JSON line.
+      if [[ $(build/bin/weft train --help 2>&1) != *multi_worker_mirrored* ]]; then
+        fail "build/bin/weft train has no --strategy multi_worker_mirrored" \
+          "(MultiWorkerMirroredStrategy is missing)"
+        continue
+      fi
+      for model in mlp cnn; do
+        steps=()
+        if [[ $model == cnn ]]; then steps=(--max-steps 100); fi
+        build/bin/weft launch --workers 2 -- build/bin/weft train --strategy multi_worker_mirrored \
+          --model $model --epochs 1 "${steps[@]}" --json >"$out/multiworker2_$model.log"
+        OPENBLAS_NUM_THREADS=1 PYTHONPATH=bench /usr/bin/python3 bench/torch_ddp_train.py \
+          --world 2 --model $model --epochs 1 "${steps[@]}" >"$out/torch_ddp2_$model.json"
+      done
+      build/bin/weft train --model mlp --devices 2 --epochs 1 --json | tail -n 1 \
+        >"$out/weft_mirrored2.json"
+      python3 bench/report.py multiworker "$out"
+      ;;
+    *) echo "unknown benchmark '$name' (known: ${known[*]})" >&2
        exit 2 ;;
   esac
 done
+exit $status

@@ -1,9 +1,11 @@
-"""PyTorch DistributedDataParallel side of `bench/run.sh mirrored`: W1 (MLP) with a global batch
-split across `--world` processes on the gloo backend over loopback, one thread each, data
-preloaded as tensors in every process, each rank taking its slice of every global batch. Rank 0
-prints one JSON line with the global training images/s (training steps only) and the final loss.
+"""PyTorch DistributedDataParallel side of `bench/run.sh mirrored`, `cluster` and `multiworker`: W1
+(MLP) or W2 (CNN) with a global batch split across `--world` processes on the gloo backend over
+loopback, one thread each, data preloaded as tensors in every process, each rank taking its slice
+of every global batch. Rank 0 prints one JSON line with the global training images/s (training
+steps only) and the final loss.
 
-Usage: torch_ddp_train.py --world 2 [--epochs E] [--max-steps S] [--batch-size GLOBAL]
+Usage: torch_ddp_train.py --world 2 [--model mlp|cnn] [--epochs E] [--max-steps S]
+                          [--batch-size GLOBAL]
 """
 import argparse
 import json
@@ -30,14 +32,14 @@ def worker(rank, args, port, queue):
     dist.init_process_group("gloo", rank=rank, world_size=args.world)
     torch.manual_seed(1)
     images, labels = load_training_data(args.data)
-    net = torch.nn.parallel.DistributedDataParallel(build("mlp"))
+    net = torch.nn.parallel.DistributedDataParallel(build(args.model))
     per_rank = args.batch_size // args.world
     # The same shuffle in every rank; each takes its slice of every global batch.
     steps, images_per_sec, loss_value = train(
         net, images, labels, args, shard=slice(rank * per_rank, (rank + 1) * per_rank),
         generator=torch.Generator().manual_seed(1))
     if rank == 0:
-        queue.put({"model": "mlp", "world": args.world, "steps": steps,
+        queue.put({"model": args.model, "world": args.world, "steps": steps,
                    "train_images_per_sec": images_per_sec, "final_loss": loss_value})
     dist.destroy_process_group()
 
@@ -45,6 +47,7 @@ def worker(rank, args, port, queue):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--world", type=int, default=2)
+    parser.add_argument("--model", choices=("mlp", "cnn"), default="mlp")
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--max-steps", type=int, default=-1)
     parser.add_argument("--batch-size", type=int, default=128)

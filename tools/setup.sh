@@ -6,7 +6,7 @@ packages=(
   clang libclang-rt-14-dev
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   libeigen3-dev libopenblas-dev zlib1g-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libgloo-dev
   libcli11-dev nlohmann-json3-dev libfmt-dev
   dataset-fashion-mnist
 )
