@@ -54,8 +54,8 @@ class CollectiveTransport {
   // the same count and shapes on every member), divided by `divisor` when it is not 1, into
   // `outputs` (resized and freshly allocated: inputs are never written). Every member gets bitwise
   // the same outputs.
-  virtual Status AllReduce(const TransportOp& op, const std::vector<Tensor>& inputs,
-                           double divisor, std::vector<Tensor>* outputs) = 0;
+  virtual Status AllReduce(const TransportOp& op, const std::vector<Tensor>& inputs, double divisor,
+                           std::vector<Tensor>* outputs) = 0;
   // Copies the tensor of member `root` into every member's `value`: on the root `value` is read;
   // elsewhere it must already have the root's dtype and shape and is overwritten in place.
   virtual Status Broadcast(const TransportOp& op, int root, Tensor* value) = 0;

@@ -1,0 +1,58 @@
+// The TCP CollectiveTransport: for members anywhere. A full mesh of TCP connections (each member
+// dials the lower ranks and accepts the higher ones, with a handshake carrying the group token and
+// ranks). Small all-reduces send every input to every peer and each member sums in rank order;
+// large ones run a ring reduce-scatter + all-gather pipelined in chunks, each element reduced once
+// by one member, so every member gets the same bits. Every message carries the operation's
+// identity, checked on receipt. Thread-safety: as CollectiveTransport; a listener is not shared.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "weft/core/statusor.h"
+#include "weft/distributed/collective/collective_transport.h"
+
+namespace weft {
+
+// A listening socket on an ephemeral port, made before the group is known so that its address can
+// be exchanged while the group is resolved. Closed when destroyed unless a transport took it.
+class TcpTransportListener {
+ public:
+  // Listens on `host` ("127.0.0.1", "::1", a host name) at a port the system picks.
+  static StatusOr<std::unique_ptr<TcpTransportListener>> Listen(const std::string& host);
+  ~TcpTransportListener();
+  TcpTransportListener(const TcpTransportListener&) = delete;
+  TcpTransportListener& operator=(const TcpTransportListener&) = delete;
+
+  // "host:port" (IPv6 hosts in brackets).
+  std::string address() const { return address_; }
+  // The listening descriptor, still owned by this object.
+  int fd() const { return fd_; }
+
+ private:
+  TcpTransportListener(int fd, std::string address) : fd_(fd), address_(std::move(address)) {}
+  int fd_;
+  std::string address_;
+};
+
+struct TcpTransportTuning {
+  // All-reduces of at most this many bytes send every input to every peer; larger ones use the
+  // ring.
+  size_t small_bytes = size_t{64} << 10;
+  // The ring's pipelining unit.
+  size_t chunk_bytes = size_t{512} << 10;
+};
+
+// Connects the group's full mesh (waiting up to options.timeout: DeadlineExceeded naming the
+// members that never connected, and any connection rejected meanwhile). `member_addresses` holds
+// every member's listener address by rank; `listener` is this member's (closed once connected).
+StatusOr<std::unique_ptr<CollectiveTransport>> CreateTcpTransport(
+    const TransportOptions& options, std::unique_ptr<TcpTransportListener> listener,
+    const std::vector<std::string>& member_addresses);
+StatusOr<std::unique_ptr<CollectiveTransport>> CreateTcpTransport(
+    const TransportOptions& options, std::unique_ptr<TcpTransportListener> listener,
+    const std::vector<std::string>& member_addresses, const TcpTransportTuning& tuning);
+
+}  // namespace weft
