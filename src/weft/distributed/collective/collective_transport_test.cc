@@ -42,7 +42,8 @@ TEST_P(TransportTest, AllReduceMatchesPlainSumBitwiseOnEveryMember) {
       {DataType::kDouble, {TensorShape({1001})}, true},
       {DataType::kDouble, {TensorShape({300001})}, true},
       {DataType::kFloat, {TensorShape({3, 5}), TensorShape({0}), TensorShape({70001})}, true},
-      {DataType::kFloat, {TensorShape({big})}, false, /*exact=*/false},
+      // Rounded sums: only computing each element once makes members agree bit for bit.
+      {DataType::kFloat, {TensorShape({262147})}, false, /*exact=*/false},
       {DataType::kDouble, {TensorShape({1001}), TensorShape({2})}, false, /*exact=*/false},
   };
   for (int n : {2, 3, 4}) {

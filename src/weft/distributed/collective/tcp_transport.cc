@@ -79,9 +79,14 @@ class TcpTransport final : public CollectiveTransport {
 
  private:
   std::string Name(int rank) const { return collective_internal::MemberName(options_, rank); }
+  // The first error once poisoned (then the peers are told, as by Fail).
   Status CheckPoisoned() {
-    MutexLock lock(mu_);
-    return poisoned_;
+    Status status;
+    {
+      MutexLock lock(mu_);
+      status = poisoned_;
+    }
+    return status.ok() ? status : Fail(status);
   }
   // Poisons the transport. Unless the peers see the problem themselves (they disagree about the
   // operation: each member checks every hello), the connections are shut down so that peers
