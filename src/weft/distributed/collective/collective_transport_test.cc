@@ -190,6 +190,7 @@ TEST_P(TransportTest, MemberThatNeverArrivesIsDeadlineExceededNamingIt) {
   for (int r = 0; r < 2; ++r) {
     EXPECT_THAT(results[r].report, StartsWith("DEADLINE_EXCEEDED")) << "member " << r;
     EXPECT_THAT(results[r].report, HasSubstr("/job:worker/task:2")) << "member " << r;
+    EXPECT_THAT(results[r].report, HasSubstr("last operation")) << "member " << r;
   }
   EXPECT_EQ(results[2].report, "IDLE");
 }
