@@ -1,8 +1,6 @@
 // Behaviour every CollectiveTransport promises, checked on both the shared-memory and the TCP
 // transport with real member processes (forked from this single-threaded test binary).
-#include <atomic>
 #include <chrono>
-#include <cmath>
 #include <thread>
 
 #include <gmock/gmock.h>
@@ -17,100 +15,14 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
+using transport_testing::Case;
 using transport_testing::Digest;
+using transport_testing::Group;
+using transport_testing::Kind;
 using transport_testing::MemberContext;
 using transport_testing::MemberResult;
+using transport_testing::RunCase;
 using transport_testing::RunMembers;
-
-enum class Kind { kShm, kTcp };
-
-// One group's setup, made in the parent before forking (TCP listeners must exist first); each
-// member process builds its transport with Create.
-class Group {
- public:
-  Group(Kind kind, int n) : kind_(kind), n_(n) {
-    static std::atomic<int> counter{0};
-    token_ = StrCat("transport-test-", getpid(), "-", counter++);
-    if (kind == Kind::kTcp) {
-      for (int r = 0; r < n; ++r) {
-        auto listener = TcpTransportListener::Listen("127.0.0.1");
-        WEFT_CHECK(listener.ok()) << listener.status();
-        addresses_.push_back((*listener)->address());
-        listeners_.push_back(std::move(listener).value());
-      }
-    }
-  }
-  TransportOptions Options(int rank, std::chrono::milliseconds timeout) const {
-    TransportOptions options;
-    options.rank = rank;
-    options.world_size = n_;
-    for (int r = 0; r < n_; ++r) options.member_names.push_back(StrCat("/job:worker/task:", r));
-    options.group_token = token_;
-    options.timeout = timeout;
-    return options;
-  }
-  // Called in the member process.
-  StatusOr<std::unique_ptr<CollectiveTransport>> Create(
-      int rank, std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
-    if (kind_ == Kind::kShm) return CreateShmTransport(Options(rank, timeout));
-    return CreateTcpTransport(Options(rank, timeout), std::move(listeners_[rank]), addresses_);
-  }
-
- private:
-  Kind kind_;
-  int n_;
-  std::string token_;
-  std::vector<std::unique_ptr<TcpTransportListener>> listeners_;
-  std::vector<std::string> addresses_;
-};
-
-// Small integers: every summation order gives the same exact sum.
-double ExactValue(int rank, int tensor, int64_t i) {
-  return static_cast<double>((i * 7 + rank * 13 + tensor * 5) % 17) - 8;
-}
-double RoughValue(int rank, int tensor, int64_t i) {
-  return std::sin(static_cast<double>(i) * 0.37 + rank * 1.3 + tensor) * 1000.0 + 0.1 * rank;
-}
-
-struct Case {
-  DataType dtype;
-  std::vector<TensorShape> shapes;
-  bool mean;
-  bool exact = true;
-};
-
-template <typename T>
-std::string RunCase(CollectiveTransport& transport, const Case& c, int64_t key, int64_t sequence) {
-  const int n = transport.world_size();
-  auto value = c.exact ? ExactValue : RoughValue;
-  std::vector<Tensor> inputs;
-  for (size_t t = 0; t < c.shapes.size(); ++t) {
-    Tensor input(c.dtype, c.shapes[t]);
-    for (int64_t i = 0; i < input.NumElements(); ++i) {
-      input.data<T>()[i] = static_cast<T>(value(transport.rank(), static_cast<int>(t), i));
-    }
-    inputs.push_back(input);
-  }
-  std::vector<Tensor> outputs;
-  Status status = transport.AllReduce(TransportOp{key, sequence, "test all-reduce"}, inputs,
-                                      c.mean ? n : 1.0, &outputs);
-  if (!status.ok()) return status.ToString();
-  if (outputs.size() != inputs.size()) return "WRONG number of outputs";
-  std::string digests;
-  for (size_t t = 0; t < inputs.size(); ++t) {
-    if (!(outputs[t].shape() == inputs[t].shape())) return "WRONG shape";
-    for (int64_t i = 0; i < outputs[t].NumElements(); ++i) {
-      T want = static_cast<T>(value(0, static_cast<int>(t), i));
-      for (int m = 1; m < n; ++m) want += static_cast<T>(value(m, static_cast<int>(t), i));
-      if (c.mean) want /= static_cast<T>(n);
-      const T got = outputs[t].data<T>()[i];
-      const bool ok = c.exact ? got == want : std::abs(got - want) <= 1e-3 * (1 + std::abs(want));
-      if (!ok) return StrCat("WRONG tensor ", t, " element ", i, ": ", got, " want ", want);
-    }
-    digests += Digest(outputs[t]) + " ";
-  }
-  return digests;
-}
 
 void ExpectAllOkAndIdentical(const std::vector<MemberResult>& results) {
   for (size_t r = 0; r < results.size(); ++r) {
@@ -130,7 +42,8 @@ TEST_P(TransportTest, AllReduceMatchesPlainSumBitwiseOnEveryMember) {
       {DataType::kDouble, {TensorShape({1001})}, true},
       {DataType::kDouble, {TensorShape({300001})}, true},
       {DataType::kFloat, {TensorShape({3, 5}), TensorShape({0}), TensorShape({70001})}, true},
-      {DataType::kFloat, {TensorShape({big})}, false, /*exact=*/false},
+      // Rounded sums: only computing each element once makes members agree bit for bit.
+      {DataType::kFloat, {TensorShape({262147})}, false, /*exact=*/false},
       {DataType::kDouble, {TensorShape({1001}), TensorShape({2})}, false, /*exact=*/false},
   };
   for (int n : {2, 3, 4}) {
@@ -277,6 +190,7 @@ TEST_P(TransportTest, MemberThatNeverArrivesIsDeadlineExceededNamingIt) {
   for (int r = 0; r < 2; ++r) {
     EXPECT_THAT(results[r].report, StartsWith("DEADLINE_EXCEEDED")) << "member " << r;
     EXPECT_THAT(results[r].report, HasSubstr("/job:worker/task:2")) << "member " << r;
+    EXPECT_THAT(results[r].report, HasSubstr("last operation")) << "member " << r;
   }
   EXPECT_EQ(results[2].report, "IDLE");
 }

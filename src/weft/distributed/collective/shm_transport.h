@@ -18,8 +18,9 @@ struct ShmTransportTuning {
   // Bytes per data slot; a member's segment holds two. Tensors larger than a slot go in chunks.
   size_t slot_bytes = size_t{4} << 20;
   // All-reduces of at most this many bytes (and at most a slot) take the one-exchange path:
-  // every member posts its whole input and sums all of them.
-  size_t small_bytes = size_t{64} << 10;
+  // every member posts its whole input and sums all of them (at 256 KB over 2 processes about
+  // 11 us against 30 us for the chunked path's two synchronisations).
+  size_t small_bytes = size_t{256} << 10;
 };
 
 // Creates this member's segment, maps every peer's (waiting up to options.timeout for them:

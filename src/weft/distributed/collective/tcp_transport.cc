@@ -79,14 +79,26 @@ class TcpTransport final : public CollectiveTransport {
 
  private:
   std::string Name(int rank) const { return collective_internal::MemberName(options_, rank); }
+  // The first error once poisoned (then the peers are told, as by Fail).
   Status CheckPoisoned() {
-    MutexLock lock(mu_);
-    return poisoned_;
+    Status status;
+    {
+      MutexLock lock(mu_);
+      status = poisoned_;
+    }
+    return status.ok() ? status : Fail(status);
   }
   // Poisons the transport. Unless the peers see the problem themselves (they disagree about the
   // operation: each member checks every hello), the connections are shut down so that peers
   // blocked on this member fail at once instead of at their deadline.
   Status Fail(const Status& status);
+  // Fails with `status`, adding to a deadline error how far each member got.
+  Status FailOp(const Status& status);
+  Status Succeed(const OpIdentity& identity) {
+    last_completed_ =
+        StrCat("instance_key ", identity.instance_key, " sequence ", identity.sequence);
+    return Status::OK();
+  }
   Exchange MakeExchange(const std::string& label, const Deadline& deadline) {
     return Exchange(options_, fds_, abort_fd_, label, deadline, [this]() -> Status {
       if (!aborting_.load()) return Status::OK();
@@ -121,6 +133,10 @@ class TcpTransport final : public CollectiveTransport {
   const std::vector<int> fds_;  // by rank; -1 at this member
   const int abort_fd_;
   std::vector<char> scratch_;  // peers' inputs in the one-exchange all-reduce
+  // For deadline errors: the last operation this member completed, and the last one each peer
+  // was seen to start (its hello).
+  std::string last_completed_ = "none";
+  std::vector<std::string> last_started_ = std::vector<std::string>(options_.world_size, "none");
 
   std::atomic<bool> aborting_{false};
   Mutex mu_;
@@ -144,6 +160,17 @@ Status TcpTransport::Fail(const Status& status) {
   return first;
 }
 
+Status TcpTransport::FailOp(const Status& status) {
+  if (!IsDeadlineExceeded(status)) return Fail(status);
+  std::string progress =
+      StrCat("; last operation completed by member ", Name(options_.rank), ": ", last_completed_);
+  for (int p = 0; p < options_.world_size; ++p) {
+    if (p != options_.rank)
+      progress += StrCat("; last started by ", Name(p), ": ", last_started_[p]);
+  }
+  return Fail(DeadlineExceeded(status.message(), progress));
+}
+
 Status TcpTransport::CheckHello(const std::string& label, int peer, const MessageHeader& header,
                                 const OpIdentity& identity, uint64_t payload_bytes) {
   if (header.phase != collective_internal::kHello) {
@@ -152,6 +179,8 @@ Status TcpTransport::CheckHello(const std::string& label, int peer, const Messag
   }
   WEFT_RETURN_IF_ERROR(collective_internal::CheckSameOp(options_, label, options_.rank, identity,
                                                         peer, header.identity));
+  last_started_[peer] =
+      StrCat("instance_key ", identity.instance_key, " sequence ", identity.sequence);
   if (header.payload_bytes != payload_bytes) {
     return DataLoss(label, ": member ", Name(peer), " sent ", header.payload_bytes,
                     " bytes; expected ", payload_bytes);
@@ -173,9 +202,9 @@ Status TcpTransport::AllReduce(const TransportOp& op, const std::vector<Tensor>&
   } else {
     status = AllReduceRing(label, *flat, deadline);
   }
-  if (!status.ok()) return Fail(status);
+  if (!status.ok()) return FailOp(status);
   collective_internal::FinishAllReduce(inputs, *flat, outputs);
-  return Status::OK();
+  return Succeed(flat->identity);
 }
 
 // Every member sends its whole input to every peer and sums all of them in rank order.
@@ -321,7 +350,7 @@ Status TcpTransport::Broadcast(const TransportOp& op, int root, Tensor* value) {
         return peer == root ? data : nullptr;
       },
       [](int, const MessageHeader&) { return Status::OK(); });
-  return status.ok() ? status : Fail(status);
+  return status.ok() ? Succeed(identity) : FailOp(status);
 }
 
 Status TcpTransport::AllGather(const TransportOp& op, const Tensor& input, Tensor* output) {
@@ -346,7 +375,7 @@ Status TcpTransport::AllGather(const TransportOp& op, const Tensor& input, Tenso
         return bytes > 0 ? out + peer * bytes : nullptr;
       },
       [](int, const MessageHeader&) { return Status::OK(); });
-  return status.ok() ? status : Fail(status);
+  return status.ok() ? Succeed(*identity) : FailOp(status);
 }
 
 }  // namespace

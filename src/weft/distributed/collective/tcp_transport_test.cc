@@ -1,1 +1,131 @@
+// What only the TCP transport promises: the handshake turns strangers and garbage into Statuses
+// (and keeps waiting for the right peer), and the pipelined ring works in many small chunks.
+#include "weft/distributed/collective/tcp_transport.h"
+
+#include <thread>
+
+#include <arpa/inet.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "weft/distributed/collective/transport_test_util.h"
+
+namespace weft {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+using transport_testing::Case;
+using transport_testing::Group;
+using transport_testing::Kind;
+using transport_testing::MemberContext;
+using transport_testing::RunCase;
+using transport_testing::RunMembers;
+
+// Connects to "127.0.0.1:port" and sends `bytes`; returns the socket (the caller closes it).
+int ConnectAndSend(const std::string& address, const std::string& bytes) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in target{};
+  target.sin_family = AF_INET;
+  target.sin_port = htons(static_cast<uint16_t>(std::stoi(address.substr(address.rfind(':') + 1))));
+  inet_pton(AF_INET, "127.0.0.1", &target.sin_addr);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&target), sizeof(target)), 0);
+  EXPECT_EQ(::send(fd, bytes.data(), bytes.size(), 0), static_cast<ssize_t>(bytes.size()));
+  return fd;
+}
+
+const std::string kGarbage(64, 'x');
+
+TEST(TcpTransportTest, GarbageConnectionIsDroppedAndTheRightPeerStillConnects) {
+  Group group(Kind::kTcp, 2);
+  const int stranger = ConnectAndSend(group.addresses()[0], kGarbage);
+  auto results = RunMembers(2, [&](const MemberContext& member) -> std::string {
+    auto transport = group.Create(member.rank());
+    if (!transport.ok()) return transport.status().ToString();
+    return RunCase<float>(**transport, {DataType::kFloat, {TensorShape({10})}, false}, 1, 0);
+  });
+  ::close(stranger);
+  EXPECT_THAT(results[0].report, ::testing::Not(HasSubstr(":")));
+  EXPECT_EQ(results[0].report, results[1].report);
+}
+
+TEST(TcpTransportTest, OnlyGarbageIsDeadlineExceededNamingTheRejectedConnection) {
+  Group group(Kind::kTcp, 2);
+  const int stranger = ConnectAndSend(group.addresses()[0], kGarbage);
+  auto transport = group.Create(0, std::chrono::milliseconds(500));
+  ::close(stranger);
+  ASSERT_FALSE(transport.ok());
+  EXPECT_THAT(transport.status().ToString(), StartsWith("DEADLINE_EXCEEDED"));
+  EXPECT_THAT(transport.status().message(), HasSubstr("/job:worker/task:1 (rank 1)"));
+  EXPECT_THAT(transport.status().message(), HasSubstr("not a Weft collective handshake"));
+}
+
+TEST(TcpTransportTest, GarbageHandshakeReplyIsDataLossNamingThePeer) {
+  Group group(Kind::kTcp, 2);
+  // Member 1 dials member 0's listener, where a stranger answers with garbage.
+  const int listen_fd = group.listener(0)->fd();
+  std::thread stranger([listen_fd] {
+    const int fd = ::accept(listen_fd, nullptr, nullptr);
+    if (fd < 0) return;
+    char handshake[32];
+    (void)!::recv(fd, handshake, sizeof(handshake), MSG_WAITALL);
+    (void)!::send(fd, kGarbage.data(), kGarbage.size(), MSG_NOSIGNAL);
+    ::close(fd);
+  });
+  auto transport = group.Create(1, std::chrono::seconds(5));
+  stranger.join();
+  ASSERT_FALSE(transport.ok());
+  EXPECT_THAT(transport.status().ToString(), StartsWith("DATA_LOSS"));
+  EXPECT_THAT(transport.status().message(), HasSubstr("/job:worker/task:0 (rank 0)"));
+  EXPECT_THAT(transport.status().message(), HasSubstr(group.addresses()[0]));
+}
+
+TEST(TcpTransportTest, WrongGroupTokenIsRejectedOnBothSides) {
+  Group group(Kind::kTcp, 2);
+  auto results = RunMembers(2, [&](const MemberContext& member) -> std::string {
+    TransportOptions options = group.Options(member.rank(), std::chrono::milliseconds(700));
+    if (member.rank() == 1) options.group_token += "-other";
+    auto transport =
+        CreateTcpTransport(options, std::move(group.listener(member.rank())), group.addresses());
+    return transport.ok() ? "OK" : transport.status().ToString();
+  });
+  EXPECT_THAT(results[1].report, StartsWith("UNAVAILABLE"));
+  EXPECT_THAT(results[1].report, HasSubstr("/job:worker/task:0 (rank 0)"));
+  EXPECT_THAT(results[0].report, StartsWith("DEADLINE_EXCEEDED"));
+  EXPECT_THAT(results[0].report, HasSubstr("rejected connections"));
+  EXPECT_THAT(results[0].report, HasSubstr("-other"));
+}
+
+TEST(TcpTransportTest, RingInManySmallChunksIsBitwiseIdentical) {
+  for (int n : {3, 4}) {
+    Group group(Kind::kTcp, n);
+    group.tcp_tuning.small_bytes = 0;
+    group.tcp_tuning.chunk_bytes = 4096;
+    auto results = RunMembers(n, [&](const MemberContext& member) -> std::string {
+      auto transport = group.Create(member.rank());
+      if (!transport.ok()) return transport.status().ToString();
+      std::string report = "OK ";
+      const Case cases[] = {{DataType::kFloat, {TensorShape({100003})}, true, false},
+                            {DataType::kDouble, {TensorShape({1}), TensorShape({5})}, false},
+                            {DataType::kFloat, {TensorShape({0})}, false}};
+      for (int i = 0; i < 3; ++i) {
+        const Case& c = cases[i];
+        std::string got = c.dtype == DataType::kFloat ? RunCase<float>(**transport, c, 1, i)
+                                                      : RunCase<double>(**transport, c, 1, i);
+        if (got.find(':') != std::string::npos || got.rfind("WRONG", 0) == 0) return got;
+        report += got;
+      }
+      return report;
+    });
+    for (int r = 0; r < n; ++r) {
+      EXPECT_THAT(results[r].report, StartsWith("OK")) << "member " << r << " of " << n;
+      EXPECT_EQ(results[r].report, results[0].report);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace weft

@@ -1,13 +1,17 @@
 // Test-only helpers for the collective transports: RunMembers forks the (single-threaded) test
 // process into N member processes, each running a body that returns a text report, and collects
 // the reports and exit codes with a bounded deadline (stragglers are SIGKILLed; every child is
-// reaped). Children leave with _exit, never returning into the test framework.
+// reaped). Children leave with _exit, never returning into the test framework. Group sets up a
+// shared-memory or TCP group before the fork; RunCase runs one all-reduce and checks it.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,6 +21,8 @@
 #include <unistd.h>
 
 #include "weft/core/tensor.h"
+#include "weft/distributed/collective/shm_transport.h"
+#include "weft/distributed/collective/tcp_transport.h"
 
 namespace weft::transport_testing {
 
@@ -144,6 +150,106 @@ inline std::string Digest(const Tensor& tensor) {
   char text[17];
   std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(hash));
   return text;
+}
+
+enum class Kind { kShm, kTcp };
+
+// One group's setup, made in the parent before forking (TCP listeners must exist first); each
+// member process builds its transport with Create.
+class Group {
+ public:
+  Group(Kind kind, int n) : kind_(kind), n_(n) {
+    static std::atomic<int> counter{0};
+    token_ = StrCat("transport-test-", getpid(), "-", counter++);
+    if (kind == Kind::kTcp) {
+      for (int r = 0; r < n; ++r) {
+        auto listener = TcpTransportListener::Listen("127.0.0.1");
+        WEFT_CHECK(listener.ok()) << listener.status();
+        addresses_.push_back((*listener)->address());
+        listeners_.push_back(std::move(listener).value());
+      }
+    }
+  }
+  TransportOptions Options(int rank, std::chrono::milliseconds timeout) const {
+    TransportOptions options;
+    options.rank = rank;
+    options.world_size = n_;
+    for (int r = 0; r < n_; ++r) options.member_names.push_back(StrCat("/job:worker/task:", r));
+    options.group_token = token_;
+    options.timeout = timeout;
+    return options;
+  }
+  // Called in the member process.
+  StatusOr<std::unique_ptr<CollectiveTransport>> Create(
+      int rank, std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
+    if (kind_ == Kind::kShm) return CreateShmTransport(Options(rank, timeout), shm_tuning);
+    return CreateTcpTransport(Options(rank, timeout), std::move(listeners_[rank]), addresses_,
+                              tcp_tuning);
+  }
+  const std::string& token() const { return token_; }
+  const std::vector<std::string>& addresses() const { return addresses_; }
+  std::unique_ptr<TcpTransportListener>& listener(int rank) { return listeners_[rank]; }
+
+  ShmTransportTuning shm_tuning;
+  TcpTransportTuning tcp_tuning;
+
+ private:
+  Kind kind_;
+  int n_;
+  std::string token_;
+  std::vector<std::unique_ptr<TcpTransportListener>> listeners_;
+  std::vector<std::string> addresses_;
+};
+
+// Member inputs. Small integers: every summation order gives the same exact sum.: every summation
+// order gives the same exact sum.
+inline double ExactValue(int rank, int tensor, int64_t i) {
+  return static_cast<double>((i * 7 + rank * 13 + tensor * 5) % 17) - 8;
+}
+inline double RoughValue(int rank, int tensor, int64_t i) {
+  return std::sin(static_cast<double>(i) * 0.37 + rank * 1.3 + tensor) * 1000.0 + 0.1 * rank;
+}
+
+struct Case {
+  DataType dtype;
+  std::vector<TensorShape> shapes;
+  bool mean;
+  bool exact = true;
+};
+
+// Runs one all-reduce and checks it against a plain sum; returns the outputs' digests, or what
+// went wrong (a status text, or "WRONG ...").
+template <typename T>
+std::string RunCase(CollectiveTransport& transport, const Case& c, int64_t key, int64_t sequence) {
+  const int n = transport.world_size();
+  auto value = c.exact ? ExactValue : RoughValue;
+  std::vector<Tensor> inputs;
+  for (size_t t = 0; t < c.shapes.size(); ++t) {
+    Tensor input(c.dtype, c.shapes[t]);
+    for (int64_t i = 0; i < input.NumElements(); ++i) {
+      input.data<T>()[i] = static_cast<T>(value(transport.rank(), static_cast<int>(t), i));
+    }
+    inputs.push_back(input);
+  }
+  std::vector<Tensor> outputs;
+  Status status = transport.AllReduce(TransportOp{key, sequence, "test all-reduce"}, inputs,
+                                      c.mean ? n : 1.0, &outputs);
+  if (!status.ok()) return status.ToString();
+  if (outputs.size() != inputs.size()) return "WRONG number of outputs";
+  std::string digests;
+  for (size_t t = 0; t < inputs.size(); ++t) {
+    if (!(outputs[t].shape() == inputs[t].shape())) return "WRONG shape";
+    for (int64_t i = 0; i < outputs[t].NumElements(); ++i) {
+      T want = static_cast<T>(value(0, static_cast<int>(t), i));
+      for (int m = 1; m < n; ++m) want += static_cast<T>(value(m, static_cast<int>(t), i));
+      if (c.mean) want /= static_cast<T>(n);
+      const T got = outputs[t].data<T>()[i];
+      const bool ok = c.exact ? got == want : std::abs(got - want) <= 1e-3 * (1 + std::abs(want));
+      if (!ok) return StrCat("WRONG tensor ", t, " element ", i, ": ", got, " want ", want);
+    }
+    digests += Digest(outputs[t]) + " ";
+  }
+  return digests;
 }
 
 }  // namespace weft::transport_testing
