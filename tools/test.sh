@@ -33,7 +33,8 @@ echo "== ThreadSanitizer: the concurrent targets (build-tsan/, clang -Wthread-sa
 tsan_targets=(core_test framework_rendezvous_test kernels_sendrecv_test runtime_test
               runtime_rendezvous_test runtime_collective_test runtime_multi_device_test
               distribute_test distributed_test distributed_worker_test distributed_master_test
-              distributed_rpc_test cluster_test weft)
+              distributed_rpc_test distributed_collective_test
+              distributed_collective_transport_test cluster_test multi_worker_test weft)
 CC=clang CXX=clang++ cmake -S . -B build-tsan -G Ninja "${sanitizer_flags[@]}" -DWEFT_TSAN=ON \
   >/dev/null
 cmake --build build-tsan --target "${tsan_targets[@]}"

@@ -8,6 +8,7 @@
 #include "weft/cli/launch_command.h"
 #include "weft/cli/server_command.h"
 #include "weft/cli/train_command.h"
+#include "weft/distributed/rpc/grpc_server.h"
 #include "weft/distributed/rpc/grpc_session.h"
 
 int main(int argc, char** argv) {
@@ -36,6 +37,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   weft::RegisterGrpcSessionFactory();
+  weft::RegisterGrpcServerFactory();
   if (train->parsed()) return weft::cli::RunTrainCommand(train_flags);
   if (server->parsed()) return weft::cli::RunServerCommand(server_flags);
   if (launch->parsed()) return weft::cli::RunLaunchCommand(launch_flags);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "weft/cli/launch_command.h"
+#include "weft/cli/worker_cluster.h"
 #include "weft/core/str_util.h"
 #include "weft/distributed/cluster_resolver.h"
 #include "weft/distributed/rpc/coordinator.h"
@@ -32,30 +33,14 @@ struct ServerSetup {
   std::unique_ptr<CoordinatorServer> coordinator;  // rank 0 of a rendezvous hosts it
 };
 
-// A Slurm / Open MPI rank: picks its port, meets the others at the coordinator and returns the
-// whole cluster (the port could be taken before the server binds it; the server then fails to
-// start, naming it).
+// A Slurm / Open MPI rank: the cluster comes from the coordinator.
 Status Rendezvous(const ServerFlags& flags, const ResolvedCluster& resolved, ServerSetup* setup) {
   if (!flags.job.empty() || flags.task >= 0) {
     return InvalidArgument("--job and --task come from the ", ClusterSourceName(resolved.source),
                            " rank (", resolved.rank, "); leave them out");
   }
-  // Free on every interface, so free on the one bound.
-  WEFT_ASSIGN_OR_RETURN(std::vector<int> ports, PickFreePorts(1, "0.0.0.0"));
-  std::string host = resolved.host;
-  if (host.empty()) {
-    char name[256] = {};
-    if (gethostname(name, sizeof(name) - 1) != 0) return Unavailable("gethostname failed");
-    host = name;
-  }
-  const std::string own_address = StrCat(host, ":", ports[0]);
-  std::fprintf(stderr, "weft server: %s rank %d of %d at %s, meeting at the coordinator %s\n",
-               std::string(ClusterSourceName(resolved.source)).c_str(), resolved.rank,
-               resolved.world_size, own_address.c_str(), resolved.coordinator.c_str());
-  WEFT_ASSIGN_OR_RETURN(
-      setup->config.cluster,
-      RendezvousCluster(resolved, own_address, flags.worker_timeout_ms, &setup->coordinator));
-  setup->config.task = {"worker", resolved.rank};
+  WEFT_ASSIGN_OR_RETURN(setup->config, MeetAtCoordinator(resolved, flags.worker_timeout_ms,
+                                                         "weft server", &setup->coordinator));
   return Status::OK();
 }
 

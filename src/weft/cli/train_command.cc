@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include "weft/cli/worker_cluster.h"
 #include "weft/train/data/fashion_mnist.h"
 #include "weft/train/train_loop.h"
 
@@ -85,12 +86,13 @@ CLI::App* AddTrainCommand(CLI::App& app, TrainFlags& flags) {
   train
       ->add_option("--strategy", flags.strategy,
                    "Distribution strategy (default: mirrored with --devices > 1)")
-      ->check(CLI::IsMember({"one_device", "mirrored"}));
+      ->check(CLI::IsMember({"one_device", "mirrored", "multi_worker_mirrored"}));
   train
       ->add_option("--devices", flags.devices,
                    "CPU devices, one replica each; the global batch is split between them")
       ->check(CLI::PositiveNumber)
       ->capture_default_str()
+      ->each([&flags](const std::string&) { flags.devices_given = true; })
       // The README's command passes --devices 2 before the user's flags: the last one wins.
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   train->add_option("--target", flags.target,
@@ -105,6 +107,18 @@ CLI::App* AddTrainCommand(CLI::App& app, TrainFlags& flags) {
                    "failing the step or call, naming the worker (0: the server's "
                    "--worker-timeout-ms, default 30000)")
       ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  train->add_option("--coordinator", flags.coordinator,
+                    "multi_worker_mirrored under Slurm or Open MPI: HOST:PORT where the ranks "
+                    "meet to learn each other's addresses (default: WEFT_COORDINATOR)");
+  train->add_flag("--force-tcp", flags.force_tcp,
+                  "multi_worker_mirrored: collectives over TCP even between processes of one host "
+                  "(default: shared memory there)");
+  train
+      ->add_option("--collective-timeout-ms", flags.collective_timeout_ms,
+                   "multi_worker_mirrored: a collective waiting longer than this for the other "
+                   "workers fails, naming those that never arrived")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   train->add_flag("--json", flags.json, "End with one JSON summary line");
   return train;
@@ -130,6 +144,24 @@ int RunTrainCommand(const TrainFlags& flags) {
   options.target = flags.target;
   options.cluster = flags.cluster;
   options.worker_timeout_ms = flags.worker_timeout_ms;
+  options.force_tcp_collectives = flags.force_tcp;
+  options.collective_timeout_ms = flags.collective_timeout_ms;
+  // A worker of a multi-worker job: the cluster from the environment (weft launch, WEFT_CONFIG,
+  // TF_CONFIG, Slurm, Open MPI). Rank 0 of a rendezvous keeps hosting the coordinator meanwhile.
+  WorkerCluster worker_cluster;
+  if (flags.strategy == "multi_worker_mirrored") {
+    StatusOr<WorkerCluster> resolved =
+        ResolveWorkerCluster(flags.coordinator, flags.collective_timeout_ms, "weft train");
+    if (!resolved.ok()) {
+      std::fprintf(stderr, "weft train: %s\n", resolved.status().ToString().c_str());
+      return 2;
+    }
+    worker_cluster = std::move(resolved).value();
+    options.worker_cluster = worker_cluster.config;
+    if (!flags.devices_given && worker_cluster.devices_per_worker > 0) {
+      options.devices = worker_cluster.devices_per_worker;
+    }
+  }
   // One inter-op thread by default: a training step is a chain of kernels that are each
   // parallel inside, and a second inter-op pool beside the intra-op and OpenBLAS threads
   // oversubscribes the cores (measured on the 2-core machine: ~55k vs ~86k images/s for W1).
@@ -148,11 +180,33 @@ int RunTrainCommand(const TrainFlags& flags) {
   } else {
     callbacks.on_epoch_end = PrintEpochLine;
   }
+  if (options.worker_cluster.has_value()) {
+    // One line once the workers have met and stepped together (tests and launchers wait for it).
+    auto user_on_step = callbacks.on_step;
+    callbacks.on_step = [user_on_step, task = options.worker_cluster->task.index,
+                         workers = options.worker_cluster->cluster.NumTasks(
+                             options.worker_cluster->task.job)](const train::TrainProgress& p) {
+      if (p.total_steps == 1) {
+        std::fprintf(stderr, "weft train: worker %d of %d took its first step\n", task, workers);
+      }
+      if (user_on_step) user_on_step(p);
+    };
+  }
   StatusOr<train::TrainSummary> summary = train::Train(options, callbacks);
   if (!summary.ok()) {
     std::fprintf(stderr, "weft train: %s\n", summary.status().ToString().c_str());
     bool bad_input = IsNotFound(summary.status()) || IsInvalidArgument(summary.status());
     return bad_input ? 2 : 1;
+  }
+  char fingerprint[17];
+  std::snprintf(fingerprint, sizeof(fingerprint), "%016llx",
+                static_cast<unsigned long long>(summary->variables_fingerprint));
+  if (summary->task_index != 0) {
+    // The chief reports the job; every other worker says in one line that it finished.
+    std::fprintf(stdout, "worker %d of %d done: %lld steps, final loss %.4f, variables %s\n",
+                 summary->task_index, summary->workers, static_cast<long long>(summary->steps),
+                 summary->final_loss, fingerprint);
+    return 0;
   }
   std::fprintf(stdout, "test accuracy %.4f, final loss %.4f, %.0f training images/s, %lld steps\n",
                summary->test_accuracy, summary->final_loss, summary->train_images_per_sec,
@@ -164,6 +218,8 @@ int RunTrainCommand(const TrainFlags& flags) {
                            {"train_images_per_sec", summary->train_images_per_sec},
                            {"steps", summary->steps},
                            {"replicas", summary->replicas},
+                           {"workers", summary->workers},
+                           {"variables_fingerprint", fingerprint},
                            {"wall_seconds", summary->wall_seconds},
                            {"batch_size", flags.batch_size},
                            {"optimizer", flags.optimizer}};

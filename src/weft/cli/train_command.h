@@ -20,9 +20,14 @@ struct TrainFlags {
   int intra_op_threads = -1;  // -1: take --threads
   std::string strategy;       // "": mirrored when devices > 1
   int devices = 1;
+  bool devices_given = false;
   std::string target;             // "grpc://host:port": train on that cluster
   std::string cluster;            // with target: "worker=h:p,h:p", sent with the session
   int64_t worker_timeout_ms = 0;  // with target: 0 takes the server's --worker-timeout-ms
+  // multi_worker_mirrored:
+  std::string coordinator;  // Slurm / Open MPI ranks meet here ("": WEFT_COORDINATOR)
+  bool force_tcp = false;   // TCP between the workers even on one host
+  int64_t collective_timeout_ms = 300000;
 };
 
 // Declares the subcommand and its flags on `app`; the flags are written into `flags`.

@@ -76,6 +76,12 @@ StatusOr<std::vector<Mirrored>> AllReduceCrossDeviceOps::BatchReduce(
   for (int i = 0; i < static_cast<int>(values.size()); ++i) {
     if (SameDevices(values[i].devices(), destinations) && CollectiveSupports(values[i].dtype())) {
       collective.push_back(i);
+    } else if (options_.num_workers > 1) {
+      return InvalidArgument("BatchReduce: value ", i, " (", DataTypeName(values[i].dtype()),
+                             " on ", values[i].devices().size(),
+                             " devices) cannot be reduced across ", options_.num_workers,
+                             " workers: only float32 and float64 values whose devices are the "
+                             "destinations are");
     } else {
       WEFT_ASSIGN_OR_RETURN(results[i], fallback_.Reduce(scope, op, values[i], destinations));
     }
@@ -91,7 +97,7 @@ StatusOr<std::vector<Mirrored>> AllReduceCrossDeviceOps::BatchReduce(
   const int replicas = static_cast<int>(destinations.size());
   std::vector<std::vector<Output>> reduced(values.size(), std::vector<Output>(replicas));
   for (const std::vector<int>& bucket : PackIntoBuckets(dtypes, shapes, options_.bytes_per_pack)) {
-    ops::CollectiveAllReduceAttrs attrs{.group_size = replicas,
+    ops::CollectiveAllReduceAttrs attrs{.group_size = replicas * options_.num_workers,
                                         .group_key = options_.group_key,
                                         .instance_key = next_instance_key_++,
                                         .final_op = op == ReduceOp::kMean ? "Div" : "Id"};
@@ -99,13 +105,28 @@ StatusOr<std::vector<Mirrored>> AllReduceCrossDeviceOps::BatchReduce(
       std::vector<Output> inputs;
       for (int member : bucket) inputs.push_back(values[collective[member]].value(r));
       std::vector<Output> outputs =
-          ops::CollectiveAllReduce(scope.WithDevice(destinations[r]), inputs, attrs);
+          ops::CollectiveAllReduce(Ordered(scope, r).WithDevice(destinations[r]), inputs, attrs);
       WEFT_RETURN_IF_ERROR(scope.status().WithContext("BatchReduce"));
+      Remember(r, outputs[0]);
       for (size_t k = 0; k < bucket.size(); ++k) reduced[collective[bucket[k]]][r] = outputs[k];
     }
   }
   for (int i : collective) results[i] = Mirrored(std::move(reduced[i]), destinations);
   return results;
+}
+
+Scope AllReduceCrossDeviceOps::Ordered(const Scope& scope, int r) const {
+  if (!options_.order_collectives || r >= static_cast<int>(last_collective_.size()) ||
+      !last_collective_[r]) {
+    return scope;
+  }
+  return scope.WithControlDependencies({last_collective_[r]});
+}
+
+void AllReduceCrossDeviceOps::Remember(int r, const Output& collective) {
+  if (!options_.order_collectives) return;
+  if (r >= static_cast<int>(last_collective_.size())) last_collective_.resize(r + 1);
+  last_collective_[r] = collective;
 }
 
 StatusOr<Mirrored> AllReduceCrossDeviceOps::Broadcast(

@@ -19,6 +19,8 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "weft/distribute/cross_device_ops.h"
 
@@ -34,6 +36,15 @@ struct AllReduceOptions {
   int64_t bytes_per_pack = int64_t{4} << 20;
   // Shared by all collectives this object builds.
   int64_t group_key = 1;
+  // Workers whose replicas reduce together (MultiWorkerMirroredStrategy): the group holds
+  // destinations x num_workers members, and a value the collective cannot reduce is an error (the
+  // fallback would reduce only this worker's replicas).
+  int num_workers = 1;
+  // Chain each replica's collectives in the order they are built (a control dependency on the
+  // replica's previous one), so every process runs them in one order: needed when they cross
+  // processes, whose transports run one operation at a time. Within one process the collectives
+  // of different buckets may run at once, so leave it off there.
+  bool order_collectives = false;
 };
 
 class AllReduceCrossDeviceOps final : public CrossDeviceOps {
@@ -51,9 +62,21 @@ class AllReduceCrossDeviceOps final : public CrossDeviceOps {
 
   const AllReduceOptions& options() const { return options_; }
 
+  // For other collectives built beside the all-reduces of this group (a strategy's broadcast of
+  // initial values): a fresh instance key; the scope that orders a collective of replica `r` after
+  // the replica's previous one (when order_collectives); and recording it as the new previous.
+  int64_t NewInstanceKey() { return next_instance_key_++; }
+  Scope Ordered(const Scope& scope, int r) const;
+  void Remember(int r, const Output& collective);
+  // Starts a new chain (for collectives run in steps of their own, which must not pull in the
+  // others) and returns the old one, which SetOrdering puts back.
+  std::vector<Output> TakeOrdering() { return std::exchange(last_collective_, {}); }
+  void SetOrdering(std::vector<Output> last) { last_collective_ = std::move(last); }
+
  private:
   AllReduceOptions options_;
   int64_t next_instance_key_ = 1;
+  std::vector<Output> last_collective_;  // by replica, when ordered
   ReductionToOneDevice fallback_;
 };
 

@@ -8,7 +8,7 @@ StatusOr<bool> DistributedDataset::Next(std::vector<std::vector<Tensor>>* per_re
   std::vector<Tensor> batch;
   WEFT_ASSIGN_OR_RETURN(bool more, source_(&batch));
   if (!more) return false;
-  const int replicas = strategy_.num_replicas_in_sync();
+  const int replicas = strategy_.num_local_replicas();
   per_replica->assign(replicas, std::vector<Tensor>(batch.size()));
   for (size_t c = 0; c < batch.size(); ++c) {
     StatusOr<std::vector<Tensor>> slices = strategy_.SplitBatch(batch[c]);

@@ -34,8 +34,8 @@ const std::string& ReplicaContext::device() const { return strategy_.devices()[r
 StatusOr<std::vector<Output>> ReplicaContext::MergeCall(const std::vector<Output>& values,
                                                         MergeFn merge_fn) {
   if (coordinator_ != nullptr) return coordinator_->MergeCall(replica_id_, values, merge_fn);
-  if (num_replicas_in_sync() != 1) {
-    return FailedPrecondition("MergeCall with ", num_replicas_in_sync(),
+  if (strategy_.num_local_replicas() != 1) {
+    return FailedPrecondition("MergeCall with ", strategy_.num_local_replicas(),
                               " replicas needs the ReplicaContext that Strategy::Run passes");
   }
   std::vector<PerReplica> grouped;

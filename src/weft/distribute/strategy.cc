@@ -9,6 +9,7 @@
 #include "weft/distribute/internal/replica_runner.h"
 #include "weft/distribute/reduce_on_each_destination.h"
 #include "weft/framework/device_name_utils.h"
+#include "weft/graph/builder/ops/array_ops.h"
 
 namespace weft::distribute {
 
@@ -126,13 +127,13 @@ StatusOr<std::vector<PerReplica>> Strategy::Run(const weft::Scope& scope,
   {
     MutexLock lock(mu_);
     run_created_.clear();
-    run_next_.assign(num_replicas_in_sync(), 0);
+    run_next_.assign(num_local_replicas(), 0);
   }
   WEFT_ASSIGN_OR_RETURN(std::vector<std::vector<Output>> outputs,
                         internal::RunReplicas(*this, scope, fn, run_timeout_));
   {
     MutexLock lock(mu_);
-    for (int r = 1; r < num_replicas_in_sync(); ++r) {
+    for (int r = 1; r < num_local_replicas(); ++r) {
       if (run_next_[r] < static_cast<int64_t>(run_created_.size())) {
         return InvalidArgument("Strategy::Scope: replica ", r, " created ", run_next_[r],
                                " variables but replica 0 created ", run_created_.size(),
@@ -141,7 +142,7 @@ StatusOr<std::vector<PerReplica>> Strategy::Run(const weft::Scope& scope,
       }
     }
   }
-  for (int r = 1; r < num_replicas_in_sync(); ++r) {
+  for (int r = 1; r < num_local_replicas(); ++r) {
     if (outputs[r].size() != outputs[0].size()) {
       return InvalidArgument("Run: replica ", r, " returned ", outputs[r].size(),
                              " outputs but replica 0 returned ", outputs[0].size());
@@ -150,7 +151,7 @@ StatusOr<std::vector<PerReplica>> Strategy::Run(const weft::Scope& scope,
   std::vector<PerReplica> grouped;
   for (size_t i = 0; i < outputs[0].size(); ++i) {
     std::vector<Output> values;
-    for (int r = 0; r < num_replicas_in_sync(); ++r) values.push_back(outputs[r][i]);
+    for (int r = 0; r < num_local_replicas(); ++r) values.push_back(outputs[r][i]);
     grouped.emplace_back(std::move(values), devices_);
     WEFT_RETURN_IF_ERROR(grouped.back().Validate(StrCat("Run: output ", i)));
   }
@@ -159,20 +160,32 @@ StatusOr<std::vector<PerReplica>> Strategy::Run(const weft::Scope& scope,
 
 StatusOr<Output> Strategy::Reduce(const weft::Scope& scope, ReduceOp op,
                                   const PerReplica& value) const {
-  WEFT_ASSIGN_OR_RETURN(Mirrored reduced,
-                        cross_device_ops_->Reduce(scope, op, value, {devices_[0]}));
-  return reduced.primary();
+  // Across workers every replica must take part in the reduction (an all-reduce); within one
+  // process reducing onto one device is enough.
+  if (num_workers_ == 1) {
+    WEFT_ASSIGN_OR_RETURN(Mirrored reduced,
+                          cross_device_ops_->Reduce(scope, op, value, {devices_[0]}));
+    return reduced.primary();
+  }
+  WEFT_ASSIGN_OR_RETURN(Mirrored reduced, cross_device_ops_->Reduce(scope, op, value, devices_));
+  // Every local replica's collective must run whenever the result is fetched, or the members on
+  // the other devices would wait for it in vain.
+  std::vector<Output> others;
+  for (int r = 1; r < reduced.num_replicas(); ++r) others.push_back(reduced.value(r));
+  if (others.empty()) return reduced.primary();
+  return ops::Identity(scope.WithDevice(devices_[0]).WithControlDependencies(others),
+                       reduced.primary());
 }
 
 StatusOr<std::vector<Tensor>> Strategy::SplitBatch(const Tensor& global_batch) const {
-  const int64_t n = num_replicas_in_sync();
+  const int64_t n = num_local_replicas();
   if (global_batch.dims() < 1) {
     return InvalidArgument("SplitBatch: a global batch needs a batch dimension; got a scalar");
   }
   const int64_t batch = global_batch.dim_size(0);
   if (batch % n != 0) {
-    return InvalidArgument("SplitBatch: the global batch of ", batch, " is not divisible by the ",
-                           n, " replicas in sync");
+    return InvalidArgument("SplitBatch: the batch of ", batch, " is not divisible by the ", n,
+                           num_workers_ > 1 ? " replicas of this worker" : " replicas in sync");
   }
   std::vector<Tensor> slices;
   const int64_t per_replica = batch / n;

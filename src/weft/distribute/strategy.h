@@ -61,8 +61,12 @@ class Strategy {
   Strategy(const Strategy&) = delete;
   Strategy& operator=(const Strategy&) = delete;
 
+  // This process's devices, one replica each.
   const std::vector<std::string>& devices() const { return devices_; }
-  int num_replicas_in_sync() const { return static_cast<int>(devices_.size()); }
+  int num_local_replicas() const { return static_cast<int>(devices_.size()); }
+  // Replicas of every worker that step together (devices() of each of num_workers() workers).
+  int num_replicas_in_sync() const { return num_local_replicas() * num_workers_; }
+  int num_workers() const { return num_workers_; }
   // Shared by everything built with this strategy (not thread-safe; see cross_device_ops.h).
   CrossDeviceOps& cross_device_ops() const { return *cross_device_ops_; }
 
@@ -83,10 +87,12 @@ class Strategy {
   // of any replica (or of a merge function, or mismatched MergeCalls) fails the whole call.
   StatusOr<std::vector<PerReplica>> Run(const weft::Scope& scope, const ReplicaFn& fn) const;
 
-  // The SUM or MEAN of `value`'s components, on devices()[0].
+  // The SUM or MEAN of `value`'s components (of every worker's replicas when there are several
+  // workers), on devices()[0].
   StatusOr<Output> Reduce(const weft::Scope& scope, ReduceOp op, const PerReplica& value) const;
 
-  // Slices of `global_batch` along dimension 0, one per replica in order, each sharing the
+  // Slices of `global_batch` (with several workers: this worker's share of the global batch)
+  // along dimension 0, one per local replica in order, each sharing the
   // batch's buffer. InvalidArgument for a scalar or a batch not divisible by the replica count.
   StatusOr<std::vector<Tensor>> SplitBatch(const Tensor& global_batch) const;
   // The per-replica view of a source of global batches (see distributed_dataset.h).
@@ -99,8 +105,11 @@ class Strategy {
   void set_run_timeout(std::chrono::milliseconds timeout) { run_timeout_ = timeout; }
 
  protected:
-  Strategy(std::vector<std::string> devices, std::unique_ptr<CrossDeviceOps> cross_device_ops)
-      : devices_(std::move(devices)), cross_device_ops_(std::move(cross_device_ops)) {}
+  Strategy(std::vector<std::string> devices, std::unique_ptr<CrossDeviceOps> cross_device_ops,
+           int num_workers = 1)
+      : devices_(std::move(devices)),
+        cross_device_ops_(std::move(cross_device_ops)),
+        num_workers_(num_workers) {}
 
   // Canonical names of `devices`; InvalidArgument for an empty list, a name that does not parse
   // or a duplicate (both spellings named).
@@ -110,6 +119,7 @@ class Strategy {
  private:
   std::vector<std::string> devices_;
   std::unique_ptr<CrossDeviceOps> cross_device_ops_;
+  int num_workers_ = 1;
   std::chrono::milliseconds run_timeout_{std::chrono::minutes(5)};
 
   friend class StrategyScope;

@@ -1,5 +1,6 @@
 #include "weft/distributed/server.h"
 
+#include <map>
 #include <utility>
 
 #include "weft/core/str_util.h"
@@ -71,6 +72,41 @@ Status Server::Start() {
   master_env_.worker_timeout_ms = options_.worker_timeout_ms;
   master_ = std::make_unique<Master>(&master_env_);
   return Status::OK();
+}
+
+namespace {
+
+Mutex& FactoriesMutex() {
+  static Mutex mu;
+  return mu;
+}
+
+std::map<std::string, ServerFactory>& Factories() {
+  static auto* factories = new std::map<std::string, ServerFactory>();
+  return *factories;
+}
+
+}  // namespace
+
+void RegisterServerFactory(const std::string& protocol, ServerFactory factory) {
+  MutexLock lock(FactoriesMutex());
+  Factories()[protocol] = std::move(factory);
+}
+
+StatusOr<std::unique_ptr<ServerInterface>> NewServer(const std::string& protocol,
+                                                     const ServerOptions& options) {
+  ServerFactory factory;
+  {
+    MutexLock lock(FactoriesMutex());
+    auto found = Factories().find(protocol);
+    if (found == Factories().end()) {
+      return NotFound(
+          "no server transport '", protocol,
+          "' is registered (link distributed/rpc and call its Register...ServerFactory)");
+    }
+    factory = found->second;
+  }
+  return factory(options);
 }
 
 }  // namespace weft

@@ -48,6 +48,8 @@ class Server {
   const std::string& task_name() const { return task_name_; }
   Worker* worker() { return worker_.get(); }
   Master* master() { return master_.get(); }
+  // Reaches every task of the server's cluster (this one without the transport).
+  WorkerCacheInterface* worker_cache() { return worker_cache_.get(); }
 
  private:
   explicit Server(ServerOptions options) : options_(std::move(options)) {}
@@ -66,5 +68,32 @@ class Server {
   MasterEnv master_env_;
   std::unique_ptr<Master> master_;
 };
+
+// What code that only starts a server sees of it (the in-process server of a multi-worker
+// strategy's worker): the transport's server behind an interface, so that layers above
+// distributed/ start one without linking the transport. Thread-safe.
+class ServerInterface {
+ public:
+  virtual ~ServerInterface() = default;
+  // "host:port" it serves on.
+  virtual std::string address() const = 0;
+  // "/job:worker/replica:0/task:0".
+  virtual const std::string& task_name() const = 0;
+  // Reaches every task of the cluster, this one in-process.
+  virtual WorkerCacheInterface* worker_cache() = 0;
+  // Stops serving; idempotent.
+  virtual void Stop() = 0;
+};
+
+// Starts a server over one transport; ServerOptions::worker_cache_factory is the transport's own.
+using ServerFactory =
+    std::function<StatusOr<std::unique_ptr<ServerInterface>>(const ServerOptions& options)>;
+
+// Makes NewServer serve `protocol` ("grpc": rpc/grpc_server.h's RegisterGrpcServerFactory).
+// Thread-safe; a later registration of a protocol replaces the earlier one.
+void RegisterServerFactory(const std::string& protocol, ServerFactory factory);
+// NotFound naming the protocol when no transport registered it.
+StatusOr<std::unique_ptr<ServerInterface>> NewServer(const std::string& protocol,
+                                                     const ServerOptions& options);
 
 }  // namespace weft

@@ -15,6 +15,7 @@ namespace weft {
 Worker::Worker(WorkerEnv* env)
     : env_(env),
       session_mgr_(std::make_unique<SessionMgr>(env)),
+      collective_groups_(env->task_name),
       rendezvous_mgr_(std::make_unique<RendezvousMgr>()) {}
 
 Worker::~Worker() {
@@ -242,6 +243,11 @@ void Worker::RecvTensorAsync(CallOptions* options, const proto::RecvTensorReques
                               done(copied);
                             });
           });
+}
+
+void Worker::CompleteGroupAsync(CallOptions* options, const proto::CompleteGroupRequest* request,
+                                proto::CompleteGroupResponse* response, StatusCallback done) {
+  collective_groups_.CompleteGroupAsync(options, request, response, std::move(done));
 }
 
 }  // namespace weft

@@ -12,6 +12,7 @@
 #include "weft/core/statusor.h"
 #include "weft/core/thread_pool.h"
 #include "weft/distributed/cluster_spec.h"
+#include "weft/distributed/collective/collective_group_leader.h"
 #include "weft/distributed/worker_cache.h"
 #include "weft/distributed/worker_interface.h"
 #include "weft/framework/kernel_registry.h"
@@ -70,6 +71,8 @@ class Worker final : public WorkerInterface {
   // Delivers the Tensor itself (no copy); also what the gRPC service calls.
   void RecvTensorAsync(CallOptions* options, const proto::RecvTensorRequest* request,
                        TensorResponse* response, StatusCallback done) override;
+  void CompleteGroupAsync(CallOptions* options, const proto::CompleteGroupRequest* request,
+                          proto::CompleteGroupResponse* response, StatusCallback done) override;
 
  private:
   // Counts the RunGraph calls whose `done` has not returned, so the destructor can wait for them.
@@ -78,6 +81,8 @@ class Worker final : public WorkerInterface {
 
   WorkerEnv* const env_;
   const std::unique_ptr<SessionMgr> session_mgr_;
+  // The collective groups this task leads (any task may; members ask task 0 of their job).
+  CollectiveGroupLeader collective_groups_;
   const std::unique_ptr<RendezvousMgr> rendezvous_mgr_;
   Mutex mu_;
   CondVar steps_ended_;

@@ -68,4 +68,19 @@ Status WorkerInterface::RecvTensor(CallOptions* options, const proto::RecvTensor
       [&](StatusCallback done) { RecvTensorAsync(options, &request, response, done); });
 }
 
+Status WorkerInterface::CompleteGroup(CallOptions* options,
+                                      const proto::CompleteGroupRequest& request,
+                                      proto::CompleteGroupResponse* response) {
+  return WaitForCall(
+      [&](StatusCallback done) { CompleteGroupAsync(options, &request, response, done); });
+}
+
+void WorkerInterface::CompleteGroupAsync(CallOptions* /*options*/,
+                                         const proto::CompleteGroupRequest* request,
+                                         proto::CompleteGroupResponse* /*response*/,
+                                         StatusCallback done) {
+  done(Unimplemented("this worker leads no collective groups (group_key ", request->group_key(),
+                     ")"));
+}
+
 }  // namespace weft

@@ -59,6 +59,11 @@ class WorkerInterface {
   // Waits for the step's _Send of the key on this worker and delivers its value.
   virtual void RecvTensorAsync(CallOptions* options, const proto::RecvTensorRequest* request,
                                TensorResponse* response, StatusCallback done) = 0;
+  // Joins a device to a collective group led by this worker; answers once the group is complete
+  // (distributed/collective/collective_group_leader.h). Cancelling `options` withdraws the device.
+  // Workers that lead no groups (test fakes) keep this default: Unimplemented.
+  virtual void CompleteGroupAsync(CallOptions* options, const proto::CompleteGroupRequest* request,
+                                  proto::CompleteGroupResponse* response, StatusCallback done);
 
   // Blocking forms, for callers that own a thread (the master's set-up, tests).
   Status GetStatus(CallOptions* options, const proto::GetStatusRequest& request,
@@ -77,6 +82,8 @@ class WorkerInterface {
                       proto::CleanupGraphResponse* response);
   Status RecvTensor(CallOptions* options, const proto::RecvTensorRequest& request,
                     TensorResponse* response);
+  Status CompleteGroup(CallOptions* options, const proto::CompleteGroupRequest& request,
+                       proto::CompleteGroupResponse* response);
 };
 
 }  // namespace weft

@@ -11,6 +11,7 @@
 #include "weft/graph/prune.h"
 #include "weft/kernels/register_kernels.h"
 #include "weft/ops/register_ops.h"
+#include "weft/runtime/collective/collective_executor_mgr.h"
 #include "weft/runtime/collective/local_collective_executor.h"
 #include "weft/runtime/cpu_device.h"
 #include "weft/runtime/device_mgr.h"
@@ -97,12 +98,15 @@ class DirectSession final : public Session {
     CallFrame call_frame(std::move(args), static_cast<int>(output_names.size()));
     CancellationManager cancellation;
     StepStatsCollector stats;
-    LocalCollectiveExecutor collectives;  // this step's; the partitions are devices of this process
     StepExecutors::RunArgs run_args;
     run_args.step_id = next_step_id_.fetch_add(1);
+    std::unique_ptr<CollectiveExecutor> collectives =
+        options_.collective_executor_mgr != nullptr
+            ? options_.collective_executor_mgr->NewStepExecutor(run_args.step_id)
+            : std::make_unique<LocalCollectiveExecutor>();
     run_args.call_frame = &call_frame;
     run_args.cancellation_manager = &cancellation;
-    run_args.collective_executor = &collectives;
+    run_args.collective_executor = collectives.get();
     run_args.runner = [pool = inter_op_pool_.get()](std::function<void()> fn) {
       pool->Schedule(std::move(fn));
     };

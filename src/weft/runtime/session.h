@@ -20,6 +20,7 @@
 
 namespace weft {
 
+class CollectiveExecutorMgrInterface;
 class DeviceFactoryRegistry;
 
 using NamedTensorList = std::vector<std::pair<std::string, Tensor>>;
@@ -33,6 +34,9 @@ struct SessionOptions {
   const OpRegistry* op_registry = nullptr;
   const KernelRegistry* kernel_registry = nullptr;
   const DeviceFactoryRegistry* device_factories = nullptr;
+  // Each step's collectives; null means a LocalCollectiveExecutor per step. Must outlive the
+  // session.
+  CollectiveExecutorMgrInterface* collective_executor_mgr = nullptr;
 };
 
 class Session {

@@ -9,12 +9,20 @@
 // batch_size examples is split evenly between the replicas, the gradients are all-reduced (MEAN)
 // before every replica updates its own copy, the reported loss is the mean of the replicas'
 // losses and test accuracy is measured with replica 0's graph.
+//
+// Multi-worker training (strategy "multi_worker_mirrored"): every worker process calls Train with
+// the same options but its own task in worker_cluster; devices is the devices per worker. Each
+// worker reads only its share of every global batch (BatchOptions shards), starts from the chief's
+// initial values (broadcast once), all-reduces the gradients with the other workers' replicas, and
+// reports the mean loss over every replica; throughput counts the whole global batch.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
+#include "weft/distributed/cluster_spec.h"
 #include "weft/train/models.h"
 
 namespace weft::train {
@@ -32,8 +40,12 @@ struct TrainOptions {
   int intra_op_threads = 0;  // 0: one per core (shared out between the devices)
   int devices = 1;           // CPU devices, one replica each
   // "" (mirrored when devices > 1, else the plain single-device path), "one_device" (devices
-  // must be 1) or "mirrored".
+  // must be 1), "mirrored" or "multi_worker_mirrored" (needs worker_cluster).
   std::string strategy;
+  // multi_worker_mirrored: the workers' cluster and this process's task in it.
+  std::optional<ServerConfig> worker_cluster;
+  bool force_tcp_collectives = false;      // TCP between workers even on one host
+  int64_t collective_timeout_ms = 300000;  // a collective waiting longer fails, naming who is late
   // "grpc://host:port": train on a cluster through its master, one replica on every CPU device of
   // every task (MirroredStrategy, in-graph replication); "" trains in this process.
   std::string target;
@@ -61,8 +73,13 @@ struct TrainSummary {
   double final_loss = 0;
   double train_images_per_sec = 0;  // training steps only; data already in memory
   int64_t steps = 0;
-  int replicas = 1;
+  int replicas = 1;  // of every worker
+  int workers = 1;
+  int task_index = 0;  // this worker's
   double wall_seconds = 0;
+  // A hash of every local replica's trained variables: the same on every worker of a
+  // multi-worker job exactly when all replicas ended bitwise identical.
+  uint64_t variables_fingerprint = 0;
 };
 
 struct TrainCallbacks {

@@ -39,7 +39,7 @@ class Runner final : public MergeCoordinator, public std::enable_shared_from_thi
         fn_(std::move(fn)),
         timeout_(timeout),
         creators_(VariableCreatorScope::CurrentCreators()),
-        num_replicas_(strategy.num_replicas_in_sync()),
+        num_replicas_(strategy.num_local_replicas()),
         replicas_(num_replicas_) {}
 
   StatusOr<std::vector<std::vector<Output>>> Run();

@@ -126,6 +126,16 @@ void GrpcRemoteWorker::CleanupGraphAsync(CallOptions* options,
         });
 }
 
+void GrpcRemoteWorker::CompleteGroupAsync(CallOptions* options,
+                                          const proto::CompleteGroupRequest* request,
+                                          proto::CompleteGroupResponse* response,
+                                          StatusCallback done) {
+  Issue("CompleteGroup", options, request, response, std::move(done),
+        [this](auto* context, auto* req, auto* resp, auto callback) {
+          stub_->async()->CompleteGroup(context, req, resp, std::move(callback));
+        });
+}
+
 void GrpcRemoteWorker::RecvTensorAsync(CallOptions* options,
                                        const proto::RecvTensorRequest* request,
                                        TensorResponse* response, StatusCallback done) {

@@ -42,6 +42,8 @@ class GrpcRemoteWorker final : public WorkerInterface {
                          proto::CleanupGraphResponse* response, StatusCallback done) override;
   void RecvTensorAsync(CallOptions* options, const proto::RecvTensorRequest* request,
                        TensorResponse* response, StatusCallback done) override;
+  void CompleteGroupAsync(CallOptions* options, const proto::CompleteGroupRequest* request,
+                          proto::CompleteGroupResponse* response, StatusCallback done) override;
 
   const std::string& task_name() const { return task_name_; }
   const std::string& address() const { return address_; }

@@ -76,6 +76,7 @@ class GrpcServerImpl final : public GrpcServer {
 
   std::string address() const override { return address_; }
   const std::string& task_name() const override { return server_->task_name(); }
+  WorkerCacheInterface* worker_cache() override { return server_->worker_cache(); }
 
   void Stop() override {
     MutexLock lock(stop_mu_);
@@ -114,6 +115,27 @@ StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(const GrpcServerOptions
   auto server = std::make_unique<GrpcServerImpl>(options);
   WEFT_RETURN_IF_ERROR(server->Start());
   return std::unique_ptr<GrpcServer>(std::move(server));
+}
+
+void RegisterGrpcServerFactory() {
+  RegisterServerFactory(
+      "grpc", [](const ServerOptions& options) -> StatusOr<std::unique_ptr<ServerInterface>> {
+        GrpcServerOptions grpc_options;
+        grpc_options.server = options.server;
+        grpc_options.devices = options.devices;
+        grpc_options.intra_op_threads = options.intra_op_threads;
+        grpc_options.inter_op_threads = options.inter_op_threads;
+        grpc_options.worker_timeout_ms = options.worker_timeout_ms;
+        StatusOr<std::string> address =
+            options.server.cluster.TaskAddress(options.server.task.job, options.server.task.index);
+        if (address.ok()) {
+          const std::string host = address->substr(0, address->rfind(':'));
+          grpc_options.bind_host =
+              host == "localhost" || host.rfind("127.", 0) == 0 ? "127.0.0.1" : "0.0.0.0";
+        }
+        WEFT_ASSIGN_OR_RETURN(std::unique_ptr<GrpcServer> server, GrpcServer::Create(grpc_options));
+        return std::unique_ptr<ServerInterface>(std::move(server));
+      });
 }
 
 }  // namespace weft

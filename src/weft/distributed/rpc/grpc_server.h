@@ -9,6 +9,7 @@
 #include <string>
 
 #include "weft/distributed/cluster_spec.h"
+#include "weft/distributed/server.h"
 
 namespace weft {
 
@@ -23,17 +24,15 @@ struct GrpcServerOptions {
   int64_t worker_timeout_ms = 30000;
 };
 
-class GrpcServer {
+// address() is the real port when the cluster said 0; Stop() stops accepting calls, cancels what
+// is in flight and waits for it.
+class GrpcServer : public ServerInterface {
  public:
   static StatusOr<std::unique_ptr<GrpcServer>> Create(const GrpcServerOptions& options);
-  virtual ~GrpcServer() = default;
-
-  // "host:port" it serves on (the real port when the cluster said 0).
-  virtual std::string address() const = 0;
-  // "/job:worker/replica:0/task:0".
-  virtual const std::string& task_name() const = 0;
-  // Stops accepting calls, cancels what is in flight and waits for it; idempotent.
-  virtual void Stop() = 0;
 };
+
+// Makes NewServer("grpc", ...) start a GrpcServer, bound to the task's host when that is a
+// loopback name and to every interface otherwise.
+void RegisterGrpcServerFactory();
 
 }  // namespace weft

@@ -138,6 +138,13 @@ GrpcWorkerService::GrpcWorkerService(WorkerInterface* worker, BulkTransferServer
         if (bulk_server != nullptr) bulk_server->ReleaseStep(request->step_id());
         worker->CleanupGraphAsync(options, request, response, std::move(done));
       });
+  // Waits for the rest of the group, so it holds no gRPC thread meanwhile (the leader answers).
+  RegisterTypedMethod<proto::CompleteGroupRequest, proto::CompleteGroupResponse>(
+      dispatcher, kService, "CompleteGroup", /*pool=*/nullptr,
+      [worker](CallOptions* options, const proto::CompleteGroupRequest* request,
+               proto::CompleteGroupResponse* response, StatusCallback done) {
+        worker->CompleteGroupAsync(options, request, response, std::move(done));
+      });
   dispatcher->RegisterMethod(std::string("/") + kService + "/RecvTensor",
                              [this](const grpc::ByteBuffer& request, grpc::ByteBuffer* response,
                                     CallOptions* options, GrpcCallDispatcher::DoneCallback done) {

@@ -39,6 +39,19 @@ StatusOr<BatchIterator> BatchIterator::Create(const Dataset& dataset, const Batc
   if (options.batch_size <= 0) {
     return InvalidArgument("batch_size must be positive, got ", options.batch_size);
   }
+  if (options.num_shards < 1 || options.shard_index < 0 ||
+      options.shard_index >= options.num_shards) {
+    return InvalidArgument("shard ", options.shard_index, " of ", options.num_shards,
+                           " does not exist");
+  }
+  if (options.batch_size % options.num_shards != 0) {
+    return InvalidArgument("the global batch size ", options.batch_size,
+                           " is not divisible by the ", options.num_shards, " workers");
+  }
+  if (options.num_shards > 1 && !options.drop_remainder) {
+    return InvalidArgument("sharded batches need drop_remainder (a last partial batch could not ",
+                           "be split evenly over ", options.num_shards, " workers)");
+  }
   const Tensor& images = dataset.images;
   const Tensor& labels = dataset.labels;
   if (images.dtype() != DataType::kFloat || images.dims() != 2) {
@@ -92,25 +105,26 @@ bool BatchIterator::Next(Tensor* images, Tensor* labels) {
     position_ = n;
     return false;
   }
-  const int64_t begin = position_;
+  const int64_t share = rows / options_.num_shards;
+  const int64_t begin = position_ + options_.shard_index * share;
   position_ += rows;
   if (!options_.shuffle) {
     // In order, a batch is a contiguous block: hand out views of the dataset, copying nothing.
     // Views share the dataset's buffer, so kernels will not write into them in place.
-    *images = dataset_.images.Slice(begin, begin + rows);
-    *labels = dataset_.labels.Slice(begin, begin + rows);
+    *images = dataset_.images.Slice(begin, begin + share);
+    *labels = dataset_.labels.Slice(begin, begin + share);
     return true;
   }
   const int64_t width = dataset_.images.dim_size(1);
-  const int64_t capacity = std::min(options_.batch_size, n);
-  *images = ReuseOrAllocate(image_buffer_, DataType::kFloat, TensorShape({capacity, width}), rows);
-  *labels = ReuseOrAllocate(label_buffer_, DataType::kInt64, TensorShape({capacity}), rows);
+  const int64_t capacity = std::min(options_.batch_size, n) / options_.num_shards;
+  *images = ReuseOrAllocate(image_buffer_, DataType::kFloat, TensorShape({capacity, width}), share);
+  *labels = ReuseOrAllocate(label_buffer_, DataType::kInt64, TensorShape({capacity}), share);
   const float* src_images = dataset_.images.data<float>();
   const int64_t* src_labels = dataset_.labels.data<int64_t>();
   float* dst_images = images->data<float>();
   int64_t* dst_labels = labels->data<int64_t>();
   const size_t row_bytes = static_cast<size_t>(width) * sizeof(float);
-  for (int64_t i = 0; i < rows; ++i) {
+  for (int64_t i = 0; i < share; ++i) {
     const int64_t example = order_[begin + i];
     std::memcpy(dst_images + i * width, src_images + example * width, row_bytes);
     dst_labels[i] = src_labels[example];

@@ -2,7 +2,10 @@
 // example once, in order or in a permutation drawn from std::mt19937_64 seeded from (seed, epoch),
 // so the order depends only on those two numbers (not on threads, timing or the platform). Batches
 // are gathered with one memcpy per example into buffers that are reused from step to step when the
-// caller no longer holds the previous batch. Not synchronised: use from one thread at a time.
+// caller no longer holds the previous batch. With num_shards > 1 (one shard per worker of a
+// multi-worker job) every shard walks the same global batches and gathers only its own contiguous
+// share of each (auto-sharding by example): batch_size / num_shards examples. Not synchronised: use
+// from one thread at a time.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +23,9 @@ struct BatchOptions {
   uint64_t seed = 0;
   // Drop the last batch of an epoch when it has fewer than batch_size examples.
   bool drop_remainder = true;
+  // The global batch split into num_shards equal shares; this iterator yields share shard_index.
+  int64_t num_shards = 1;
+  int64_t shard_index = 0;
 };
 
 class BatchIterator {
@@ -33,8 +39,9 @@ class BatchIterator {
 
   // Fills *images (float32 [B, D]) and *labels (int64 [B]) with the next batch of this epoch and
   // returns true; returns false, leaving both empty, once the epoch is exhausted. B is batch_size
-  // except for a kept last partial batch. Whatever *images and *labels held before is released
-  // first, so passing the previous batch back in lets its buffers be reused.
+  // (batch_size / num_shards with shards) except for a kept last partial batch. Whatever *images
+  // and *labels held before is released first, so passing the previous batch back in lets its
+  // buffers be reused.
   bool Next(Tensor* images, Tensor* labels);
 
   // Batches per epoch.

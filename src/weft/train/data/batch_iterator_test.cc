@@ -183,5 +183,47 @@ TEST(BatchIteratorTest, InOrderBatchesAreViewsOfTheDataset) {
   EXPECT_EQ(labels.data<int64_t>()[0], 5);
 }
 
+TEST(BatchIteratorTest, ShardsSplitEveryGlobalBatchIntoContiguousShares) {
+  Dataset dataset = CountingDataset(1000, 3);
+  for (bool shuffle : {true, false}) {
+    BatchIterator whole = MakeIterator(dataset, {.batch_size = 12, .shuffle = shuffle, .seed = 4});
+    whole.StartEpoch(2);
+    const std::vector<int64_t> global = RunEpoch(whole, 3);
+    std::vector<std::vector<int64_t>> shares;
+    for (int64_t shard = 0; shard < 3; ++shard) {
+      BatchIterator part = MakeIterator(
+          dataset,
+          {.batch_size = 12, .shuffle = shuffle, .seed = 4, .num_shards = 3, .shard_index = shard});
+      part.StartEpoch(2);
+      std::vector<int64_t> sizes;
+      shares.push_back(RunEpoch(part, 3, &sizes));
+      ASSERT_EQ(sizes.size(), 83u);
+      for (int64_t size : sizes) EXPECT_EQ(size, 4);
+    }
+    // Share s of batch b is examples [4s, 4s + 4) of the global batch b.
+    for (size_t b = 0; b < 83; ++b) {
+      for (size_t s = 0; s < 3; ++s) {
+        for (size_t i = 0; i < 4; ++i) {
+          EXPECT_EQ(shares[s][b * 4 + i], global[b * 12 + s * 4 + i]) << b << " " << s << " " << i;
+        }
+      }
+    }
+  }
+}
+
+TEST(BatchIteratorTest, BadShardsNameBothNumbers) {
+  Dataset dataset = CountingDataset(100, 2);
+  StatusOr<BatchIterator> indivisible =
+      BatchIterator::Create(dataset, {.batch_size = 10, .num_shards = 3});
+  EXPECT_TRUE(IsInvalidArgument(indivisible.status()));
+  EXPECT_NE(indivisible.status().message().find("10"), std::string::npos);
+  EXPECT_NE(indivisible.status().message().find("3 workers"), std::string::npos);
+  EXPECT_FALSE(
+      BatchIterator::Create(dataset, {.batch_size = 10, .num_shards = 2, .shard_index = 2}).ok());
+  EXPECT_FALSE(
+      BatchIterator::Create(dataset, {.batch_size = 10, .drop_remainder = false, .num_shards = 2})
+          .ok());
+}
+
 }  // namespace
 }  // namespace weft::train

@@ -1,0 +1,172 @@
+// Multi-worker training end to end: real `weft train --strategy multi_worker_mirrored` processes
+// on loopback (WEFT_CONFIG on ephemeral ports, or `weft launch`), each torn down by its
+// ChildProcess even when a test fails. Checks that every worker ends with bitwise the same weights
+// (shared memory, TCP forced, two devices per worker, eight oversubscribed workers), that the same
+// seed gives the same loss twice, that a killed worker fails the others within 10 s naming it, and
+// that a worker that never starts is named once the group's deadline passes.
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <signal.h>
+
+#include "weft/core/str_util.h"
+#include "weft/testing/child_process.h"
+#include "weft/testing/server_process.h"
+
+namespace weft {
+namespace {
+
+using testing::ChildProcess;
+using ::testing::HasSubstr;
+
+constexpr int64_t kExitMs = 240000;
+
+std::string WeftConfig(const std::vector<int>& ports, int task) {
+  nlohmann::json workers = nlohmann::json::array();
+  for (int port : ports) workers.push_back(StrCat("127.0.0.1:", port));
+  nlohmann::json config = {{"cluster", {{"worker", workers}}},
+                           {"task", {{"type", "worker"}, {"index", task}}}};
+  return config.dump();
+}
+
+std::vector<std::string> TrainArgs(const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {WEFT_BINARY, "train", "--strategy", "multi_worker_mirrored",
+                                   "--model",   "mlp",   "--threads",  "1"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  if (std::find(extra.begin(), extra.end(), "--epochs") == extra.end()) {
+    args.insert(args.end(), {"--epochs", "1"});
+  }
+  return args;
+}
+
+// Starts `workers` processes with their WEFT_CONFIG.
+std::vector<std::unique_ptr<ChildProcess>> StartWorkers(int workers,
+                                                        const std::vector<std::string>& extra,
+                                                        int started = -1) {
+  std::vector<int> ports;
+  for (int t = 0; t < workers; ++t) ports.push_back(testing::UnusedLoopbackPort());
+  std::vector<std::unique_ptr<ChildProcess>> children;
+  for (int t = 0; t < (started < 0 ? workers : started); ++t) {
+    auto child = ChildProcess::Start(TrainArgs(extra), {{"WEFT_CONFIG", WeftConfig(ports, t)}});
+    EXPECT_TRUE(child.ok()) << child.status();
+    if (child.ok()) children.push_back(std::move(child).value());
+  }
+  return children;
+}
+
+// The fingerprint a worker printed: the chief's JSON field or the others' summary line.
+std::string FingerprintOf(const std::string& output) {
+  const std::string marker = "variables ";
+  size_t at = output.rfind(marker);
+  if (at != std::string::npos) return output.substr(at + marker.size(), 16);
+  at = output.rfind("\"variables_fingerprint\":\"");
+  if (at == std::string::npos) return "none";
+  return output.substr(at + 25, 16);
+}
+
+// Runs a job to its end and expects every worker to finish with the chief's weights.
+void ExpectIdenticalWorkers(std::vector<std::unique_ptr<ChildProcess>> children) {
+  ASSERT_FALSE(children.empty());
+  std::vector<std::string> fingerprints;
+  for (auto& child : children) {
+    StatusOr<int> code = child->WaitForExit(kExitMs);
+    ASSERT_TRUE(code.ok()) << code.status() << "\n" << child->output();
+    ASSERT_EQ(*code, 0) << child->output();
+    fingerprints.push_back(FingerprintOf(child->output()));
+  }
+  EXPECT_THAT(children[0]->output(), HasSubstr(StrCat("\"workers\":", children.size())));
+  for (size_t t = 1; t < children.size(); ++t) {
+    EXPECT_THAT(children[t]->output(), HasSubstr(StrCat("worker ", t, " of ", children.size())));
+    EXPECT_EQ(fingerprints[t], fingerprints[0]) << "worker " << t << "\n" << children[t]->output();
+  }
+  EXPECT_NE(fingerprints[0], "none") << children[0]->output();
+}
+
+TEST(MultiWorkerTest, TwoWorkersOverSharedMemoryEndIdentical) {
+  ExpectIdenticalWorkers(StartWorkers(2, {"--max-steps", "30", "--json"}));
+}
+
+TEST(MultiWorkerTest, TwoWorkersOverTcpWithTwoDevicesEachEndIdentical) {
+  ExpectIdenticalWorkers(
+      StartWorkers(2, {"--max-steps", "20", "--devices", "2", "--force-tcp", "--json"}));
+}
+
+TEST(MultiWorkerTest, EightOversubscribedWorkersEndIdentical) {
+  ExpectIdenticalWorkers(StartWorkers(8, {"--max-steps", "5", "--batch-size", "64", "--json"}));
+}
+
+TEST(MultiWorkerTest, DifferentSeedsStillStartFromTheChiefsWeights) {
+  // Each worker draws its own initial values; the broadcast from the chief makes them agree.
+  std::vector<int> ports = {testing::UnusedLoopbackPort(), testing::UnusedLoopbackPort()};
+  std::vector<std::unique_ptr<ChildProcess>> children;
+  for (int t = 0; t < 2; ++t) {
+    auto child = ChildProcess::Start(
+        TrainArgs({"--max-steps", "10", "--json", "--seed", std::to_string(100 + t)}),
+        {{"WEFT_CONFIG", WeftConfig(ports, t)}});
+    ASSERT_TRUE(child.ok()) << child.status();
+    children.push_back(std::move(child).value());
+  }
+  ExpectIdenticalWorkers(std::move(children));
+}
+
+TEST(MultiWorkerTest, SameSeedGivesTheSameLossTwice) {
+  std::vector<std::string> losses;
+  for (int run = 0; run < 2; ++run) {
+    auto children = StartWorkers(2, {"--max-steps", "20", "--json"});
+    ASSERT_EQ(children.size(), 2u);
+    for (auto& child : children) {
+      StatusOr<int> code = child->WaitForExit(kExitMs);
+      ASSERT_TRUE(code.ok()) << code.status();
+      ASSERT_EQ(*code, 0) << child->output();
+    }
+    const std::string& out = children[0]->output();
+    const size_t at = out.find("\"final_loss\":");
+    ASSERT_NE(at, std::string::npos) << out;
+    losses.push_back(out.substr(at, out.find(',', at) - at));
+  }
+  EXPECT_EQ(losses[0], losses[1]);
+}
+
+TEST(MultiWorkerTest, AKilledWorkerFailsTheOthersWithinTenSecondsNamingIt) {
+  auto children = StartWorkers(2, {"--epochs", "50"});
+  ASSERT_EQ(children.size(), 2u);
+  ASSERT_TRUE(children[0]->WaitForOutput("took its first step", 120000).ok())
+      << children[0]->output();
+  children[1]->Signal(SIGKILL);
+  StatusOr<int> code = children[0]->WaitForExit(10000);
+  ASSERT_TRUE(code.ok()) << "the chief did not fail within 10 s\n" << children[0]->output();
+  EXPECT_NE(*code, 0);
+  EXPECT_THAT(children[0]->output(), HasSubstr("task:1"));
+}
+
+TEST(MultiWorkerTest, AWorkerThatNeverStartsIsNamed) {
+  auto children =
+      StartWorkers(2, {"--max-steps", "5", "--collective-timeout-ms", "3000"}, /*started=*/1);
+  ASSERT_EQ(children.size(), 1u);
+  StatusOr<int> code = children[0]->WaitForExit(60000);
+  ASSERT_TRUE(code.ok()) << code.status() << "\n" << children[0]->output();
+  EXPECT_NE(*code, 0);
+  EXPECT_THAT(children[0]->output(), HasSubstr("task:1"));
+  EXPECT_THAT(children[0]->output(), HasSubstr("did not form"));
+}
+
+TEST(MultiWorkerTest, WeftLaunchRunsTheJob) {
+  auto launch = ChildProcess::Start({WEFT_BINARY, "launch", "--workers", "2", "--", WEFT_BINARY,
+                                     "train", "--strategy", "multi_worker_mirrored", "--model",
+                                     "mlp", "--epochs", "1", "--max-steps", "10", "--json"});
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  StatusOr<int> code = (*launch)->WaitForExit(kExitMs);
+  ASSERT_TRUE(code.ok()) << code.status() << "\n" << (*launch)->output();
+  EXPECT_EQ(*code, 0) << (*launch)->output();
+  EXPECT_THAT((*launch)->output(), HasSubstr("\"workers\":2"));
+  EXPECT_THAT((*launch)->output(), HasSubstr("worker 1 of 2 done"));
+}
+
+}  // namespace
+}  // namespace weft

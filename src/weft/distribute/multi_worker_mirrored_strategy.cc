@@ -1,0 +1,121 @@
+// MultiWorkerMirroredStrategy (see the header): the in-process server, the collectives across
+// workers, and the broadcast of initial values.
+#include "weft/distribute/multi_worker_mirrored_strategy.h"
+
+#include <utility>
+
+#include "weft/core/str_util.h"
+#include "weft/graph/builder/ops/array_ops.h"
+#include "weft/graph/builder/ops/collective_ops.h"
+
+namespace weft::distribute {
+
+StatusOr<std::unique_ptr<MultiWorkerMirroredStrategy>> MultiWorkerMirroredStrategy::Create(
+    MultiWorkerOptions options) {
+  const ServerConfig& config = options.server;
+  WEFT_RETURN_IF_ERROR(ValidateTask(config.cluster, config.task));
+  if (config.cluster.jobs().size() != 1) {
+    return InvalidArgument("MultiWorkerMirroredStrategy: the cluster must have one job (every ",
+                           "task a worker), not ", config.cluster.jobs().size());
+  }
+  if (options.devices_per_worker < 1) {
+    return InvalidArgument("MultiWorkerMirroredStrategy: devices_per_worker must be at least 1, ",
+                           "got ", options.devices_per_worker);
+  }
+  std::vector<std::string> local;
+  for (int d = 0; d < options.devices_per_worker; ++d) local.push_back(StrCat("/cpu:", d));
+  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> devices, CanonicalDevices(local));
+  const int workers = config.cluster.NumTasks(config.task.job);
+  AllReduceOptions all_reduce;
+  all_reduce.bytes_per_pack = options.bytes_per_pack;
+  all_reduce.num_workers = workers;
+  all_reduce.order_collectives = true;
+  std::unique_ptr<MultiWorkerMirroredStrategy> strategy(new MultiWorkerMirroredStrategy(
+      std::move(devices), std::make_unique<AllReduceCrossDeviceOps>(all_reduce),
+      std::move(options)));
+
+  // The server only resolves groups and answers heartbeats: one small device, few threads.
+  ServerOptions server_options;
+  server_options.server = strategy->options_.server;
+  server_options.devices = 1;
+  server_options.intra_op_threads = 1;
+  server_options.inter_op_threads = 1;
+  WEFT_ASSIGN_OR_RETURN(strategy->server_, NewServer(strategy->options_.protocol, server_options));
+
+  const TaskId& task = strategy->options_.server.task;
+  DistributedCollectiveOptions collective;
+  collective.task_name = strategy->server_->task_name();
+  collective.leader_task = StrCat("/job:", task.job, "/replica:0/task:0");
+  collective.worker_cache = strategy->server_->worker_cache();
+  for (int t = 0; t < workers; ++t) {
+    if (t != task.index)
+      collective.peer_tasks.push_back(StrCat("/job:", task.job, "/replica:0/task:", t));
+  }
+  StatusOr<std::string> address =
+      strategy->options_.server.cluster.TaskAddress(task.job, task.index);
+  if (address.ok()) {
+    const std::string host = address->substr(0, address->rfind(':'));
+    collective.listen_host = host == "localhost" ? "127.0.0.1" : host;
+  }
+  collective.force_tcp = strategy->options_.force_tcp_collectives;
+  collective.collective_timeout = strategy->options_.collective_timeout;
+  collective.heartbeat_timeout_ms = strategy->options_.heartbeat_timeout_ms;
+  WEFT_ASSIGN_OR_RETURN(strategy->collectives_,
+                        DistributedCollectiveExecutorMgr::Create(std::move(collective)));
+  return strategy;
+}
+
+MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(
+    std::vector<std::string> devices, std::unique_ptr<AllReduceCrossDeviceOps> cross_device_ops,
+    MultiWorkerOptions options)
+    : Strategy(std::move(devices), std::move(cross_device_ops),
+               options.server.cluster.NumTasks(options.server.task.job)),
+      options_(std::move(options)),
+      all_reduce_(static_cast<AllReduceCrossDeviceOps*>(&this->cross_device_ops())) {}
+
+MultiWorkerMirroredStrategy::~MultiWorkerMirroredStrategy() {
+  collectives_.reset();
+  if (server_ != nullptr) server_->Stop();
+}
+
+SessionOptions MultiWorkerMirroredStrategy::session_options() const {
+  SessionOptions session;
+  (*session.config.mutable_device_count())["CPU"] = num_local_replicas();
+  session.config.set_intra_op_parallelism_threads(options_.intra_op_threads);
+  session.collective_executor_mgr = collectives_.get();
+  return session;
+}
+
+StatusOr<Output> MultiWorkerMirroredStrategy::BroadcastVariablesFromChief(
+    const weft::Scope& scope) const {
+  std::vector<Output> done;
+  const weft::Scope broadcast = scope.NewSubScope("broadcast_from_chief");
+  // Run in a step of its own: ordered among themselves, not after the training step's collectives.
+  std::vector<Output> training_chain = all_reduce_->TakeOrdering();
+  for (const std::shared_ptr<DistributedVariable>& variable : variables()) {
+    ops::CollectiveGroupAttrs attrs;
+    attrs.group_size = num_replicas_in_sync();
+    attrs.group_key = all_reduce_->options().group_key;
+    attrs.instance_key = all_reduce_->NewInstanceKey();
+    const PartialShape shape(variable->shape());
+    for (int r = 0; r < num_local_replicas(); ++r) {
+      const weft::Scope on_replica = all_reduce_->Ordered(broadcast, r).WithDevice(devices()[r]);
+      const Variable& component = variable->component(r);
+      if (is_chief() && r == 0) {
+        Output sent =
+            ops::CollectiveBroadcastSend(on_replica, component.Read(on_replica), shape, attrs);
+        all_reduce_->Remember(r, sent);
+        done.push_back(sent);
+      } else {
+        Output received = ops::CollectiveBroadcastRecv(on_replica, variable->dtype(), shape, attrs);
+        all_reduce_->Remember(r, received);
+        done.push_back(component.Assign(on_replica, received));
+      }
+    }
+  }
+  all_reduce_->SetOrdering(std::move(training_chain));
+  WEFT_RETURN_IF_ERROR(broadcast.status());
+  return ops::NoOp(broadcast.WithOpName("done").WithControlDependencies(done));
+}
+
+}  // namespace weft::distribute

@@ -1,0 +1,75 @@
+// MultiWorkerMirroredStrategy: synchronous data parallelism over the replicas of several worker
+// processes, as the reference's strategy of that name. Every worker runs the same program: it
+// builds the same graph with its own devices as replicas (devices()), runs it in its own session
+// (session_options()), and the replicas of all workers all-reduce their gradients with collectives
+// across processes, bucketed and chained in one order (AllReduceCrossDeviceOps with
+// order_collectives). num_replicas_in_sync() counts every worker's replicas; SplitBatch splits this
+// worker's share of the global batch over its replicas.
+//
+// Create() starts this task's server in-process (through the transport registered for
+// `protocol`): it resolves collective groups (task 0 of the job leads them) and answers the other
+// workers' heartbeats. Sessions made from session_options() must be closed before the strategy is
+// destroyed. Thread-safe like Strategy.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "weft/distribute/all_reduce_cross_device_ops.h"
+#include "weft/distribute/strategy.h"
+#include "weft/distributed/cluster_spec.h"
+#include "weft/distributed/collective/distributed_collective_executor_mgr.h"
+#include "weft/distributed/server.h"
+#include "weft/runtime/session.h"
+
+namespace weft::distribute {
+
+struct MultiWorkerOptions {
+  ServerConfig server;  // the cluster and this worker's task in it (one job: every task a worker)
+  int devices_per_worker = 1;
+  std::string protocol = "grpc";
+  // TCP between the workers' processes even on one host (tests and measures the cross-host path).
+  bool force_tcp_collectives = false;
+  // A collective waiting longer than this for other workers fails, naming them.
+  std::chrono::milliseconds collective_timeout{std::chrono::minutes(5)};
+  // A worker that does not answer the heartbeat within this long fails every collective (0: none).
+  int64_t heartbeat_timeout_ms = 6000;
+  int64_t bytes_per_pack = int64_t{4} << 20;  // AllReduceOptions::bytes_per_pack
+  int intra_op_threads = 0;                   // of the session's devices; 0: one per core
+};
+
+class MultiWorkerMirroredStrategy final : public Strategy {
+ public:
+  // InvalidArgument for a task outside the cluster, a cluster of several jobs or fewer than one
+  // device; the server's and the collectives' errors otherwise.
+  static StatusOr<std::unique_ptr<MultiWorkerMirroredStrategy>> Create(MultiWorkerOptions options);
+  ~MultiWorkerMirroredStrategy() override;
+
+  int task_index() const { return options_.server.task.index; }
+  bool is_chief() const { return task_index() == 0; }
+  const std::string& task_name() const { return server_->task_name(); }
+
+  // This worker's session: its devices and the collectives across workers.
+  SessionOptions session_options() const;
+  // A node that sets every variable made through Scope() (variables()) on every replica of every
+  // worker to the chief's replica-0 value, so that all replicas start bitwise identical whatever
+  // each worker's seed: run it once, after the initializers, on every worker at once.
+  StatusOr<Output> BroadcastVariablesFromChief(const weft::Scope& scope) const;
+
+  DistributedCollectiveExecutorMgr& collectives() const { return *collectives_; }
+
+ private:
+  MultiWorkerMirroredStrategy(std::vector<std::string> devices,
+                              std::unique_ptr<AllReduceCrossDeviceOps> cross_device_ops,
+                              MultiWorkerOptions options);
+
+  const MultiWorkerOptions options_;
+  AllReduceCrossDeviceOps* all_reduce_ = nullptr;  // the base's cross_device_ops()
+  // Declared before the collectives, which reach the other tasks through it.
+  std::unique_ptr<ServerInterface> server_;
+  std::unique_ptr<DistributedCollectiveExecutorMgr> collectives_;
+};
+
+}  // namespace weft::distribute

@@ -1,0 +1,97 @@
+// CollectiveGroup: one resolved collective group as this process sees it (its members in the
+// order every member agrees on, this task's rank among the group's tasks, how many members are
+// devices of this process), and the one thread that runs the group's operations across processes
+// in the order they are enqueued, through a CollectiveTransport it creates on the first operation:
+// shared memory when every member runs on this host (unless TCP is forced), else TCP. Every
+// process enqueues the same operations in the same order (the graph orders its collectives), so
+// the n-th run of an instance here meets the n-th run of it everywhere; EnqueueAsync numbers them.
+// After a failure or StartAbort the group is poisoned: every later operation fails with the first
+// error. Thread-safe.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "weft/core/mutex.h"
+#include "weft/core/statusor.h"
+#include "weft/distributed/collective/collective_transport.h"
+#include "weft/distributed/collective/tcp_transport.h"
+#include "weft/worker.pb.h"
+
+namespace weft {
+
+class CollectiveGroup {
+ public:
+  struct Options {
+    proto::CompleteGroupResponse resolved;  // the leader's answer
+    std::string task_name;                  // this process's task
+    std::string hostname;                   // this process's host
+    bool force_tcp = false;
+    std::chrono::milliseconds timeout{std::chrono::minutes(5)};
+    // The listener whose address this process sent to the leader (used when TCP is chosen).
+    std::unique_ptr<TcpTransportListener> listener;
+  };
+  // An operation across processes: runs on the group's thread with the transport and the
+  // sequence number of this run of its instance.
+  using Op = std::function<Status(CollectiveTransport& transport, const TransportOp& identity)>;
+
+  // InvalidArgument when this task has no member in the group.
+  static StatusOr<std::shared_ptr<CollectiveGroup>> Create(Options options);
+  ~CollectiveGroup();  // fails queued operations with Cancelled and joins the thread
+  CollectiveGroup(const CollectiveGroup&) = delete;
+  CollectiveGroup& operator=(const CollectiveGroup&) = delete;
+
+  int64_t group_key() const { return group_key_; }
+  int group_size() const { return group_size_; }
+  // The group's tasks in member order; this process is tasks()[task_rank()].
+  const std::vector<std::string>& tasks() const { return tasks_; }
+  int task_rank() const { return task_rank_; }
+  bool spans_tasks() const { return tasks_.size() > 1; }
+  // Members that are devices of this process.
+  int local_size() const { return local_size_; }
+  const std::string& transport_kind() const { return transport_kind_; }
+
+  // Runs `op` after every operation enqueued before it, then `done` (on the group's thread) with
+  // its status; `label` names the instance in errors. Fails at once when the group is poisoned.
+  void EnqueueAsync(int64_t instance_key, std::string label, Op op,
+                    std::function<void(const Status&)> done);
+  // Poisons the group: fails queued operations and the running one (through the transport).
+  void StartAbort(const Status& status);
+
+ private:
+  struct Queued {
+    TransportOp identity;
+    Op op;
+    std::function<void(const Status&)> done;
+  };
+  explicit CollectiveGroup(Options options);
+  void Loop();
+  Status MakeTransport();
+
+  Options options_;
+  int64_t group_key_ = 0;
+  int group_size_ = 0;
+  std::vector<std::string> tasks_;
+  int task_rank_ = 0;
+  int local_size_ = 0;
+  std::string transport_kind_;  // "shared memory" or "TCP"
+
+  Mutex mu_;
+  CondVar changed_;
+  std::deque<Queued> queue_ WEFT_GUARDED_BY(mu_);
+  std::map<int64_t, int64_t> sequences_ WEFT_GUARDED_BY(mu_);  // runs so far, by instance_key
+  Status abort_status_ WEFT_GUARDED_BY(mu_);
+  bool stopping_ WEFT_GUARDED_BY(mu_) = false;
+  // Set once by the group's thread; StartAbort reaches a blocked operation through it.
+  std::shared_ptr<CollectiveTransport> transport_ WEFT_GUARDED_BY(mu_);
+  std::thread thread_;
+};
+
+}  // namespace weft

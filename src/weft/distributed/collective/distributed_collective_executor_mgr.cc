@@ -1,0 +1,283 @@
+// DistributedCollectiveExecutorMgr (see the header).
+#include "weft/distributed/collective/distributed_collective_executor_mgr.h"
+
+#include <random>
+#include <utility>
+
+#include <unistd.h>
+
+#include "weft/core/str_util.h"
+#include "weft/distributed/call_options.h"
+#include "weft/distributed/collective/distributed_collective_executor.h"
+#include "weft/framework/device_name_utils.h"
+
+namespace weft {
+
+struct DistributedCollectiveExecutorMgr::Call {
+  CallOptions options;
+  proto::CompleteGroupRequest request;
+  proto::CompleteGroupResponse response;
+  int64_t deadline_timer = 0;
+};
+
+namespace {
+
+std::string HostName() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0) return "localhost";
+  return name;
+}
+
+uint64_t NewIncarnation() {
+  std::random_device entropy;
+  return (uint64_t{entropy()} << 32) ^ entropy();
+}
+
+std::string GroupLabel(int64_t group_key) { return StrCat("collective group ", group_key); }
+
+// The device as a member of a group spanning tasks: under this task's name, since a worker's
+// session names its devices "/job:localhost/replica:0/task:0/..." in every process.
+std::string MemberDeviceName(const std::string& task_name, const DeviceBase& device) {
+  StatusOr<ParsedDeviceName> task = ParseDeviceName(task_name);
+  StatusOr<ParsedDeviceName> parsed = ParseDeviceName(device.name());
+  if (!task.ok() || !parsed.ok() || !parsed->has_type || !parsed->has_id) {
+    return StrCat(task_name, "/device:", device.name());
+  }
+  return FullName(task->job, task->replica, task->task, parsed->type, parsed->id);
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<DistributedCollectiveExecutorMgr>>
+DistributedCollectiveExecutorMgr::Create(DistributedCollectiveOptions options) {
+  if (options.task_name.empty() || options.leader_task.empty() || options.worker_cache == nullptr) {
+    return InvalidArgument("distributed collectives need this task's name ('", options.task_name,
+                           "'), the leader's ('", options.leader_task, "') and a worker cache");
+  }
+  if (options.hostname.empty()) options.hostname = HostName();
+  std::unique_ptr<DistributedCollectiveExecutorMgr> mgr(
+      new DistributedCollectiveExecutorMgr(std::move(options)));
+  const DistributedCollectiveOptions& kept = mgr->options_;
+  if (kept.heartbeat_timeout_ms > 0 && !kept.peer_tasks.empty()) {
+    WorkerLiveness::Options liveness;
+    liveness.tasks = kept.peer_tasks;
+    liveness.worker_cache = kept.worker_cache;
+    liveness.timer = &mgr->timer_;
+    liveness.timeout_ms = kept.heartbeat_timeout_ms;
+    // Only once a group formed: before that a worker may still be starting, and the group's own
+    // deadline names it if it never comes.
+    liveness.active = [raw = mgr.get()] { return raw->formed_.load(std::memory_order_acquire); };
+    liveness.on_failure = [raw = mgr.get()](const std::string& task, const Status& status) {
+      raw->StartAbort(
+          Unavailable("task ", task, " stopped answering the heartbeat: ", status.message()));
+    };
+    mgr->liveness_ = WorkerLiveness::Start(std::move(liveness));
+  }
+  return mgr;
+}
+
+DistributedCollectiveExecutorMgr::DistributedCollectiveExecutorMgr(
+    DistributedCollectiveOptions options)
+    : options_(std::move(options)), incarnation_(NewIncarnation()) {}
+
+DistributedCollectiveExecutorMgr::~DistributedCollectiveExecutorMgr() {
+  if (liveness_ != nullptr) liveness_->Stop();
+  std::vector<std::shared_ptr<Call>> in_flight;
+  {
+    MutexLock lock(mu_);
+    stopping_ = true;
+    for (auto& [id, call] : calls_) in_flight.push_back(call);
+  }
+  for (auto& call : in_flight) call->options.StartCancel();
+  MutexLock lock(mu_);
+  while (!calls_.empty()) calls_done_.Wait(lock);
+}
+
+std::unique_ptr<CollectiveExecutor> DistributedCollectiveExecutorMgr::NewStepExecutor(
+    int64_t step_id) {
+  return std::make_unique<DistributedCollectiveExecutor>(step_id, this);
+}
+
+Status DistributedCollectiveExecutorMgr::status() const {
+  MutexLock lock(mu_);
+  return abort_status_;
+}
+
+void DistributedCollectiveExecutorMgr::StartAbort(const Status& status) {
+  std::vector<std::shared_ptr<CollectiveGroup>> groups;
+  std::vector<GroupCallback> waiting;
+  Status abort_status;
+  {
+    MutexLock lock(mu_);
+    if (!abort_status_.ok()) return;
+    abort_status_ = status.ok() ? Aborted("collectives aborted without a reason") : status;
+    abort_status = abort_status_;
+    for (auto& [key, resolving] : groups_) {
+      if (resolving.group != nullptr) groups.push_back(resolving.group);
+      for (GroupCallback& callback : resolving.waiting) waiting.push_back(std::move(callback));
+      resolving.waiting.clear();
+      if (resolving.group == nullptr && resolving.status.ok()) resolving.status = abort_status;
+    }
+  }
+  for (auto& group : groups) group->StartAbort(abort_status);
+  for (GroupCallback& callback : waiting) callback(abort_status);
+}
+
+void DistributedCollectiveExecutorMgr::GetGroupAsync(const CollectiveParams& params,
+                                                     DeviceBase* device, GroupCallback done) {
+  const int64_t key = params.group_key;
+  std::string listener_address;
+  bool ask = false;
+  StatusOr<std::shared_ptr<CollectiveGroup>> ready = Internal("unset");
+  bool answer_now = false;
+  {
+    MutexLock lock(mu_);
+    Resolving& resolving = groups_[key];
+    if (resolving.group_size == 0) resolving.group_size = params.group_size;
+    if (!abort_status_.ok() && resolving.group == nullptr) {
+      ready = abort_status_.WithContext(GroupLabel(key));
+      answer_now = true;
+    } else if (resolving.group != nullptr) {
+      if (resolving.group->group_size() != params.group_size) {
+        ready = InvalidArgument(GroupLabel(key), ": device '", device->name(), "' has group_size ",
+                                params.group_size, ", but the group formed with ",
+                                resolving.group->group_size());
+      } else {
+        ready = resolving.group;
+      }
+      answer_now = true;
+    } else if (!resolving.status.ok()) {
+      ready = resolving.status;
+      answer_now = true;
+    } else {
+      resolving.waiting.push_back(std::move(done));
+      bool asked = false;
+      for (const std::string& asked_device : resolving.devices) {
+        if (asked_device == device->name()) asked = true;
+      }
+      if (!asked) {
+        resolving.devices.push_back(device->name());
+        if (resolving.listener == nullptr && resolving.listener_address.empty()) {
+          StatusOr<std::unique_ptr<TcpTransportListener>> listener =
+              TcpTransportListener::Listen(options_.listen_host);
+          if (listener.ok()) {
+            resolving.listener = std::move(listener).value();
+            resolving.listener_address = resolving.listener->address();
+          } else {
+            resolving.status = listener.status().WithContext(GroupLabel(key));
+          }
+        }
+        listener_address = resolving.listener_address;
+        ask = resolving.status.ok();
+      }
+      if (!resolving.status.ok()) {
+        std::vector<GroupCallback> failed = std::move(resolving.waiting);
+        resolving.waiting.clear();
+        Status status = resolving.status;
+        lock.Unlock();
+        for (GroupCallback& callback : failed) callback(status);
+        return;
+      }
+    }
+  }
+  if (answer_now) {
+    done(std::move(ready));
+    return;
+  }
+  if (ask) AskLeader(params, device, listener_address);
+}
+
+void DistributedCollectiveExecutorMgr::AskLeader(const CollectiveParams& params, DeviceBase* device,
+                                                 const std::string& listener_address) {
+  auto call = std::make_shared<Call>();
+  call->request.set_group_key(params.group_key);
+  call->request.set_group_size(params.group_size);
+  call->request.set_device_type(device->device_type());
+  proto::CollectiveMember* member = call->request.mutable_member();
+  member->set_task(options_.task_name);
+  member->set_device(MemberDeviceName(options_.task_name, *device));
+  member->set_hostname(options_.hostname);
+  member->set_transport_address(listener_address);
+  member->set_incarnation(incarnation_);
+  const int64_t timeout_ms = options_.collective_timeout.count();
+  call->request.set_timeout_ms(timeout_ms);
+  // The leader answers at timeout_ms naming who joined; this deadline only catches a leader that
+  // cannot answer at all.
+  call->options.set_timeout_ms(timeout_ms + 5000);
+  call->options.set_wait_for_ready(true);
+  uint64_t id = 0;
+  {
+    MutexLock lock(mu_);
+    if (stopping_) return;
+    id = next_call_id_++;
+    calls_[id] = call;
+  }
+  call->deadline_timer =
+      timer_.Schedule(timeout_ms + 5000, [call] { call->options.StartCancel(); });
+  WorkerInterface* leader = options_.worker_cache->GetOrCreateWorker(options_.leader_task);
+  auto finish = [this, id, call](const Status& status) {
+    timer_.Cancel(call->deadline_timer);
+    OnAnswer(call->request.group_key(), status, call->response);
+    MutexLock lock(mu_);
+    calls_.erase(id);
+    calls_done_.NotifyAll();
+  };
+  if (leader == nullptr) {
+    finish(Unavailable("the collective group leader ", options_.leader_task,
+                       " is not in the cluster"));
+    return;
+  }
+  leader->CompleteGroupAsync(&call->options, &call->request, &call->response, finish);
+}
+
+std::string DistributedCollectiveExecutorMgr::MissingTasks(const Status& status) const {
+  std::string missing;
+  for (const std::string& task : options_.peer_tasks) {
+    if (status.message().find(task + "/") != std::string::npos) continue;
+    missing += missing.empty() ? task : ", " + task;
+  }
+  return missing;
+}
+
+void DistributedCollectiveExecutorMgr::OnAnswer(int64_t group_key, const Status& status,
+                                                const proto::CompleteGroupResponse& response) {
+  std::vector<GroupCallback> waiting;
+  StatusOr<std::shared_ptr<CollectiveGroup>> result = Internal("unset");
+  {
+    MutexLock lock(mu_);
+    Resolving& resolving = groups_[group_key];
+    if (resolving.group != nullptr || !resolving.status.ok()) return;  // another device's answer
+    if (!status.ok()) {
+      std::string context =
+          StrCat(GroupLabel(group_key), " (", resolving.group_size,
+                 " members) did not form through its leader ", options_.leader_task);
+      if (status.code() == Code::kDeadlineExceeded) {
+        const std::string missing = MissingTasks(status);
+        if (!missing.empty()) context += StrCat("; tasks with no member in it: ", missing);
+      }
+      resolving.status = Status(status.code(), StrCat(context, ": ", status.message()));
+      result = resolving.status;
+    } else {
+      CollectiveGroup::Options group_options;
+      group_options.resolved = response;
+      group_options.task_name = options_.task_name;
+      group_options.hostname = options_.hostname;
+      group_options.force_tcp = options_.force_tcp;
+      group_options.timeout = options_.collective_timeout;
+      group_options.listener = std::move(resolving.listener);
+      result = CollectiveGroup::Create(std::move(group_options));
+      if (result.ok()) {
+        resolving.group = *result;
+        formed_.store(true, std::memory_order_release);
+        if (!abort_status_.ok()) (*result)->StartAbort(abort_status_);
+      } else {
+        resolving.status = result.status();
+      }
+    }
+    waiting = std::move(resolving.waiting);
+    resolving.waiting.clear();
+  }
+  for (GroupCallback& callback : waiting) callback(result);
+}
+
+}  // namespace weft
