@@ -145,6 +145,20 @@ TEST(MultiWorkerTest, AKilledWorkerFailsTheOthersWithinTenSecondsNamingIt) {
   EXPECT_THAT(children[0]->output(), HasSubstr("task:1"));
 }
 
+TEST(MultiWorkerTest, AHungWorkerIsFoundByTheHeartbeatWithinTenSeconds) {
+  // A stopped process keeps its sockets and its shared memory: only the heartbeat can tell.
+  auto children = StartWorkers(2, {"--epochs", "50"});
+  ASSERT_EQ(children.size(), 2u);
+  ASSERT_TRUE(children[0]->WaitForOutput("took its first step", 120000).ok())
+      << children[0]->output();
+  children[1]->Signal(SIGSTOP);
+  StatusOr<int> code = children[0]->WaitForExit(10000);
+  children[1]->Signal(SIGKILL);
+  ASSERT_TRUE(code.ok()) << "the chief did not fail within 10 s\n" << children[0]->output();
+  EXPECT_NE(*code, 0);
+  EXPECT_THAT(children[0]->output(), HasSubstr("task:1 stopped answering the heartbeat"));
+}
+
 TEST(MultiWorkerTest, AWorkerThatNeverStartsIsNamed) {
   auto children =
       StartWorkers(2, {"--max-steps", "5", "--collective-timeout-ms", "3000"}, /*started=*/1);

@@ -35,7 +35,7 @@ struct MultiWorkerOptions {
   // A collective waiting longer than this for other workers fails, naming them.
   std::chrono::milliseconds collective_timeout{std::chrono::minutes(5)};
   // A worker that does not answer the heartbeat within this long fails every collective (0: none).
-  int64_t heartbeat_timeout_ms = 6000;
+  int64_t heartbeat_timeout_ms = 4000;
   int64_t bytes_per_pack = int64_t{4} << 20;  // AllReduceOptions::bytes_per_pack
   int intra_op_threads = 0;                   // of the session's devices; 0: one per core
 };

@@ -340,12 +340,14 @@ StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& 
   summary.task_index = task_index;
   double training_seconds = 0;
   int64_t trained_images = 0;
+  // Each replica's loss; with several workers, every kGlobalLossEvery steps and at the end of
+  // each epoch the loss over every worker's replicas instead (one more collective: worth it only
+  // when the loss is shown). Every worker decides from the step count alone, so all of them run
+  // that collective in the same steps.
+  constexpr int64_t kGlobalLossEvery = 10;
   std::vector<std::string> fetches;
-  if (!graph.global_loss.empty()) {
-    fetches.push_back(graph.global_loss);
-  } else {
-    for (const Model& model : graph.replicas) fetches.push_back(model.loss.name());
-  }
+  for (const Model& model : graph.replicas) fetches.push_back(model.loss.name());
+  const std::vector<std::string> global_fetches = {graph.global_loss};
   std::vector<std::pair<std::string, Tensor>> feeds(2 * replicas);
   for (int r = 0; r < replicas; ++r) {
     feeds[2 * r].first = graph.replicas[r].images.name();
@@ -390,7 +392,12 @@ StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& 
           feeds[2 * r + 1].second = std::move(per_replica[r][1]);
         }
       }
-      WEFT_RETURN_IF_ERROR(session->Run(feeds, fetches, graph.targets, &outputs));
+      const bool global = !graph.global_loss.empty() &&
+                          ((summary.steps + 1) % kGlobalLossEvery == 0 ||
+                           progress.step_in_epoch + 1 == progress.steps_in_epoch ||
+                           (options.max_steps >= 0 && summary.steps + 1 >= options.max_steps));
+      WEFT_RETURN_IF_ERROR(
+          session->Run(feeds, global ? global_fetches : fetches, graph.targets, &outputs));
       double seconds = SecondsSince(step_start);
       epoch_seconds += seconds;
       epoch_images += batch;

@@ -42,7 +42,7 @@ struct DistributedCollectiveOptions {
   // One collective (or the forming of a group) waiting longer than this for other members fails.
   std::chrono::milliseconds collective_timeout{std::chrono::minutes(5)};
   // A peer that does not answer the heartbeat within this long aborts the collectives (0: none).
-  int64_t heartbeat_timeout_ms = 6000;
+  int64_t heartbeat_timeout_ms = 4000;
 };
 
 class DistributedCollectiveExecutorMgr final : public CollectiveExecutorMgrInterface {
