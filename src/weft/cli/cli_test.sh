@@ -42,6 +42,17 @@ expect "train help lists --worker-timeout-ms" 0 "--worker-timeout-ms" -- "$weft"
 expect "server bad cluster" 2 "nonsense" -- "$weft" server --cluster "worker=nonsense"
 expect "server task not in cluster" 2 "task 3" -- "$weft" server --cluster "worker=127.0.0.1:0" --task 3
 expect "server bad WEFT_CONFIG" 2 "WEFT_CONFIG" -- env WEFT_CONFIG='{"cluster": 3}' "$weft" server
+expect "multi-worker without a cluster" 2 "weft launch" -- \
+  env -u WEFT_CONFIG -u TF_CONFIG -u SLURM_PROCID -u OMPI_COMM_WORLD_RANK \
+  "$weft" train --strategy multi_worker_mirrored
+expect "multi-worker bad WEFT_CONFIG" 2 "WEFT_CONFIG" -- \
+  env WEFT_CONFIG='{"cluster": 3}' "$weft" train --strategy multi_worker_mirrored
+expect "multi-worker indivisible batch" 2 "3 replicas (3 workers x 1 devices)" -- \
+  env WEFT_CONFIG='{"cluster":{"worker":["127.0.0.1:1","127.0.0.1:2","127.0.0.1:3"]},"task":{"type":"worker","index":1}}' \
+  "$weft" train --strategy multi_worker_mirrored --batch-size 128
+expect "multi-worker with a target" 2 "no target" -- \
+  env WEFT_CONFIG='{"cluster":{"worker":["127.0.0.1:1"]},"task":{"type":"worker","index":0}}' \
+  "$weft" train --strategy multi_worker_mirrored --target grpc://127.0.0.1:1
 expect "bad target" 2 "grpc://host:port" -- "$weft" train --target grpc:// --max-steps 1
 expect "target with --devices" 2 "--devices" -- \
   "$weft" train --target grpc://127.0.0.1:1 --devices 2 --max-steps 1
