@@ -1,8 +1,9 @@
-// DistributedDataset: Strategy::ExperimentalDistributeDataset's result. It wraps a source of
-// global batches (each one tensor per component, e.g. images and labels, batched along dim 0 with
-// the global batch size) and hands out, per global batch, every replica's equal slice of every
-// component, sharing the batch's buffers. A global batch not divisible by the number of replicas
-// is an InvalidArgument naming both numbers. Not thread-safe (one consumer).
+// DistributedDataset: the result of Strategy::ExperimentalDistributeDataset and
+// Strategy::DistributeDatasetsFromFunction. It wraps a source of this worker's batches (each one
+// tensor per component, e.g. images and labels, batched along dim 0: the global batch with one
+// worker, this worker's share of it with several) and hands out, per batch, every local replica's
+// equal slice of every component, sharing the batch's buffers. A batch not divisible by the number
+// of local replicas is an InvalidArgument naming both numbers. Not thread-safe (one consumer).
 #pragma once
 
 #include <functional>
@@ -17,10 +18,13 @@ class Strategy;
 
 class DistributedDataset {
  public:
-  // Fills `batch` with the next global batch, one tensor per component; returns false at the end.
-  using GlobalBatchSource = std::function<StatusOr<bool>(std::vector<Tensor>* batch)>;
+  // Fills `batch` with this worker's next batch, one tensor per component; returns false at the
+  // end.
+  using BatchSource = std::function<StatusOr<bool>(std::vector<Tensor>* batch)>;
+  // The name ExperimentalDistributeDataset's callers know: with one worker, the global batch.
+  using GlobalBatchSource = BatchSource;
 
-  DistributedDataset(const Strategy& strategy, GlobalBatchSource source)
+  DistributedDataset(const Strategy& strategy, BatchSource source)
       : strategy_(strategy), source_(std::move(source)) {}
 
   // per_replica[r][c] is replica r's slice of component c. Returns false at the end.
@@ -28,7 +32,7 @@ class DistributedDataset {
 
  private:
   const Strategy& strategy_;
-  GlobalBatchSource source_;
+  BatchSource source_;
 };
 
 }  // namespace weft::distribute

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "weft/distribute/all_reduce_cross_device_ops.h"
 #include "weft/distribute/session_test_util.h"
 #include "weft/distribute/strategy.h"
 #include "weft/testing/tensor_matchers.h"
@@ -56,6 +57,127 @@ TEST(DistributedDatasetTest, AnIndivisibleGlobalBatchNamesBothNumbers) {
   EXPECT_NE(s.message().find("5"), std::string::npos) << s;
   EXPECT_NE(s.message().find("2 replicas"), std::string::npos) << s;
   EXPECT_NE(s.message().find("component 0"), std::string::npos) << s;
+}
+
+// Two local replicas on worker 1 of 3: the numbers a MultiWorkerMirroredStrategy on task 1 has,
+// without the server it would need.
+class ThirdOfThreeWorkersForTesting final : public Strategy {
+ public:
+  ThirdOfThreeWorkersForTesting()
+      : Strategy(testing::CpuDevices(2), std::make_unique<AllReduceCrossDeviceOps>(),
+                 /*num_workers=*/3, /*worker_index=*/1) {}
+};
+
+// A dataset function that records every context it is called with and returns `batches` batches
+// of per-replica batch x `local_replicas` rows, the per-replica batch taken from a global 12.
+Strategy::DatasetFn Recording(std::vector<InputContext>* contexts, int batches,
+                              int local_replicas) {
+  return [=](const InputContext& context) -> StatusOr<DistributedDataset::BatchSource> {
+    contexts->push_back(context);
+    WEFT_ASSIGN_OR_RETURN(int64_t per_replica, context.GetPerReplicaBatchSize(12));
+    return Batches(batches, per_replica * local_replicas);
+  };
+}
+
+TEST(DistributedDatasetTest, FromFunctionCallsItOnceWithOnePipelineAndSplitsItsBatches) {
+  auto strategy = MirroredStrategy::Create(testing::CpuDevices(2)).value();
+  std::vector<InputContext> contexts;
+  StatusOr<DistributedDataset> dataset =
+      strategy->DistributeDatasetsFromFunction(Recording(&contexts, 2, 2));
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  ASSERT_EQ(contexts.size(), 1u);
+  EXPECT_EQ(contexts[0].num_input_pipelines(), 1);
+  EXPECT_EQ(contexts[0].input_pipeline_id(), 0);
+  EXPECT_EQ(contexts[0].num_replicas_in_sync(), 2);
+  std::vector<std::vector<Tensor>> per_replica;
+  for (int index = 0; index < 2; ++index) {
+    StatusOr<bool> more = dataset->Next(&per_replica);
+    ASSERT_TRUE(more.ok()) << more.status();
+    ASSERT_TRUE(*more);
+    ASSERT_EQ(per_replica.size(), 2u);
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_EQ(per_replica[r][0].shape(), TensorShape({6, 2}));
+      EXPECT_EQ(per_replica[r][0].data<float>()[0], static_cast<float>(10 * index + 6 * r));
+      EXPECT_EQ(per_replica[r][1].data<int64_t>()[0], 6 * r);
+    }
+  }
+  StatusOr<bool> end = dataset->Next(&per_replica);
+  ASSERT_TRUE(end.ok()) << end.status();
+  EXPECT_FALSE(*end);
+  EXPECT_EQ(contexts.size(), 1u);
+}
+
+TEST(DistributedDatasetTest, FromFunctionOnOneDeviceFeedsItsOnlyReplica) {
+  auto strategy = OneDeviceStrategy::Create("/cpu:0").value();
+  std::vector<InputContext> contexts;
+  StatusOr<DistributedDataset> dataset =
+      strategy->DistributeDatasetsFromFunction(Recording(&contexts, 1, 1));
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  ASSERT_EQ(contexts.size(), 1u);
+  EXPECT_EQ(contexts[0].num_input_pipelines(), 1);
+  EXPECT_EQ(contexts[0].input_pipeline_id(), 0);
+  EXPECT_EQ(contexts[0].num_replicas_in_sync(), 1);
+  std::vector<std::vector<Tensor>> per_replica;
+  ASSERT_TRUE(dataset->Next(&per_replica).value());
+  ASSERT_EQ(per_replica.size(), 1u);
+  EXPECT_EQ(per_replica[0][0].shape(), TensorShape({12, 2}));
+}
+
+TEST(DistributedDatasetTest, FromFunctionOnAWorkerOfSeveralGetsThatWorkersPipeline) {
+  ThirdOfThreeWorkersForTesting strategy;
+  std::vector<InputContext> contexts;
+  StatusOr<DistributedDataset> dataset =
+      strategy.DistributeDatasetsFromFunction(Recording(&contexts, 1, 2));
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  ASSERT_EQ(contexts.size(), 1u);
+  EXPECT_EQ(contexts[0].num_input_pipelines(), 3);
+  EXPECT_EQ(contexts[0].input_pipeline_id(), 1);
+  EXPECT_EQ(contexts[0].num_replicas_in_sync(), 6);
+  // This worker's batch is 12 / 6 x 2 = 4 examples: two for each local replica.
+  std::vector<std::vector<Tensor>> per_replica;
+  ASSERT_TRUE(dataset->Next(&per_replica).value());
+  ASSERT_EQ(per_replica.size(), 2u);
+  EXPECT_EQ(per_replica[1][0].shape(), TensorShape({2, 2}));
+  EXPECT_TENSOR_EQ(per_replica[1][1], Tensor::FromVector<int64_t>({2, 3}));
+}
+
+TEST(DistributedDatasetTest, FromFunctionReturnsTheFunctionsErrorNamingThePipeline) {
+  ThirdOfThreeWorkersForTesting strategy;
+  Status s = strategy
+                 .DistributeDatasetsFromFunction(
+                     [](const InputContext&) -> StatusOr<DistributedDataset::BatchSource> {
+                       return NotFound("no shard file 'train-1.idx'");
+                     })
+                 .status();
+  ASSERT_TRUE(IsNotFound(s)) << s;
+  EXPECT_NE(s.message().find("input pipeline 1 of 3"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("train-1.idx"), std::string::npos) << s;
+  // The global batch a dataset function cannot divide fails the same way.
+  auto mirrored = MirroredStrategy::Create(testing::CpuDevices(2)).value();
+  s = mirrored
+          ->DistributeDatasetsFromFunction(
+              [](const InputContext& context) -> StatusOr<DistributedDataset::BatchSource> {
+                WEFT_ASSIGN_OR_RETURN(int64_t per_replica, context.GetPerReplicaBatchSize(5));
+                return Batches(1, per_replica);
+              })
+          .status();
+  ASSERT_TRUE(IsInvalidArgument(s)) << s;
+  EXPECT_NE(s.message().find("input pipeline 0 of 1"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("5"), std::string::npos) << s;
+}
+
+TEST(DistributedDatasetTest, FromFunctionRefusesAMissingFunctionOrSource) {
+  auto strategy = MirroredStrategy::Create(testing::CpuDevices(2)).value();
+  Status s = strategy->DistributeDatasetsFromFunction(nullptr).status();
+  EXPECT_TRUE(IsInvalidArgument(s)) << s;
+  s = strategy
+          ->DistributeDatasetsFromFunction(
+              [](const InputContext&) -> StatusOr<DistributedDataset::BatchSource> {
+                return DistributedDataset::BatchSource();
+              })
+          .status();
+  ASSERT_TRUE(IsInvalidArgument(s)) << s;
+  EXPECT_NE(s.message().find("no source"), std::string::npos) << s;
 }
 
 }  // namespace

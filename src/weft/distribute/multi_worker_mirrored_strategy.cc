@@ -69,7 +69,7 @@ MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(
     std::vector<std::string> devices, std::unique_ptr<AllReduceCrossDeviceOps> cross_device_ops,
     MultiWorkerOptions options)
     : Strategy(std::move(devices), std::move(cross_device_ops),
-               options.server.cluster.NumTasks(options.server.task.job)),
+               options.server.cluster.NumTasks(options.server.task.job), options.server.task.index),
       options_(std::move(options)),
       all_reduce_(static_cast<AllReduceCrossDeviceOps*>(&this->cross_device_ops())) {}
 

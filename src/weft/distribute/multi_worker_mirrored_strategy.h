@@ -4,7 +4,8 @@
 // (session_options()), and the replicas of all workers all-reduce their gradients with collectives
 // across processes, bucketed and chained in one order (AllReduceCrossDeviceOps with
 // order_collectives). num_replicas_in_sync() counts every worker's replicas; SplitBatch splits this
-// worker's share of the global batch over its replicas.
+// worker's share of the global batch over its replicas; DistributeDatasetsFromFunction gives this
+// worker's dataset function input pipeline task_index() of num_workers().
 //
 // Create() starts this task's server in-process (through the transport registered for
 // `protocol`): it resolves collective groups (task 0 of the job leads them) and answers the other

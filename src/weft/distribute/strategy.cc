@@ -1,5 +1,5 @@
-// Strategy: device canonicalisation, variable creation, Run's grouping, Reduce, SplitBatch, and
-// the OneDeviceStrategy / MirroredStrategy factories.
+// Strategy: device canonicalisation, variable creation, Run's grouping, Reduce, SplitBatch, the
+// distributed datasets, and the OneDeviceStrategy / MirroredStrategy factories.
 #include "weft/distribute/strategy.h"
 
 #include <set>
@@ -193,6 +193,18 @@ StatusOr<std::vector<Tensor>> Strategy::SplitBatch(const Tensor& global_batch) c
     slices.push_back(global_batch.Slice(r * per_replica, (r + 1) * per_replica));
   }
   return slices;
+}
+
+StatusOr<DistributedDataset> Strategy::DistributeDatasetsFromFunction(const DatasetFn& fn) const {
+  const std::string pipeline = StrCat("DistributeDatasetsFromFunction: input pipeline ",
+                                      worker_index_, " of ", num_workers_);
+  if (!fn) return InvalidArgument(pipeline, ": no dataset function was given");
+  StatusOr<DistributedDataset::BatchSource> source =
+      fn(InputContext(num_workers_, worker_index_, num_replicas_in_sync()));
+  if (!source.ok()) return source.status().WithContext(pipeline);
+  // Calling an empty std::function would throw on the first Next; refuse it here instead.
+  if (!*source) return InvalidArgument(pipeline, ": the dataset function returned no source");
+  return DistributedDataset(*this, std::move(source).value());
 }
 
 StatusOr<std::unique_ptr<OneDeviceStrategy>> OneDeviceStrategy::Create(const std::string& device) {

@@ -1,7 +1,7 @@
 // Strategy: the data-parallel training API. A strategy owns a list of devices (one replica each)
 // and a CrossDeviceOps, creates distributed variables over its devices, runs a per-replica graph
 // building function once per replica (Run), reduces per-replica values (Reduce) and splits a
-// global batch into per-replica slices (SplitBatch).
+// global batch into per-replica slices (SplitBatch, and the distributed datasets built on it).
 //
 //   auto strategy = MirroredStrategy::Create({"/cpu:0", "/cpu:1"}).value();
 //   auto w = strategy->CreateVariable(root, "w", {4, 2}, DataType::kFloat,
@@ -44,6 +44,7 @@
 #include "weft/distribute/cross_device_ops.h"
 #include "weft/distribute/distributed_dataset.h"
 #include "weft/distribute/distributed_variable.h"
+#include "weft/distribute/input_context.h"
 #include "weft/distribute/replica_context.h"
 
 namespace weft::distribute {
@@ -56,6 +57,10 @@ class Strategy {
   // (every replica must return as many).
   using ReplicaFn = std::function<StatusOr<std::vector<Output>>(ReplicaContext& context,
                                                                 const weft::Scope& replica_scope)>;
+  // Builds one input pipeline: the source of its worker's batches (see
+  // DistributeDatasetsFromFunction).
+  using DatasetFn =
+      std::function<StatusOr<DistributedDataset::BatchSource>(const InputContext& context)>;
 
   virtual ~Strategy() = default;
   Strategy(const Strategy&) = delete;
@@ -95,21 +100,34 @@ class Strategy {
   // along dimension 0, one per local replica in order, each sharing the
   // batch's buffer. InvalidArgument for a scalar or a batch not divisible by the replica count.
   StatusOr<std::vector<Tensor>> SplitBatch(const Tensor& global_batch) const;
-  // The per-replica view of a source of global batches (see distributed_dataset.h).
+  // The per-replica view of a source of batches (see distributed_dataset.h): each batch the source
+  // gives is split over the local replicas as it is. With one worker that is the global batch;
+  // with several, unlike the reference, nothing is sharded across workers here, so each worker's
+  // source must give its own share (the `weft train` loop passes a BatchIterator with
+  // num_shards = num_workers() and shard_index = the worker's task index).
   DistributedDataset ExperimentalDistributeDataset(
       DistributedDataset::GlobalBatchSource source) const {
     return DistributedDataset(*this, std::move(source));
   }
+  // For users who shard their own data (the reference's distribute_datasets_from_function): calls
+  // `fn` once, now, with this worker's InputContext (num_workers() pipelines; this one's id is the
+  // worker's task index, 0 with one worker), and returns the per-replica view of the source it
+  // returns. That source gives this pipeline's batches: per-replica batch x num_local_replicas()
+  // examples, each split over the local replicas. fn's error is returned with the pipeline named;
+  // an empty source is an InvalidArgument.
+  StatusOr<DistributedDataset> DistributeDatasetsFromFunction(const DatasetFn& fn) const;
 
   // How long Run waits for one replica to pause or finish before giving up (default 5 minutes).
   void set_run_timeout(std::chrono::milliseconds timeout) { run_timeout_ = timeout; }
 
  protected:
+  // `worker_index` in [0, num_workers): this worker's task index, also its input pipeline's id.
   Strategy(std::vector<std::string> devices, std::unique_ptr<CrossDeviceOps> cross_device_ops,
-           int num_workers = 1)
+           int num_workers = 1, int worker_index = 0)
       : devices_(std::move(devices)),
         cross_device_ops_(std::move(cross_device_ops)),
-        num_workers_(num_workers) {}
+        num_workers_(num_workers),
+        worker_index_(worker_index) {}
 
   // Canonical names of `devices`; InvalidArgument for an empty list, a name that does not parse
   // or a duplicate (both spellings named).
@@ -120,6 +138,7 @@ class Strategy {
   std::vector<std::string> devices_;
   std::unique_ptr<CrossDeviceOps> cross_device_ops_;
   int num_workers_ = 1;
+  int worker_index_ = 0;
   std::chrono::milliseconds run_timeout_{std::chrono::minutes(5)};
 
   friend class StrategyScope;
