@@ -86,6 +86,15 @@ struct Result {
   Status status;
   std::vector<Tensor> outputs;
   Tensor value;
+
+  CollectiveExecutor::DoneCallback Callback() {
+    return [this](const Status& result) {
+      status = result;
+      done.Notify();
+    };
+  }
+  // Waits for the member; false (with a failure) when it did not finish.
+  bool Wait() { return done.WaitForNotificationWithTimeout(kWait); }
 };
 
 Tensor Filled(const TensorShape& shape, float base) {
@@ -125,10 +134,7 @@ TEST_P(DistributedCollectiveExecutorTest, AllReduceMatchesAPlainSumOnEveryMember
         auto result = std::make_unique<Result>();
         Result* raw = result.get();
         executors[t]->AllReduceAsync(Params(members, 7, final_op), cluster.device(t, d),
-                                     {inputs.back()}, &raw->outputs, [raw](const Status& status) {
-                                       raw->status = status;
-                                       raw->done.Notify();
-                                     });
+                                     {inputs.back()}, &raw->outputs, raw->Callback());
         results.push_back(std::move(result));
       }
     }
@@ -138,7 +144,7 @@ TEST_P(DistributedCollectiveExecutorTest, AllReduceMatchesAPlainSumOnEveryMember
     }
     for (float& value : expected) value /= final_op == "Div" ? members : 1;
     for (auto& result : results) {
-      ASSERT_TRUE(result->done.WaitForNotificationWithTimeout(kWait));
+      ASSERT_TRUE(result->Wait());
       ASSERT_TRUE(result->status.ok()) << result->status;
       ASSERT_EQ(result->outputs.size(), 1u);
       const float* got = result->outputs[0].data<float>();
@@ -167,16 +173,12 @@ TEST_P(DistributedCollectiveExecutorTest, BroadcastAndAllGatherAcrossTasks) {
       const bool is_source = t == 1 && d == 1;
       if (is_source) raw->value = source;
       executors[t]->BroadcastAsync(Params(members, 3), cluster.device(t, d), is_source,
-                                   DataType::kFloat, shape, &raw->value,
-                                   [raw](const Status& status) {
-                                     raw->status = status;
-                                     raw->done.Notify();
-                                   });
+                                   DataType::kFloat, shape, &raw->value, raw->Callback());
       broadcast.push_back(std::move(result));
     }
   }
   for (auto& result : broadcast) {
-    ASSERT_TRUE(result->done.WaitForNotificationWithTimeout(kWait));
+    ASSERT_TRUE(result->Wait());
     ASSERT_TRUE(result->status.ok()) << result->status;
     ASSERT_EQ(result->value.shape(), shape);
     EXPECT_EQ(std::memcmp(result->value.data<float>(), source.data<float>(), 15 * 4), 0);
@@ -188,15 +190,12 @@ TEST_P(DistributedCollectiveExecutorTest, BroadcastAndAllGatherAcrossTasks) {
       Result* raw = result.get();
       executors[t]->AllGatherAsync(Params(members, 4), cluster.device(t, d),
                                    Filled(TensorShape({2, 2}), static_cast<float>(10 * t + d)),
-                                   &raw->value, [raw](const Status& status) {
-                                     raw->status = status;
-                                     raw->done.Notify();
-                                   });
+                                   &raw->value, raw->Callback());
       gathered.push_back(std::move(result));
     }
   }
   for (auto& result : gathered) {
-    ASSERT_TRUE(result->done.WaitForNotificationWithTimeout(kWait));
+    ASSERT_TRUE(result->Wait());
     ASSERT_TRUE(result->status.ok()) << result->status;
     ASSERT_EQ(result->value.shape(), TensorShape({8, 2}));
     // Rows in member order: task 0 device 0, task 0 device 1, task 1 device 0, task 1 device 1.
@@ -218,14 +217,11 @@ TEST_P(DistributedCollectiveExecutorTest, MismatchedShapesAcrossTasksFailEveryMe
     Result* raw = result.get();
     executors[t]->AllReduceAsync(Params(2, 9), cluster.device(t, 0),
                                  {Filled(TensorShape({t == 0 ? 10 : 12}), 1.0f)}, &raw->outputs,
-                                 [raw](const Status& status) {
-                                   raw->status = status;
-                                   raw->done.Notify();
-                                 });
+                                 raw->Callback());
     results.push_back(std::move(result));
   }
   for (auto& result : results) {
-    ASSERT_TRUE(result->done.WaitForNotificationWithTimeout(kWait));
+    ASSERT_TRUE(result->Wait());
     EXPECT_TRUE(IsInvalidArgument(result->status)) << result->status;
     EXPECT_NE(result->status.message().find("task:0"), std::string::npos) << result->status;
     EXPECT_NE(result->status.message().find("task:1"), std::string::npos) << result->status;
@@ -237,11 +233,8 @@ TEST_P(DistributedCollectiveExecutorTest, AGroupThatNeverFormsNamesTheMissingTas
   auto executor = cluster.collectives(0).NewStepExecutor(1);
   Result result;
   executor->AllReduceAsync(Params(2, 1), cluster.device(0, 0), {Filled(TensorShape({4}), 1.0f)},
-                           &result.outputs, [&result](const Status& status) {
-                             result.status = status;
-                             result.done.Notify();
-                           });
-  ASSERT_TRUE(result.done.WaitForNotificationWithTimeout(kWait));
+                           &result.outputs, result.Callback());
+  ASSERT_TRUE(result.Wait());
   EXPECT_EQ(result.status.code(), Code::kDeadlineExceeded) << result.status;
   EXPECT_NE(result.status.message().find("task:0/device:CPU:0"), std::string::npos)
       << result.status;
@@ -259,14 +252,11 @@ TEST(DistributedCollectiveExecutorLocalTest, AGroupOfOneTaskStaysInProcess) {
     Result* raw = result.get();
     executor->AllReduceAsync(Params(2, 1, "Div"), cluster.device(0, d),
                              {Filled(TensorShape({6}), static_cast<float>(d))}, &raw->outputs,
-                             [raw](const Status& status) {
-                               raw->status = status;
-                               raw->done.Notify();
-                             });
+                             raw->Callback());
     results.push_back(std::move(result));
   }
   for (auto& result : results) {
-    ASSERT_TRUE(result->done.WaitForNotificationWithTimeout(kWait));
+    ASSERT_TRUE(result->Wait());
     ASSERT_TRUE(result->status.ok()) << result->status;
     EXPECT_FLOAT_EQ(result->outputs[0].data<float>()[0], 0.5f);
   }
