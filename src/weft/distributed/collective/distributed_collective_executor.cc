@@ -268,7 +268,7 @@ void DistributedCollectiveExecutor::RunAcrossProcesses(
       for (Member& member : members) member.done(status);
       return;
     }
-    ++in_flight_[group];
+    ++in_flight_[group.get()];
   }
   auto shared = std::make_shared<Members>(std::move(members));
   auto results = std::make_shared<std::vector<Tensor>>();
@@ -296,7 +296,7 @@ void DistributedCollectiveExecutor::RunAcrossProcesses(
       break;
   }
   group->EnqueueAsync(params.instance_key, InstanceLabel(params), std::move(op),
-                      [this, group, shared, results, kind](const Status& status) {
+                      [this, group = group.get(), shared, results, kind](const Status& status) {
                         {
                           MutexLock lock(mu_);
                           if (--in_flight_[group] == 0) in_flight_.erase(group);
@@ -319,7 +319,7 @@ void DistributedCollectiveExecutor::RunAcrossProcesses(
 void DistributedCollectiveExecutor::StartAbort(const Status& status) {
   local_.StartAbort(status);
   Members waiting;
-  std::vector<std::shared_ptr<CollectiveGroup>> running;
+  std::vector<CollectiveGroup*> running;
   Status abort_status;
   {
     MutexLock lock(mu_);

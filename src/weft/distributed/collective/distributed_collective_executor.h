@@ -82,8 +82,10 @@ class DistributedCollectiveExecutor final : public CollectiveExecutor {
   Mutex mu_;
   std::map<std::pair<int64_t, int64_t>, Joining> joining_ WEFT_GUARDED_BY(mu_);
   Status abort_status_ WEFT_GUARDED_BY(mu_);
-  // Groups with an operation of this step queued or running, and how many.
-  std::map<std::shared_ptr<CollectiveGroup>, int> in_flight_ WEFT_GUARDED_BY(mu_);
+  // Groups with an operation of this step queued or running, and how many. Raw pointers: the
+  // manager keeps its groups alive longer than any step, and a queued operation must not own its
+  // group (the group's thread would then destroy the group it runs on).
+  std::map<CollectiveGroup*, int> in_flight_ WEFT_GUARDED_BY(mu_);
 };
 
 }  // namespace weft
