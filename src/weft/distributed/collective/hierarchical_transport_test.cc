@@ -34,6 +34,8 @@ StatusOr<std::unique_ptr<CollectiveTransport>> Create(
   HierarchicalTransportTuning tuning;
   // Small slots make the shared-memory stages run in many chunks.
   tuning.shm.slot_bytes = 64 << 10;
+  // Every "host" is this machine: waiters must not spin on the cores that the others need.
+  tuning.shm.host_processes = static_cast<int>(hosts.size());
   return CreateHierarchicalTransport(group.Options(rank, timeout), hosts,
                                      std::move(group.listener(rank)), group.addresses(), tuning);
 }
