@@ -1,9 +1,7 @@
-// HierarchicalTransport (see the header). Every operation runs up to three stages: (1) inside each
-// host over shared memory, (2) among the leaders over TCP, (3) from each leader to its host. The
-// stages of one host run only when it has several members, stage 2 only with several hosts. Before
-// stage 2 moves data the leaders all-gather a fixed-size status block, and stage 3 starts with the
-// leader broadcasting one: a failure seen on one host (a mismatch, a missing member, an abort)
-// thus reaches every member promptly with its code and text, instead of as a peer's silence.
+// HierarchicalTransport (see the header): per operation (1) a stage inside each host over shared
+// memory, (2) one among the leaders over TCP, (3) one from each leader to its host. Stage 2 opens
+// with the leaders all-gathering status blocks and stage 3 with the leader broadcasting one, so a
+// failure seen on one host reaches every member promptly, with its code and text.
 #include "weft/distributed/collective/hierarchical_transport.h"
 
 #include <algorithm>
@@ -18,21 +16,32 @@ namespace weft {
 namespace {
 
 using collective_internal::MemberName;
+using collective_internal::OpIdentity;
 using collective_internal::OpLabel;
 
-// A status as it travels between members: int32 code, uint32 length, then the text (truncated).
+// A status as it travels between members: int32 code, uint32 text length, the sender's operation
+// (when the receiver has not checked it otherwise; zero when absent), then the text (truncated).
 constexpr int64_t kStatusBytes = 1024;
+constexpr size_t kTextAt = 8 + sizeof(OpIdentity);
+// Payloads up to this size travel in one message with the status (a copy is cheaper than a round).
+constexpr size_t kMergeBytes = size_t{64} << 10;
 
-Tensor EncodeStatus(const Status& status) {
-  Tensor block(DataType::kUInt8, TensorShape({kStatusBytes}));
+// The status block followed by `payload_bytes` (copied from `payload` when given).
+Tensor EncodeStatus(const Status& status, const OpIdentity* identity = nullptr,
+                    size_t payload_bytes = 0, const void* payload = nullptr) {
+  Tensor block(DataType::kUInt8, TensorShape({kStatusBytes + static_cast<int64_t>(payload_bytes)}));
   char* bytes = static_cast<char*>(block.raw_data());
   std::memset(bytes, 0, kStatusBytes);
+  if (payload != nullptr && payload_bytes > 0) {
+    std::memcpy(bytes + kStatusBytes, payload, payload_bytes);
+  }
   const int32_t code = static_cast<int32_t>(status.code());
   const std::string_view text = status.message();
-  const uint32_t length = static_cast<uint32_t>(std::min<size_t>(text.size(), kStatusBytes - 8));
+  const uint32_t length = static_cast<uint32_t>(std::min(text.size(), kStatusBytes - kTextAt));
   std::memcpy(bytes, &code, 4);
   std::memcpy(bytes + 4, &length, 4);
-  std::memcpy(bytes + 8, text.data(), length);
+  if (identity != nullptr) std::memcpy(bytes + 8, identity, sizeof(OpIdentity));
+  std::memcpy(bytes + kTextAt, text.data(), length);
   return block;
 }
 
@@ -42,8 +51,8 @@ Status DecodeStatus(const char* bytes) {
   std::memcpy(&code, bytes, 4);
   std::memcpy(&length, bytes + 4, 4);
   if (code == 0) return Status::OK();
-  length = std::min<uint32_t>(length, kStatusBytes - 8);
-  return Status(static_cast<Code>(code), std::string_view(bytes + 8, length));
+  length = std::min<uint32_t>(length, kStatusBytes - kTextAt);
+  return Status(static_cast<Code>(code), std::string_view(bytes + kTextAt, length));
 }
 
 // Which members share a host, computed alike on every member.
@@ -93,15 +102,9 @@ class HierarchicalTransport final : public CollectiveTransport {
   Status Broadcast(const TransportOp& op, int root, Tensor* value) override;
   Status AllGather(const TransportOp& op, const Tensor& input, Tensor* output) override;
 
-  void StartAbort(const Status& status) override {
-    {
-      MutexLock lock(mu_);
-      if (poisoned_.ok()) poisoned_ = status;
-    }
-    // Wakes a blocked stage; the protocol then carries the failure to the other members.
-    if (host_ != nullptr) host_->StartAbort(status);
-    if (leaders_ != nullptr) leaders_->StartAbort(status);
-  }
+  // Wakes a blocked stage (the sub-transports are aborted); the protocol then carries the failure
+  // to the other members.
+  void StartAbort(const Status& status) override { Poison(status).IgnoreError(); }
 
  private:
   // With one host, or one member per host, a single sub-transport does everything.
@@ -118,6 +121,14 @@ class HierarchicalTransport final : public CollectiveTransport {
   Status AmongLeaders(const Status& status) const {
     return status.WithContext("TCP among the hosts' leaders (ranks among the leaders)");
   }
+  // InvalidArgument when the block from member `from` carries an operation other than `mine`.
+  Status CheckBlockOp(const TransportOp& op, const char* block, const OpIdentity& mine,
+                      int from) const {
+    OpIdentity theirs;
+    std::memcpy(&theirs, block + 8, sizeof(theirs));
+    return collective_internal::CheckSameOp(options_, OpLabel(op), options_.rank, mine, from,
+                                            theirs);
+  }
   // A status another member reported, kept with its code.
   Status Forwarded(const Status& status, int from) const {
     return Status(status.code(), StrCat("member ", Name(from), " (leader of host '",
@@ -129,12 +140,28 @@ class HierarchicalTransport final : public CollectiveTransport {
   Status CheckPoisoned(const TransportOp& op);
   // Poisons the transport and the sub-transports with `status` (unless already); returns the first.
   Status Poison(const Status& status);
-  // A failure found before stage 1 (bad arguments): the host's members learn it at once.
-  void TellHost(const TransportOp& op, const Status& status);
+  Status Done(const Status& status) { return status.ok() ? status : Poison(status); }
+  // Poisons `sub` and has it publish the failure to its peers (a poisoned transport does so when
+  // called): used for failures that this protocol does not carry.
+  static void Tell(CollectiveTransport* sub, const TransportOp& op, const Status& status) {
+    if (sub == nullptr) return;
+    sub->StartAbort(status);
+    Tensor nothing(DataType::kUInt8, TensorShape({0}));
+    sub->Broadcast(op, 0, &nothing).IgnoreError();
+  }
   // Stage 2's first step: every leader's stage-1 outcome, so that all leaders go on or all stop.
   Status AgreeAmongLeaders(const TransportOp& op, const Status& mine);
-  // Stage 3: the leader's outcome and, when it is OK and `data` is given, the leader's `data`.
-  Status ShareInHost(const TransportOp& op, const Status& status, Tensor* data);
+  // Stage 2 of a small all-reduce in one exchange: the leaders all-gather their statuses with
+  // their host's sums and each adds the sums in host order into `result` (`bytes` long).
+  Status SmallAmongLeaders(const TransportOp& op, const Status& mine,
+                           const std::vector<Tensor>& sums, double divisor, size_t bytes,
+                           Tensor* result);
+  // Stage 3: the leader's outcome and, when it is OK, the leader's `data` (`bytes` long, as every
+  // member of the host computes from its own arguments; 0 when there is no data).
+  // Unless `may_merge` (when stage 1 checked that the host's members agree), the data goes in a
+  // broadcast of its own, whose check compares every member's call.
+  Status ShareInHost(const TransportOp& op, const Status& status, Tensor* data, size_t bytes,
+                     bool may_merge = true);
 
   const TransportOptions options_;
   const std::vector<std::string> member_hosts_;
@@ -157,12 +184,8 @@ Status HierarchicalTransport::CheckPoisoned(const TransportOp& op) {
   }
   if (status.ok() || told_peers_) return status;
   told_peers_ = true;
-  Tensor nothing(DataType::kUInt8, TensorShape({0}));
-  for (CollectiveTransport* sub : {host_.get(), leaders_.get()}) {
-    if (sub == nullptr) continue;
-    sub->StartAbort(status);
-    sub->Broadcast(op, 0, &nothing).IgnoreError();  // fails at once, publishing the failure
-  }
+  Tell(host_.get(), op, status);
+  Tell(leaders_.get(), op, status);
   return status;
 }
 
@@ -176,13 +199,6 @@ Status HierarchicalTransport::Poison(const Status& status) {
   if (host_ != nullptr) host_->StartAbort(first);
   if (leaders_ != nullptr) leaders_->StartAbort(first);
   return first;
-}
-
-void HierarchicalTransport::TellHost(const TransportOp& op, const Status& status) {
-  if (host_ == nullptr) return;
-  host_->StartAbort(status);
-  Tensor nothing(DataType::kUInt8, TensorShape({0}));
-  host_->Broadcast(op, 0, &nothing).IgnoreError();
 }
 
 Status HierarchicalTransport::AgreeAmongLeaders(const TransportOp& op, const Status& mine) {
@@ -199,18 +215,60 @@ Status HierarchicalTransport::AgreeAmongLeaders(const TransportOp& op, const Sta
   return Status::OK();
 }
 
-Status HierarchicalTransport::ShareInHost(const TransportOp& op, const Status& status,
-                                          Tensor* data) {
+Status HierarchicalTransport::SmallAmongLeaders(const TransportOp& op, const Status& mine,
+                                                const std::vector<Tensor>& sums, double divisor,
+                                                size_t bytes, Tensor* result) {
+  // The host's sums, flat (a failed leader sends as many bytes, unset: only its status counts),
+  // with the operation: leaders' byte counts may agree where their dtypes or shapes differ.
+  OpIdentity identity;
+  if (mine.ok()) {
+    auto flat = collective_internal::PrepareAllReduce(op, sums, divisor);
+    if (flat.ok()) identity = flat->identity;
+  }
+  Tensor block = EncodeStatus(mine, &identity, bytes);
+  char* next = static_cast<char*>(block.raw_data()) + kStatusBytes;
+  for (size_t i = 0; mine.ok() && i < sums.size(); ++i) {
+    if (sums[i].TotalBytes() > 0) std::memcpy(next, sums[i].raw_data(), sums[i].TotalBytes());
+    next += sums[i].TotalBytes();
+  }
+  Tensor all;
+  Status status = leaders_->AllGather(op, block, &all);
+  if (!mine.ok()) return mine;
+  if (!status.ok()) return AmongLeaders(status);
+  const char* blocks = static_cast<const char*>(all.raw_data());
+  const size_t stride = kStatusBytes + bytes;
+  std::vector<const char*> host_sums;
+  for (int h = 0; h < static_cast<int>(layout_.hosts.size()); ++h) {
+    Status theirs = DecodeStatus(blocks + h * stride);
+    if (!theirs.ok()) return Forwarded(theirs, layout_.hosts[h][0]);
+    WEFT_RETURN_IF_ERROR(CheckBlockOp(op, blocks + h * stride, identity, layout_.hosts[h][0]));
+    host_sums.push_back(blocks + h * stride + kStatusBytes);
+  }
+  // Every leader adds the same sums in the same order: the same bits everywhere.
+  collective_internal::SumInOrder(result->dtype(), host_sums,
+                                  static_cast<char*>(result->raw_data()), result->NumElements(),
+                                  divisor);
+  return Status::OK();
+}
+
+Status HierarchicalTransport::ShareInHost(const TransportOp& op, const Status& status, Tensor* data,
+                                          size_t bytes, bool may_merge) {
   if (host_ == nullptr) return status;
-  Tensor block = EncodeStatus(status);
+  // Small data rides with the status; larger data follows in its own broadcast.
+  const bool merged = bytes <= kMergeBytes && may_merge;
+  const bool send = is_leader_ && status.ok() && merged && bytes > 0;
+  Tensor block =
+      EncodeStatus(status, nullptr, merged ? bytes : 0, send ? data->raw_data() : nullptr);
   Status shared = host_->Broadcast(op, 0, &block);
   if (!status.ok()) return status;
   if (!shared.ok()) return InHost(shared);
   if (!is_leader_) {
-    Status leaders = DecodeStatus(static_cast<const char*>(block.raw_data()));
+    const char* got = static_cast<const char*>(block.raw_data());
+    Status leaders = DecodeStatus(got);
     if (!leaders.ok()) return Forwarded(leaders, layout_.hosts[my_host_][0]);
+    if (merged && bytes > 0) std::memcpy(data->raw_data(), got + kStatusBytes, bytes);
   }
-  if (data == nullptr) return Status::OK();
+  if (merged) return Status::OK();
   return InHost(host_->Broadcast(op, 0, data));
 }
 
@@ -218,8 +276,7 @@ Status HierarchicalTransport::AllReduce(const TransportOp& op, const std::vector
                                         double divisor, std::vector<Tensor>* outputs) {
   WEFT_RETURN_IF_ERROR(CheckPoisoned(op));
   if (CollectiveTransport* direct = Direct()) {
-    Status status = direct->AllReduce(op, inputs, divisor, outputs);
-    return status.ok() ? status : Poison(status);
+    return Done(direct->AllReduce(op, inputs, divisor, outputs));
   }
   // Stage 1: this host's sum (inputs are checked there, or here when alone on the host).
   std::vector<Tensor> sums;
@@ -231,45 +288,42 @@ Status HierarchicalTransport::AllReduce(const TransportOp& op, const std::vector
     sums = inputs;
   }
   const bool host_failed = !status.ok();
+  const DataType dtype = inputs.empty() ? DataType::kFloat : inputs[0].dtype();
+  int64_t total = 0;
+  for (const Tensor& t : inputs) total += t.NumElements();
+  const size_t bytes = static_cast<size_t>(total) * DataTypeSize(dtype);
   // The result travels inside a host as one tensor: the only one, or the outputs concatenated.
-  std::vector<Tensor> reduced;
-  Tensor shared;
-  if (is_leader_) {
+  const TensorShape flat_shape = inputs.size() == 1 ? inputs[0].shape() : TensorShape({total});
+  Tensor flat;
+  std::vector<Tensor> reduced;  // a large all-reduce's outputs on a leader
+  if (is_leader_ && bytes <= kMergeBytes) {
+    if (!host_failed) flat = Tensor(dtype, flat_shape);
+    status = SmallAmongLeaders(op, status, sums, divisor, bytes, &flat);
+  } else if (is_leader_) {
     status = AgreeAmongLeaders(op, status);
     if (status.ok()) status = AmongLeaders(leaders_->AllReduce(op, sums, divisor, &reduced));
     if (status.ok() && host_ != nullptr) {
       if (reduced.size() == 1) {
-        shared = reduced[0];
+        flat = reduced[0];
       } else {
-        auto flat = collective_internal::PrepareAllReduce(op, reduced, 1.0);
-        status = flat.status();
-        if (status.ok()) shared = flat->input_storage;
+        auto concatenated = collective_internal::PrepareAllReduce(op, reduced, 1.0);
+        status = concatenated.status();
+        if (status.ok()) flat = concatenated->input_storage;
       }
     }
   } else if (!host_failed) {
-    int64_t total = 0;
-    for (const Tensor& t : inputs) total += t.NumElements();
-    shared =
-        Tensor(inputs[0].dtype(), inputs.size() == 1 ? inputs[0].shape() : TensorShape({total}));
+    flat = Tensor(dtype, flat_shape);
   }
-  if (!host_failed) status = ShareInHost(op, status, &shared);
+  if (!host_failed) status = ShareInHost(op, status, &flat, bytes);
   if (!status.ok()) return Poison(status);
-  if (is_leader_) {
+  if (!reduced.empty()) {
     *outputs = std::move(reduced);
     return Status::OK();
   }
-  outputs->clear();
-  const char* next = static_cast<const char*>(shared.raw_data());
-  for (const Tensor& t : inputs) {
-    if (inputs.size() == 1) {
-      outputs->push_back(shared);
-      break;
-    }
-    Tensor out(t.dtype(), t.shape());
-    if (t.TotalBytes() > 0) std::memcpy(out.raw_data(), next, t.TotalBytes());
-    next += t.TotalBytes();
-    outputs->push_back(std::move(out));
-  }
+  collective_internal::FlatAllReduce result;
+  result.output_storage = flat;
+  result.output = static_cast<char*>(flat.raw_data());
+  collective_internal::FinishAllReduce(inputs, result, outputs);
   return Status::OK();
 }
 
@@ -278,15 +332,14 @@ Status HierarchicalTransport::Broadcast(const TransportOp& op, int root, Tensor*
   if (root < 0 || root >= options_.world_size) {
     Status status = InvalidArgument(OpLabel(op), ": broadcast root ", root,
                                     " is outside a group of ", options_.world_size);
-    TellHost(op, status);
+    Tell(host_.get(), op, status);
     if (is_leader_ && Direct() == nullptr) AgreeAmongLeaders(op, status).IgnoreError();
     return Poison(status);
   }
   const int root_host = layout_.host_of[root];
   if (CollectiveTransport* direct = Direct()) {
-    Status status = direct->Broadcast(
-        op, layout_.hosts.size() == 1 ? layout_.local_rank[root] : root_host, value);
-    return status.ok() ? status : Poison(status);
+    return Done(direct->Broadcast(
+        op, layout_.hosts.size() == 1 ? layout_.local_rank[root] : root_host, value));
   }
   // Stage 1: the root's host gets the value from the root, so that its leader has it.
   Status status;
@@ -299,21 +352,22 @@ Status HierarchicalTransport::Broadcast(const TransportOp& op, int root, Tensor*
     if (status.ok()) status = AmongLeaders(leaders_->Broadcast(op, root_host, value));
   }
   // The root's host hears only the outcome (it has the value); every other host gets the value.
-  if (!host_failed) status = ShareInHost(op, status, my_host_ == root_host ? nullptr : value);
-  return status.ok() ? status : Poison(status);
+  if (!host_failed) {
+    const bool wants = my_host_ != root_host;
+    status = ShareInHost(op, status, wants ? value : nullptr, wants ? value->TotalBytes() : 0,
+                         /*may_merge=*/!wants);
+  }
+  return Done(status);
 }
 
 Status HierarchicalTransport::AllGather(const TransportOp& op, const Tensor& input,
                                         Tensor* output) {
   WEFT_RETURN_IF_ERROR(CheckPoisoned(op));
-  if (CollectiveTransport* direct = Direct()) {
-    Status status = direct->AllGather(op, input, output);
-    return status.ok() ? status : Poison(status);
-  }
+  if (CollectiveTransport* direct = Direct()) return Done(direct->AllGather(op, input, output));
   if (input.dims() < 1) {
     Status status = InvalidArgument(OpLabel(op), ": all-gather input ", input.shape().DebugString(),
                                     " has no dimension to concatenate along");
-    TellHost(op, status);
+    Tell(host_.get(), op, status);
     if (is_leader_) AgreeAmongLeaders(op, status).IgnoreError();
     return Poison(status);
   }
@@ -355,19 +409,29 @@ Status HierarchicalTransport::AllGather(const TransportOp& op, const Tensor& inp
   } else if (!host_failed) {
     result = Tensor(input.dtype(), shape);
   }
-  if (!host_failed) status = ShareInHost(op, status, &result);
+  if (!host_failed) status = ShareInHost(op, status, &result, bytes * options_.world_size);
   if (!status.ok()) return Poison(status);
   *output = std::move(result);
   return Status::OK();
 }
 
-// The name a member goes by in a sub-transport, whose ranks are not the group's.
-std::string SubName(const TransportOptions& options, int rank, int sub_rank) {
-  const std::string name = rank < static_cast<int>(options.member_names.size())
-                               ? options.member_names[rank]
-                               : std::string();
-  if (sub_rank == rank) return name;
-  return name.empty() ? StrCat("group rank ", rank) : StrCat(name, " (group rank ", rank, ")");
+// The options of a sub-transport among the members `ranks` (group ranks, ascending), in which
+// this member is `sub_rank`. Names keep the group rank, since the sub-transport ranks differ.
+TransportOptions SubOptions(const TransportOptions& options, const std::vector<int>& ranks,
+                            int sub_rank, std::string_view suffix) {
+  TransportOptions sub;
+  sub.rank = sub_rank;
+  sub.world_size = static_cast<int>(ranks.size());
+  for (int r = 0; r < sub.world_size; ++r) {
+    const int g = ranks[r];
+    const std::string name = options.member_names.empty() ? "" : options.member_names[g];
+    sub.member_names.push_back(r == g         ? name
+                               : name.empty() ? StrCat("group rank ", g)
+                                              : StrCat(name, " (group rank ", g, ")"));
+  }
+  sub.group_token = StrCat(options.group_token, suffix);
+  sub.timeout = options.timeout;
+  return sub;
 }
 
 }  // namespace
@@ -395,46 +459,33 @@ StatusOr<std::unique_ptr<CollectiveTransport>> CreateHierarchicalTransport(
   const bool is_leader = layout.local_rank[options.rank] == 0;
   const int num_hosts = static_cast<int>(layout.hosts.size());
   const std::vector<int>& mates = layout.hosts[my_host];
+  const std::string context = StrCat("hierarchical transport of group '", options.group_token, "'");
   std::unique_ptr<CollectiveTransport> host;
   if (mates.size() > 1) {
-    TransportOptions host_options;
-    host_options.rank = layout.local_rank[options.rank];
-    host_options.world_size = static_cast<int>(mates.size());
-    for (int r = 0; r < host_options.world_size; ++r) {
-      host_options.member_names.push_back(SubName(options, mates[r], r));
-    }
-    host_options.group_token = StrCat(options.group_token, "-h", my_host);
-    host_options.timeout = options.timeout;
-    auto made = CreateShmTransport(host_options, tuning.shm);
+    auto made = CreateShmTransport(
+        SubOptions(options, mates, layout.local_rank[options.rank], StrCat("-h", my_host)),
+        tuning.shm);
     if (!made.ok()) {
-      return made.status().WithContext(StrCat("hierarchical transport of group '",
-                                              options.group_token, "': shared memory on host '",
-                                              member_hosts[options.rank], "'"));
+      return made.status().WithContext(
+          StrCat(context, ": shared memory on host '", member_hosts[options.rank], "'"));
     }
     host = std::move(made).value();
   }
   std::unique_ptr<CollectiveTransport> leaders;
   if (is_leader && num_hosts > 1) {
     if (static_cast<int>(member_addresses.size()) != options.world_size) {
-      return InvalidArgument("hierarchical transport of group '", options.group_token,
-                             "': ", member_addresses.size(), " member addresses for a group of ",
-                             options.world_size);
+      return InvalidArgument(context, ": ", member_addresses.size(),
+                             " member addresses for a group of ", options.world_size);
     }
-    TransportOptions leader_options;
-    leader_options.rank = my_host;
-    leader_options.world_size = num_hosts;
+    std::vector<int> leader_ranks;
     std::vector<std::string> addresses;
-    for (int h = 0; h < num_hosts; ++h) {
-      leader_options.member_names.push_back(SubName(options, layout.hosts[h][0], h));
-      addresses.push_back(member_addresses[layout.hosts[h][0]]);
+    for (const std::vector<int>& members : layout.hosts) {
+      leader_ranks.push_back(members[0]);
+      addresses.push_back(member_addresses[members[0]]);
     }
-    leader_options.group_token = StrCat(options.group_token, "-leaders");
-    leader_options.timeout = options.timeout;
-    auto made = CreateTcpTransport(leader_options, std::move(listener), addresses, tuning.tcp);
-    if (!made.ok()) {
-      return made.status().WithContext(StrCat("hierarchical transport of group '",
-                                              options.group_token, "': TCP among the leaders"));
-    }
+    auto made = CreateTcpTransport(SubOptions(options, leader_ranks, my_host, "-leaders"),
+                                   std::move(listener), addresses, tuning.tcp);
+    if (!made.ok()) return made.status().WithContext(StrCat(context, ": TCP among the leaders"));
     leaders = std::move(made).value();
   }
   listener.reset();  // a non-leader's is never dialled

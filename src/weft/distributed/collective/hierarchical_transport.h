@@ -1,11 +1,7 @@
-// The hierarchical CollectiveTransport: for groups spread over several hosts with several member
-// processes on some of them. Members are grouped by host; the members of one host share a
-// shared-memory transport, and each host's leader (its lowest rank) joins a TCP transport among the
-// hosts' leaders. An all-reduce sums inside each host, then across the leaders, and the leader
-// copies the result to its host, so every member gets the leaders' bits. Members of one host need
-// not be contiguous in rank order. A failure in one stage travels to every member as a status (the
-// leaders exchange theirs before moving data; each leader hands its own to its host), keeping its
-// code and text; errors name members by their group names and ranks. Thread-safety: as
+// The hierarchical CollectiveTransport, for groups spanning hosts with several processes on some:
+// shared memory among each host's members, TCP among the hosts' leaders (each host's lowest rank).
+// Results are bitwise equal on every member (the leaders compute them; each copies its to its
+// host); a failure anywhere reaches every member with its code and text. Thread-safety: as
 // CollectiveTransport (one caller at a time; StartAbort from any thread).
 #pragma once
 

@@ -173,6 +173,26 @@ TEST(HierarchicalTransportTest, MismatchIsInvalidArgumentOnEveryMember) {
   ExpectMismatchEverywhere({"A", "A", "B", "B"}, {2, 3}, 2);  // a whole host, seen by the leaders
 }
 
+// Host A calls 2000 float32 where host B calls 1000 float64: the leaders' one-exchange path moves
+// equal byte counts, so only the operations it carries tell the difference.
+TEST(HierarchicalTransportTest, OtherDtypeOfEqualBytesOnAnotherHostIsInvalidArgument) {
+  const Hosts hosts = {"A", "A", "B", "B"};
+  Group group(Kind::kTcp, 4);
+  auto results = RunMembers(4, [&](const MemberContext& member) -> std::string {
+    auto transport = Create(group, hosts, member.rank());
+    if (!transport.ok()) return transport.status().ToString();
+    if (member.rank() < 2) {
+      return RunCase<float>(**transport, {DataType::kFloat, {TensorShape({2000})}, false}, 5, 0);
+    }
+    return RunCase<double>(**transport, {DataType::kDouble, {TensorShape({1000})}, false}, 5, 0);
+  });
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_THAT(results[r].report, StartsWith("INVALID_ARGUMENT")) << "member " << r;
+    EXPECT_THAT(results[r].report, HasSubstr("1000 float64")) << "member " << r;
+    EXPECT_THAT(results[r].report, HasSubstr("/job:worker/task:2")) << "member " << r;
+  }
+}
+
 TEST(HierarchicalTransportTest, StartAbortWakesABlockedCallAndReachesTheHost) {
   const Hosts hosts = {"A", "A", "B", "B"};
   // Member 0 blocks in its host's stage (member 1 idles); member 2 blocks among the leaders
