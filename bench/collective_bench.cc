@@ -1,9 +1,10 @@
 // W3 across processes: float32 sum all-reduce of 4 KB, 256 KB, 4 MB and 64 MB over 2 and 4
-// processes (forked from this program), through the shared-memory and the TCP transport. Prints
-// `METRIC allreduce<size>_<n>proc[_tcp] <median_us> us` (shm without suffix), the median of
-// rank 0's timed calls after warm-up. Usage: collective_bench [--transport shm|tcp]
-// [--procs N] [--size 4kb|256kb|4mb|64mb] (each may repeat; all when absent)
-// [--shm-small BYTES] [--tcp-small BYTES] [--tcp-chunk BYTES].
+// processes (forked from this program), through the shared-memory and the TCP transport, and on
+// request the hierarchical one with the processes as 2 "hosts" of N/2 (all really on this machine).
+// Prints `METRIC allreduce<size>_<n>proc[_tcp|_hier] <median_us> us` (shm without suffix), the
+// median of rank 0's timed calls after warm-up. Usage: collective_bench [--transport shm|tcp|hier]
+// [--procs N] [--size 4kb|256kb|4mb|64mb] (each may repeat; shm and tcp, 2 and 4, all sizes when
+// absent) [--shm-small BYTES] [--tcp-small BYTES] [--tcp-chunk BYTES].
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "weft/core/tensor.h"
+#include "weft/distributed/collective/hierarchical_transport.h"
 #include "weft/distributed/collective/shm_transport.h"
 #include "weft/distributed/collective/tcp_transport.h"
 
@@ -47,9 +49,21 @@ std::vector<double> RunMember(const Config& config, const std::string& transport
   options.world_size = n;
   options.group_token = token;
   options.timeout = std::chrono::seconds(60);
-  auto transport = transport_name == "shm" ? CreateShmTransport(options, config.shm)
-                                           : CreateTcpTransport(options, std::move(listeners[rank]),
-                                                                addresses, config.tcp);
+  StatusOr<std::unique_ptr<CollectiveTransport>> transport = Internal("no transport");
+  if (transport_name == "shm") {
+    transport = CreateShmTransport(options, config.shm);
+  } else if (transport_name == "tcp") {
+    transport = CreateTcpTransport(options, std::move(listeners[rank]), addresses, config.tcp);
+  } else {
+    // Two "hosts" of n/2 contiguous ranks each (n/2 rounded up on the first).
+    std::vector<std::string> hosts;
+    for (int r = 0; r < n; ++r) hosts.push_back(r < (n + 1) / 2 ? "host-a" : "host-b");
+    // The "hosts" share this machine's cores: the shared-memory stages must know how many wait.
+    HierarchicalTransportTuning tuning{config.shm, config.tcp};
+    tuning.shm.host_processes = n;
+    transport =
+        CreateHierarchicalTransport(options, hosts, std::move(listeners[rank]), addresses, tuning);
+  }
   if (!transport.ok()) {
     *error = transport.status().ToString();
     return {};
@@ -85,7 +99,7 @@ bool RunGroup(const Config& config, const std::string& transport_name, int n) {
       "collective-bench-" + std::to_string(getpid()) + "-" + std::to_string(groups++);
   std::vector<std::unique_ptr<TcpTransportListener>> listeners;
   std::vector<std::string> addresses;
-  if (transport_name == "tcp") {
+  if (transport_name != "shm") {
     for (int r = 0; r < n; ++r) {
       auto listener = TcpTransportListener::Listen("127.0.0.1");
       if (!listener.ok()) {
@@ -113,7 +127,7 @@ bool RunGroup(const Config& config, const std::string& transport_name, int n) {
       } else if (rank == 0) {
         for (size_t i = 0; i < medians.size(); ++i) {
           text += "METRIC allreduce" + config.sizes[i].name + "_" + std::to_string(n) + "proc" +
-                  (transport_name == "tcp" ? "_tcp" : "") + " " +
+                  (transport_name == "shm" ? "" : "_" + transport_name) + " " +
                   std::to_string(static_cast<int64_t>(medians[i] + 0.5)) + " us\n";
         }
       }
@@ -154,6 +168,10 @@ int main(int argc, char** argv) {
     const std::string flag = argv[i];
     const std::string value = argv[i + 1];
     if (flag == "--transport") {
+      if (value != "shm" && value != "tcp" && value != "hier") {
+        std::fprintf(stderr, "unknown transport %s (shm, tcp or hier)\n", value.c_str());
+        return 2;
+      }
       config.transports.push_back(value);
     } else if (flag == "--procs") {
       config.procs.push_back(std::atoi(value.c_str()));

@@ -52,7 +52,8 @@ class ShmTransport final : public CollectiveTransport {
     // Spinning only pays when every member has a core; oversubscribed, it steals the core the
     // awaited peer needs, so go to sleep almost at once.
     const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-    spin_limit_ = static_cast<unsigned>(options.world_size) <= cores ? 20000 : 64;
+    const int waiters = std::max(options.world_size, tuning.host_processes);
+    spin_limit_ = static_cast<unsigned>(waiters) <= cores ? 20000 : 64;
   }
 
   int rank() const override { return options_.rank; }

@@ -21,6 +21,10 @@ struct ShmTransportTuning {
   // every member posts its whole input and sums all of them (at 256 KB over 2 processes about
   // 11 us against 30 us for the chunked path's two synchronisations).
   size_t small_bytes = size_t{256} << 10;
+  // Processes on this host that may wait at once, when more than this group's members (as when
+  // several groups share the host, or the hierarchical transport's "hosts" are one machine); 0
+  // means the group's size. A waiter spins only when each of them has a core.
+  int host_processes = 0;
 };
 
 // Creates this member's segment, maps every peer's (waiting up to options.timeout for them:

@@ -1,0 +1,273 @@
+// The hierarchical transport with real member processes grouped into "hosts" that are all this
+// machine (shared memory works between any processes of it): even, interleaved (A,B,A,B), uneven
+// (A,A,B) and one-process-per-host layouts; results bitwise equal everywhere; failures reach all.
+#include "weft/distributed/collective/hierarchical_transport.h"
+
+#include <chrono>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "weft/distributed/collective/transport_test_util.h"
+
+namespace weft {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+using transport_testing::Case;
+using transport_testing::Digest;
+using transport_testing::Group;
+using transport_testing::Kind;
+using transport_testing::MemberContext;
+using transport_testing::MemberResult;
+using transport_testing::RunCase;
+using transport_testing::RunMembers;
+
+using Hosts = std::vector<std::string>;
+
+// Listeners for every member come from a TCP test group; only the leaders' are used.
+StatusOr<std::unique_ptr<CollectiveTransport>> Create(
+    Group& group, const Hosts& hosts, int rank,
+    std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
+  HierarchicalTransportTuning tuning;
+  // Small slots make the shared-memory stages run in many chunks.
+  tuning.shm.slot_bytes = 64 << 10;
+  // Every "host" is this machine: waiters must not spin on the cores that the others need.
+  tuning.shm.host_processes = static_cast<int>(hosts.size());
+  return CreateHierarchicalTransport(group.Options(rank, timeout), hosts,
+                                     std::move(group.listener(rank)), group.addresses(), tuning);
+}
+
+std::string Describe(const Hosts& hosts) {
+  std::string text;
+  for (const std::string& host : hosts) text += host;
+  return text;
+}
+
+void ExpectAllOkAndIdentical(const std::vector<MemberResult>& results) {
+  for (size_t r = 0; r < results.size(); ++r) {
+    EXPECT_THAT(results[r].report, StartsWith("OK")) << "member " << r;
+    EXPECT_EQ(results[r].report, results[0].report) << "member " << r << " differs from 0";
+  }
+}
+
+const Hosts kLayouts[] = {
+    {"A", "A", "B", "B"}, {"A", "B", "A", "B"}, {"A", "A", "B"}, {"A", "B", "C"}, {"A", "A", "A"}};
+
+TEST(HierarchicalTransportTest, AllReduceMatchesPlainSumBitwiseOnEveryMember) {
+  const int64_t big = (1 << 20) + 3;
+  const std::vector<Case> cases = {
+      {DataType::kFloat, {TensorShape({1})}, false},
+      {DataType::kFloat, {TensorShape({1001})}, true},
+      {DataType::kFloat, {TensorShape({big})}, false},
+      {DataType::kDouble, {TensorShape({1001})}, true},
+      {DataType::kFloat, {TensorShape({3, 5}), TensorShape({0}), TensorShape({70001})}, true},
+      // Rounded sums: members agree bit for bit only if each element is computed once.
+      {DataType::kFloat, {TensorShape({262147})}, false, /*exact=*/false},
+      {DataType::kDouble, {TensorShape({1001}), TensorShape({2})}, true, /*exact=*/false},
+  };
+  for (const Hosts& hosts : kLayouts) {
+    const int n = static_cast<int>(hosts.size());
+    Group group(Kind::kTcp, n);
+    auto results = RunMembers(n, [&](const MemberContext& member) -> std::string {
+      auto transport = Create(group, hosts, member.rank());
+      if (!transport.ok()) return transport.status().ToString();
+      std::string report = "OK ";
+      for (size_t i = 0; i < cases.size(); ++i) {
+        const std::string got =
+            cases[i].dtype == DataType::kFloat
+                ? RunCase<float>(**transport, cases[i], 7, static_cast<int64_t>(i))
+                : RunCase<double>(**transport, cases[i], 7, static_cast<int64_t>(i));
+        if (got.rfind("WRONG", 0) == 0 || got.find(':') != std::string::npos) {
+          return StrCat("case ", i, ": ", got);
+        }
+        report += got;
+      }
+      return report;
+    });
+    SCOPED_TRACE(Describe(hosts));
+    ExpectAllOkAndIdentical(results);
+  }
+}
+
+// Broadcasts from every root (leaders and not), then all-gathers, checking the rows' order.
+TEST(HierarchicalTransportTest, BroadcastFromEveryRootAndAllGatherInRankOrder) {
+  for (const Hosts& hosts : kLayouts) {
+    const int n = static_cast<int>(hosts.size());
+    Group group(Kind::kTcp, n);
+    auto results = RunMembers(n, [&](const MemberContext& member) -> std::string {
+      auto transport = Create(group, hosts, member.rank());
+      if (!transport.ok()) return transport.status().ToString();
+      std::string report = "OK ";
+      int64_t sequence = 0;
+      for (int root = 0; root < n; ++root) {
+        const int64_t size = root % 2 == 0 ? 1001 : 100003;
+        Tensor value(DataType::kFloat, TensorShape({size}));
+        for (int64_t i = 0; i < size; ++i) {
+          value.data<float>()[i] = member.rank() == root ? static_cast<float>(i % 999 + root) : -1;
+        }
+        Status status = (*transport)->Broadcast(TransportOp{3, sequence++, "bcast"}, root, &value);
+        if (!status.ok()) return status.ToString();
+        for (int64_t i = 0; i < size; ++i) {
+          if (value.data<float>()[i] != static_cast<float>(i % 999 + root)) {
+            return StrCat("WRONG broadcast from ", root, " element ", i);
+          }
+        }
+        report += Digest(value) + " ";
+      }
+      for (int64_t rows : {int64_t{1}, int64_t{40001}}) {
+        Tensor input(DataType::kFloat, TensorShape({rows, 3}));
+        for (int64_t i = 0; i < rows * 3; ++i) {
+          input.data<float>()[i] = static_cast<float>(member.rank() * 1000000 + i);
+        }
+        Tensor output;
+        Status status =
+            (*transport)->AllGather(TransportOp{4, sequence++, "gather"}, input, &output);
+        if (!status.ok()) return status.ToString();
+        if (!(output.shape() == TensorShape({rows * n, 3}))) return "WRONG gather shape";
+        for (int m = 0; m < n; ++m) {
+          for (int64_t i = 0; i < rows * 3; ++i) {
+            if (output.data<float>()[m * rows * 3 + i] != static_cast<float>(m * 1000000 + i)) {
+              return StrCat("WRONG gather member ", m, " element ", i);
+            }
+          }
+        }
+        report += Digest(output) + " ";
+      }
+      return report;
+    });
+    SCOPED_TRACE(Describe(hosts));
+    ExpectAllOkAndIdentical(results);
+  }
+}
+
+// Members in `odd` call with 1001 elements where the others call with 1000; every member fails
+// with InvalidArgument, and the error names `named` (an odd member the stage that saw it names).
+void ExpectMismatchEverywhere(const Hosts& hosts, const std::vector<int>& odd, int named) {
+  const int n = static_cast<int>(hosts.size());
+  Group group(Kind::kTcp, n);
+  auto results = RunMembers(n, [&](const MemberContext& member) -> std::string {
+    auto transport = Create(group, hosts, member.rank());
+    if (!transport.ok()) return transport.status().ToString();
+    const bool is_odd = std::find(odd.begin(), odd.end(), member.rank()) != odd.end();
+    const Case c{DataType::kFloat, {TensorShape({is_odd ? 1001 : 1000})}, false};
+    const std::string first = RunCase<float>(**transport, c, 5, 0);
+    // Poisoned: a later call fails at once with the first error.
+    const std::string later = RunCase<float>(**transport, c, 5, 1);
+    return first == later ? first : StrCat(first, " | LATER ", later);
+  });
+  SCOPED_TRACE(Describe(hosts));
+  for (int r = 0; r < n; ++r) {
+    EXPECT_THAT(results[r].report, StartsWith("INVALID_ARGUMENT")) << "member " << r;
+    EXPECT_THAT(results[r].report, HasSubstr(StrCat("/job:worker/task:", named))) << "member " << r;
+    EXPECT_THAT(results[r].report, ::testing::Not(HasSubstr("LATER"))) << "member " << r;
+  }
+}
+
+TEST(HierarchicalTransportTest, MismatchIsInvalidArgumentOnEveryMember) {
+  ExpectMismatchEverywhere({"A", "A", "B", "B"}, {1}, 1);     // a non-leader, seen inside host A
+  ExpectMismatchEverywhere({"A", "B", "A", "B"}, {3}, 3);     // interleaved, inside host B
+  ExpectMismatchEverywhere({"A", "A", "B"}, {2}, 2);          // a host of one, seen by the leaders
+  ExpectMismatchEverywhere({"A", "A", "B", "B"}, {2, 3}, 2);  // a whole host, seen by the leaders
+}
+
+// Host A calls 2000 float32 where host B calls 1000 float64: the leaders' one-exchange path moves
+// equal byte counts, so only the operations it carries tell the difference.
+TEST(HierarchicalTransportTest, OtherDtypeOfEqualBytesOnAnotherHostIsInvalidArgument) {
+  const Hosts hosts = {"A", "A", "B", "B"};
+  Group group(Kind::kTcp, 4);
+  auto results = RunMembers(4, [&](const MemberContext& member) -> std::string {
+    auto transport = Create(group, hosts, member.rank());
+    if (!transport.ok()) return transport.status().ToString();
+    if (member.rank() < 2) {
+      return RunCase<float>(**transport, {DataType::kFloat, {TensorShape({2000})}, false}, 5, 0);
+    }
+    return RunCase<double>(**transport, {DataType::kDouble, {TensorShape({1000})}, false}, 5, 0);
+  });
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_THAT(results[r].report, StartsWith("INVALID_ARGUMENT")) << "member " << r;
+    EXPECT_THAT(results[r].report, HasSubstr("1000 float64")) << "member " << r;
+    EXPECT_THAT(results[r].report, HasSubstr("/job:worker/task:2")) << "member " << r;
+  }
+}
+
+TEST(HierarchicalTransportTest, StartAbortWakesABlockedCallAndReachesTheHost) {
+  const Hosts hosts = {"A", "A", "B", "B"};
+  // Member 0 blocks in its host's stage (member 1 idles); member 2 blocks among the leaders
+  // (member 0 never gets there) while member 3 waits for member 2 inside host B.
+  for (int aborter : {0, 2}) {
+    Group group(Kind::kTcp, 4);
+    auto results = RunMembers(4, [&](const MemberContext& member) -> std::string {
+      auto transport = Create(group, hosts, member.rank(), std::chrono::seconds(30));
+      if (!transport.ok()) return transport.status().ToString();
+      const bool works = member.rank() == aborter || (aborter == 2 && member.rank() == 3);
+      if (!works) {
+        member.WaitForOthersToExit(std::chrono::seconds(20));
+        return "IDLE";
+      }
+      CollectiveTransport* raw = transport->get();
+      std::thread stopper([&] {
+        if (member.rank() != aborter) return;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        raw->StartAbort(Cancelled("test cancelled the step"));
+      });
+      const Case c{DataType::kFloat, {TensorShape({100})}, false};
+      const auto start = std::chrono::steady_clock::now();
+      const std::string got = RunCase<float>(*raw, c, 1, 0);
+      const auto took = std::chrono::steady_clock::now() - start;
+      stopper.join();
+      const std::string later = RunCase<float>(*raw, c, 1, 1);
+      if (took > std::chrono::seconds(10)) return "TOO SLOW";
+      return got + " | " + later;
+    });
+    SCOPED_TRACE(StrCat("aborting member ", aborter));
+    EXPECT_EQ(results[aborter].report,
+              "CANCELLED: test cancelled the step | CANCELLED: test cancelled the step");
+    if (aborter == 2) {
+      EXPECT_THAT(results[3].report, StartsWith("ABORTED"));
+      EXPECT_THAT(results[3].report, HasSubstr("/job:worker/task:2"));
+      EXPECT_THAT(results[3].report, HasSubstr("test cancelled the step"));
+    }
+  }
+}
+
+TEST(HierarchicalTransportTest, MemberThatNeverArrivesFailsEveryoneWithinTheTimeout) {
+  const Hosts hosts = {"A", "B", "A", "B"};
+  Group group(Kind::kTcp, 4);
+  auto results = RunMembers(4, [&](const MemberContext& member) -> std::string {
+    auto transport = Create(group, hosts, member.rank(), std::chrono::milliseconds(700));
+    if (!transport.ok()) return transport.status().ToString();
+    if (member.rank() == 2) {
+      member.WaitForOthersToExit(std::chrono::seconds(20));
+      return "IDLE";
+    }
+    const auto start = std::chrono::steady_clock::now();
+    std::string got =
+        RunCase<float>(**transport, {DataType::kFloat, {TensorShape({100})}, false}, 1, 0);
+    const auto took = std::chrono::steady_clock::now() - start;
+    return StrCat(got, took < std::chrono::seconds(5) ? " IN TIME" : " TOO SLOW");
+  });
+  // Member 0 waits for member 2 in host A and names it; host B hears of a failure (member 0's,
+  // or its own leader's deadline among the leaders: the two race).
+  EXPECT_THAT(results[0].report, StartsWith("DEADLINE_EXCEEDED"));
+  EXPECT_THAT(results[0].report, HasSubstr("/job:worker/task:2"));
+  for (int r : {0, 1, 3}) {
+    EXPECT_THAT(results[r].report, ::testing::Not(StartsWith("OK"))) << "member " << r;
+    EXPECT_THAT(results[r].report, ::testing::EndsWith(" IN TIME")) << "member " << r;
+  }
+  EXPECT_EQ(results[2].report, "IDLE");
+}
+
+TEST(HierarchicalTransportTest, WrongNumberOfHostsIsInvalidArgument) {
+  Group group(Kind::kTcp, 2);
+  auto transport = CreateHierarchicalTransport(group.Options(0, std::chrono::seconds(1)), {"A"},
+                                               std::move(group.listener(0)), group.addresses());
+  ASSERT_FALSE(transport.ok());
+  EXPECT_THAT(transport.status().ToString(), StartsWith("INVALID_ARGUMENT"));
+  EXPECT_THAT(transport.status().message(), HasSubstr("1 member hosts for a group of 2"));
+}
+
+}  // namespace
+}  // namespace weft
