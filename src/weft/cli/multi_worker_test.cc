@@ -71,7 +71,7 @@ std::string FingerprintOf(const std::string& output) {
 }
 
 // Runs a job to its end and expects every worker to finish with the chief's weights.
-void ExpectIdenticalWorkers(std::vector<std::unique_ptr<ChildProcess>> children) {
+void ExpectIdenticalWorkers(const std::vector<std::unique_ptr<ChildProcess>>& children) {
   ASSERT_FALSE(children.empty());
   std::vector<std::string> fingerprints;
   for (auto& child : children) {
@@ -97,6 +97,23 @@ TEST(MultiWorkerTest, TwoWorkersOverTcpWithTwoDevicesEachEndIdentical) {
       StartWorkers(2, {"--max-steps", "20", "--devices", "2", "--force-tcp", "--json"}));
 }
 
+TEST(MultiWorkerTest, FourWorkersOnTwoPretendHostsEndIdentical) {
+  // WEFT_HOST a, b, a, b: shared memory inside each "host", TCP between their leaders.
+  std::vector<int> ports;
+  for (int t = 0; t < 4; ++t) ports.push_back(testing::UnusedLoopbackPort());
+  std::vector<std::unique_ptr<ChildProcess>> children;
+  for (int t = 0; t < 4; ++t) {
+    auto child = ChildProcess::Start(
+        TrainArgs({"--max-steps", "10", "--json"}),
+        {{"WEFT_CONFIG", WeftConfig(ports, t)}, {"WEFT_HOST", t % 2 == 0 ? "host-a" : "host-b"}});
+    ASSERT_TRUE(child.ok()) << child.status();
+    children.push_back(std::move(child).value());
+  }
+  ExpectIdenticalWorkers(children);
+  EXPECT_THAT(children[0]->output(),
+              HasSubstr("\"collective_transport\":\"shared memory in each host, TCP"));
+}
+
 TEST(MultiWorkerTest, EightOversubscribedWorkersEndIdentical) {
   ExpectIdenticalWorkers(StartWorkers(8, {"--max-steps", "5", "--batch-size", "64", "--json"}));
 }
@@ -112,7 +129,7 @@ TEST(MultiWorkerTest, DifferentSeedsStillStartFromTheChiefsWeights) {
     ASSERT_TRUE(child.ok()) << child.status();
     children.push_back(std::move(child).value());
   }
-  ExpectIdenticalWorkers(std::move(children));
+  ExpectIdenticalWorkers(children);
 }
 
 TEST(MultiWorkerTest, SameSeedGivesTheSameLossTwice) {

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 #include <nlohmann/json.hpp>
 #include <unistd.h>
@@ -145,6 +146,8 @@ int RunTrainCommand(const TrainFlags& flags) {
   options.cluster = flags.cluster;
   options.worker_timeout_ms = flags.worker_timeout_ms;
   options.force_tcp_collectives = flags.force_tcp;
+  // The host to advertise (as for Slurm and Open MPI ranks): workers naming one host share memory.
+  if (const char* host = std::getenv("WEFT_HOST"); host != nullptr) options.hostname = host;
   options.collective_timeout_ms = flags.collective_timeout_ms;
   // A worker of a multi-worker job: the cluster from the environment (weft launch, WEFT_CONFIG,
   // TF_CONFIG, Slurm, Open MPI). Rank 0 of a rendezvous keeps hosting the coordinator meanwhile.
@@ -220,6 +223,7 @@ int RunTrainCommand(const TrainFlags& flags) {
                            {"replicas", summary->replicas},
                            {"workers", summary->workers},
                            {"variables_fingerprint", fingerprint},
+                           {"collective_transport", summary->collective_transport},
                            {"wall_seconds", summary->wall_seconds},
                            {"batch_size", flags.batch_size},
                            {"optimizer", flags.optimizer}};

@@ -58,6 +58,7 @@ StatusOr<std::unique_ptr<MultiWorkerMirroredStrategy>> MultiWorkerMirroredStrate
     collective.listen_host = host == "localhost" ? "127.0.0.1" : host;
   }
   collective.force_tcp = strategy->options_.force_tcp_collectives;
+  collective.hostname = strategy->options_.hostname;
   collective.collective_timeout = strategy->options_.collective_timeout;
   collective.heartbeat_timeout_ms = strategy->options_.heartbeat_timeout_ms;
   WEFT_ASSIGN_OR_RETURN(strategy->collectives_,

@@ -131,6 +131,7 @@ StatusOr<std::unique_ptr<distribute::Strategy>> MakeStrategy(
     multi.server = *options.worker_cluster;
     multi.devices_per_worker = static_cast<int>(devices.size());
     multi.force_tcp_collectives = options.force_tcp_collectives;
+    multi.hostname = options.hostname;
     multi.collective_timeout = std::chrono::milliseconds(options.collective_timeout_ms);
     multi.intra_op_threads = options.intra_op_threads > 0
                                  ? options.intra_op_threads
@@ -421,6 +422,11 @@ StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& 
   summary.train_images_per_sec = trained_images / std::max(training_seconds, 1e-9);
   WEFT_RETURN_IF_ERROR(session->Run({}, graph.variable_reads, {}, &outputs));
   summary.variables_fingerprint = Fingerprint(outputs);
+  if (multi_worker) {
+    const auto& strategy =
+        static_cast<const distribute::MultiWorkerMirroredStrategy&>(*graph.strategy);
+    summary.collective_transport = StrJoin(strategy.collectives().TransportNames(), "; ");
+  }
   WEFT_ASSIGN_OR_RETURN(summary.test_accuracy, Evaluate(*session, graph.replicas[0], data.test));
   summary.wall_seconds = SecondsSince(wall_start);
   return summary;

@@ -44,7 +44,8 @@ struct TrainOptions {
   std::string strategy;
   // multi_worker_mirrored: the workers' cluster and this process's task in it.
   std::optional<ServerConfig> worker_cluster;
-  bool force_tcp_collectives = false;      // TCP between workers even on one host
+  bool force_tcp_collectives = false;  // TCP between workers even on one host
+  std::string hostname;                // this worker's host for the collectives ("": gethostname())
   int64_t collective_timeout_ms = 300000;  // a collective waiting longer fails, naming who is late
   // "grpc://host:port": train on a cluster through its master, one replica on every CPU device of
   // every task (MirroredStrategy, in-graph replication); "" trains in this process.
@@ -80,6 +81,8 @@ struct TrainSummary {
   // A hash of every local replica's trained variables: the same on every worker of a
   // multi-worker job exactly when all replicas ended bitwise identical.
   uint64_t variables_fingerprint = 0;
+  // Multi-worker: how the collectives reached the other workers ("shared memory", "TCP", ...).
+  std::string collective_transport;
 };
 
 struct TrainCallbacks {

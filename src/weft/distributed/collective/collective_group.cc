@@ -2,9 +2,11 @@
 // thread on the first operation, since making it waits for every member process.
 #include "weft/distributed/collective/collective_group.h"
 
+#include <set>
 #include <utility>
 
 #include "weft/core/str_util.h"
+#include "weft/distributed/collective/hierarchical_transport.h"
 #include "weft/distributed/collective/shm_transport.h"
 
 namespace weft {
@@ -32,16 +34,39 @@ StatusOr<std::shared_ptr<CollectiveGroup>> CollectiveGroup::Create(Options optio
     return InvalidArgument("collective group ", resolved.group_key(), " has no member on task ",
                            group->options_.task_name);
   }
-  bool one_host = !group->options_.force_tcp;
+  // One host per task (its first member's), in task order.
+  std::string last_task;
   for (const proto::CollectiveMember& member : resolved.members()) {
-    if (member.hostname() != group->options_.hostname) one_host = false;
+    if (member.task() == last_task) continue;
+    last_task = member.task();
+    group->task_hosts_.push_back(member.hostname());
+    group->task_addresses_.push_back(member.transport_address());
   }
-  group->transport_kind_ = one_host ? "shared memory" : "TCP";
+  const std::set<std::string> hosts(group->task_hosts_.begin(), group->task_hosts_.end());
+  if (group->options_.force_tcp || hosts.size() == group->task_hosts_.size()) {
+    group->transport_kind_ = TransportKind::kTcp;  // also when every host runs one task
+  } else if (hosts.size() == 1) {
+    group->transport_kind_ = TransportKind::kSharedMemory;
+  } else {
+    group->transport_kind_ = TransportKind::kHierarchical;
+  }
   if (group->spans_tasks()) group->thread_ = std::thread([raw = group.get()] { raw->Loop(); });
   return group;
 }
 
 CollectiveGroup::CollectiveGroup(Options options) : options_(std::move(options)) {}
+
+const char* CollectiveGroup::transport_name() const {
+  switch (transport_kind_) {
+    case TransportKind::kSharedMemory:
+      return "shared memory";
+    case TransportKind::kTcp:
+      return "TCP";
+    case TransportKind::kHierarchical:
+      return "shared memory in each host, TCP between hosts";
+  }
+  return "unknown";
+}
 
 CollectiveGroup::~CollectiveGroup() {
   std::deque<Queued> dropped;
@@ -111,26 +136,19 @@ Status CollectiveGroup::MakeTransport() {
   transport_options.group_token = options_.resolved.group_token();
   transport_options.timeout = options_.timeout;
   StatusOr<std::unique_ptr<CollectiveTransport>> made = Internal("no transport");
-  if (transport_kind_ == "shared memory") {
+  if (transport_kind_ == TransportKind::kSharedMemory) {
     made = CreateShmTransport(transport_options);
+  } else if (options_.listener == nullptr) {
+    made = Internal("collective group ", group_key_, " has no TCP listener");
+  } else if (transport_kind_ == TransportKind::kTcp) {
+    made = CreateTcpTransport(transport_options, std::move(options_.listener), task_addresses_);
   } else {
-    // One address per task: the first member of each task carries it.
-    std::vector<std::string> addresses;
-    std::string last_task;
-    for (const proto::CollectiveMember& member : options_.resolved.members()) {
-      if (member.task() == last_task) continue;
-      last_task = member.task();
-      addresses.push_back(member.transport_address());
-    }
-    if (options_.listener == nullptr) {
-      made = Internal("collective group ", group_key_, " has no TCP listener");
-    } else {
-      made = CreateTcpTransport(transport_options, std::move(options_.listener), addresses);
-    }
+    made = CreateHierarchicalTransport(transport_options, task_hosts_, std::move(options_.listener),
+                                       task_addresses_);
   }
   if (!made.ok()) {
     return made.status().WithContext(StrCat("connecting collective group ", group_key_, " (",
-                                            transport_kind_, ", ", tasks_.size(), " tasks)"));
+                                            transport_name(), ", ", tasks_.size(), " tasks)"));
   }
   MutexLock lock(mu_);
   transport_ = std::shared_ptr<CollectiveTransport>(std::move(made).value());

@@ -2,7 +2,8 @@
 // order every member agrees on, this task's rank among the group's tasks, how many members are
 // devices of this process), and the one thread that runs the group's operations across processes
 // in the order they are enqueued, through a CollectiveTransport it creates on the first operation:
-// shared memory when every member runs on this host (unless TCP is forced), else TCP. Every
+// shared memory when every member runs on this host; TCP when every host runs one task (or TCP is
+// forced); else hierarchical (shared memory inside each host, TCP between the hosts' leaders). Every
 // process enqueues the same operations in the same order (the graph orders its collectives), so
 // the n-th run of an instance here meets the n-th run of it everywhere; EnqueueAsync numbers them.
 // After a failure or StartAbort the group is poisoned: every later operation fails with the first
@@ -56,7 +57,8 @@ class CollectiveGroup {
   bool spans_tasks() const { return tasks_.size() > 1; }
   // Members that are devices of this process.
   int local_size() const { return local_size_; }
-  const std::string& transport_kind() const { return transport_kind_; }
+  // "shared memory", "TCP" or the hierarchical mix: how the processes talk.
+  const char* transport_name() const;
 
   // Runs `op` after every operation enqueued before it, then `done` (on the group's thread) with
   // its status; `label` names the instance in errors. Fails at once when the group is poisoned.
@@ -82,7 +84,10 @@ class CollectiveGroup {
   std::vector<std::string> tasks_;
   int task_rank_ = 0;
   int local_size_ = 0;
-  std::string transport_kind_;  // "shared memory" or "TCP"
+  enum class TransportKind { kSharedMemory, kTcp, kHierarchical };
+  TransportKind transport_kind_ = TransportKind::kTcp;
+  std::vector<std::string> task_hosts_;      // by task rank
+  std::vector<std::string> task_addresses_;  // each task's TCP listener, by task rank
 
   Mutex mu_;
   CondVar changed_;

@@ -1,6 +1,7 @@
 // DistributedCollectiveExecutorMgr (see the header).
 #include "weft/distributed/collective/distributed_collective_executor_mgr.h"
 
+#include <algorithm>
 #include <random>
 #include <utility>
 
@@ -101,6 +102,17 @@ std::unique_ptr<CollectiveExecutor> DistributedCollectiveExecutorMgr::NewStepExe
 Status DistributedCollectiveExecutorMgr::status() const {
   MutexLock lock(mu_);
   return abort_status_;
+}
+
+std::vector<std::string> DistributedCollectiveExecutorMgr::TransportNames() const {
+  std::vector<std::string> names;
+  MutexLock lock(mu_);
+  for (const auto& [key, resolving] : groups_) {
+    if (resolving.group == nullptr || !resolving.group->spans_tasks()) continue;
+    const std::string name = resolving.group->transport_name();
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  }
+  return names;
 }
 
 void DistributedCollectiveExecutorMgr::StartAbort(const Status& status) {

@@ -65,6 +65,9 @@ class DistributedCollectiveExecutorMgr final : public CollectiveExecutorMgrInter
   void StartAbort(const Status& status);
   // OK, or why the collectives were aborted.
   Status status() const;
+  // How the formed groups that span tasks reach the other processes ("shared memory", "TCP", ...;
+  // one entry per distinct transport), for reports.
+  std::vector<std::string> TransportNames() const;
 
   const DistributedCollectiveOptions& options() const { return options_; }
 

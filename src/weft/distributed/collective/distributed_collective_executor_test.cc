@@ -37,7 +37,11 @@ struct Task {
 
 class Cluster {
  public:
-  Cluster(int tasks, int devices_per_task, bool force_tcp,
+  // kHierarchical puts even tasks on "host-a" and odd ones on "host-b" (interleaved ranks); with
+  // two tasks that is one task per host, which takes the TCP transport.
+  enum class Mode { kSharedMemory, kTcp, kHierarchical };
+
+  Cluster(int tasks, int devices_per_task, Mode mode,
           std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
     std::map<std::string, WorkerInterface*> workers;
     for (int t = 0; t < tasks; ++t) {
@@ -57,8 +61,9 @@ class Cluster {
       options.task_name = TaskName(t);
       options.leader_task = TaskName(0);
       options.worker_cache = cache_.get();
-      options.hostname = "test-host";
-      options.force_tcp = force_tcp;
+      options.hostname =
+          mode == Mode::kHierarchical ? (t % 2 == 0 ? "host-a" : "host-b") : "host-a";
+      options.force_tcp = mode == Mode::kTcp;
       options.collective_timeout = timeout;
       options.heartbeat_timeout_ms = 0;
       task.collectives = DistributedCollectiveExecutorMgr::Create(std::move(options)).value();
@@ -114,9 +119,12 @@ CollectiveParams Params(int group_size, int64_t instance, const std::string& fin
   return params;
 }
 
-class DistributedCollectiveExecutorTest : public ::testing::TestWithParam<bool> {};
+using Mode = Cluster::Mode;
+
+class DistributedCollectiveExecutorTest : public ::testing::TestWithParam<Mode> {};
 
 TEST_P(DistributedCollectiveExecutorTest, AllReduceMatchesAPlainSumOnEveryMemberStepAfterStep) {
+  // Three tasks: hierarchically, host-a has tasks 0 and 2 and host-b task 1.
   Cluster cluster(3, 2, GetParam());
   const int members = cluster.num_tasks() * cluster.devices_per_task();
   const TensorShape shape({1001});
@@ -159,18 +167,21 @@ TEST_P(DistributedCollectiveExecutorTest, AllReduceMatchesAPlainSumOnEveryMember
 }
 
 TEST_P(DistributedCollectiveExecutorTest, BroadcastAndAllGatherAcrossTasks) {
-  Cluster cluster(2, 2, GetParam());
-  const int members = 4;
+  // Four tasks: hierarchically, host-a has tasks 0 and 2, host-b tasks 1 and 3.
+  Cluster cluster(4, 2, GetParam());
+  const int tasks = cluster.num_tasks();
+  const int members = tasks * 2;
   std::vector<std::unique_ptr<CollectiveExecutor>> executors;
-  for (int t = 0; t < 2; ++t) executors.push_back(cluster.collectives(t).NewStepExecutor(1));
+  for (int t = 0; t < tasks; ++t) executors.push_back(cluster.collectives(t).NewStepExecutor(1));
   const TensorShape shape({3, 5});
   const Tensor source = Filled(shape, 42.0f);
   std::vector<std::unique_ptr<Result>> broadcast;
-  for (int t = 0; t < 2; ++t) {
+  for (int t = 0; t < tasks; ++t) {
     for (int d = 0; d < 2; ++d) {
       auto result = std::make_unique<Result>();
       Result* raw = result.get();
-      const bool is_source = t == 1 && d == 1;
+      // The source is no host's leader and not task 0.
+      const bool is_source = t == 3 && d == 1;
       if (is_source) raw->value = source;
       executors[t]->BroadcastAsync(Params(members, 3), cluster.device(t, d), is_source,
                                    DataType::kFloat, shape, &raw->value, raw->Callback());
@@ -184,7 +195,7 @@ TEST_P(DistributedCollectiveExecutorTest, BroadcastAndAllGatherAcrossTasks) {
     EXPECT_EQ(std::memcmp(result->value.data<float>(), source.data<float>(), 15 * 4), 0);
   }
   std::vector<std::unique_ptr<Result>> gathered;
-  for (int t = 0; t < 2; ++t) {
+  for (int t = 0; t < tasks; ++t) {
     for (int d = 0; d < 2; ++d) {
       auto result = std::make_unique<Result>();
       Result* raw = result.get();
@@ -197,13 +208,12 @@ TEST_P(DistributedCollectiveExecutorTest, BroadcastAndAllGatherAcrossTasks) {
   for (auto& result : gathered) {
     ASSERT_TRUE(result->Wait());
     ASSERT_TRUE(result->status.ok()) << result->status;
-    ASSERT_EQ(result->value.shape(), TensorShape({8, 2}));
-    // Rows in member order: task 0 device 0, task 0 device 1, task 1 device 0, task 1 device 1.
+    ASSERT_EQ(result->value.shape(), TensorShape({2 * members, 2}));
+    // Two rows per member, in member order: task 0 device 0, task 0 device 1, task 1 device 0...
     const float* rows = result->value.data<float>();
-    EXPECT_FLOAT_EQ(rows[0], 0.0f);
-    EXPECT_FLOAT_EQ(rows[4], 1.0f);
-    EXPECT_FLOAT_EQ(rows[8], 10.0f);
-    EXPECT_FLOAT_EQ(rows[12], 11.0f);
+    for (int m = 0; m < members; ++m) {
+      EXPECT_FLOAT_EQ(rows[4 * m], static_cast<float>(10 * (m / 2) + m % 2)) << "member " << m;
+    }
   }
 }
 
@@ -240,11 +250,22 @@ TEST_P(DistributedCollectiveExecutorTest, AGroupThatNeverFormsNamesTheMissingTas
       << result.status;
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, DistributedCollectiveExecutorTest, ::testing::Bool(),
-                         [](const auto& info) { return info.param ? "Tcp" : "SharedMemory"; });
+INSTANTIATE_TEST_SUITE_P(Transports, DistributedCollectiveExecutorTest,
+                         ::testing::Values(Mode::kSharedMemory, Mode::kTcp, Mode::kHierarchical),
+                         [](const auto& info) -> std::string {
+                           switch (info.param) {
+                             case Mode::kSharedMemory:
+                               return "SharedMemory";
+                             case Mode::kTcp:
+                               return "Tcp";
+                             case Mode::kHierarchical:
+                               return "Hierarchical";
+                           }
+                           return "Unknown";
+                         });
 
 TEST(DistributedCollectiveExecutorLocalTest, AGroupOfOneTaskStaysInProcess) {
-  Cluster cluster(1, 2, false);
+  Cluster cluster(1, 2, Mode::kSharedMemory);
   auto executor = cluster.collectives(0).NewStepExecutor(1);
   std::vector<std::unique_ptr<Result>> results;
   for (int d = 0; d < 2; ++d) {
