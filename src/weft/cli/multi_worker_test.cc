@@ -132,6 +132,23 @@ TEST(MultiWorkerTest, DifferentSeedsStillStartFromTheChiefsWeights) {
   ExpectIdenticalWorkers(children);
 }
 
+TEST(MultiWorkerTest, TfConfigStartsTheJobUnchanged) {
+  // The reference's JSON as a Kubernetes training operator writes it: a chief and a worker.
+  const int chief = testing::UnusedLoopbackPort();
+  const int worker = testing::UnusedLoopbackPort();
+  const std::string cluster = StrCat(R"("cluster": {"chief": ["127.0.0.1:)", chief,
+                                     R"("], "worker": ["127.0.0.1:)", worker, R"("]})");
+  std::vector<std::unique_ptr<ChildProcess>> children;
+  for (const char* task :
+       {R"("task": {"type": "chief", "index": 0})", R"("task": {"type": "worker", "index": 0})"}) {
+    auto child = ChildProcess::Start(TrainArgs({"--max-steps", "10", "--json"}),
+                                     {{"TF_CONFIG", StrCat("{", cluster, ", ", task, "}")}});
+    ASSERT_TRUE(child.ok()) << child.status();
+    children.push_back(std::move(child).value());
+  }
+  ExpectIdenticalWorkers(children);
+}
+
 TEST(MultiWorkerTest, SameSeedGivesTheSameLossTwice) {
   std::vector<std::string> losses;
   for (int run = 0; run < 2; ++run) {
