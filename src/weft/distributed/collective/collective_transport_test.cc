@@ -10,26 +10,12 @@
 #include "weft/distributed/collective/tcp_transport.h"
 #include "weft/distributed/collective/transport_test_util.h"
 
-namespace weft {
+// In the test helpers' namespace, which these tests use throughout.
+namespace weft::transport_testing {
 namespace {
 
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
-using transport_testing::Case;
-using transport_testing::Digest;
-using transport_testing::Group;
-using transport_testing::Kind;
-using transport_testing::MemberContext;
-using transport_testing::MemberResult;
-using transport_testing::RunCase;
-using transport_testing::RunMembers;
-
-void ExpectAllOkAndIdentical(const std::vector<MemberResult>& results) {
-  for (size_t r = 0; r < results.size(); ++r) {
-    EXPECT_THAT(results[r].report, StartsWith("OK")) << "member " << r;
-    EXPECT_EQ(results[r].report, results[0].report) << "member " << r << " differs from 0";
-  }
-}
 
 class TransportTest : public ::testing::TestWithParam<Kind> {};
 
@@ -48,22 +34,8 @@ TEST_P(TransportTest, AllReduceMatchesPlainSumBitwiseOnEveryMember) {
   };
   for (int n : {2, 3, 4}) {
     Group group(GetParam(), n);
-    auto results = RunMembers(n, [&](const MemberContext& member) -> std::string {
-      auto transport = group.Create(member.rank());
-      if (!transport.ok()) return transport.status().ToString();
-      std::string report = "OK ";
-      for (size_t i = 0; i < cases.size(); ++i) {
-        const std::string got =
-            cases[i].dtype == DataType::kFloat
-                ? RunCase<float>(**transport, cases[i], 7, static_cast<int64_t>(i))
-                : RunCase<double>(**transport, cases[i], 7, static_cast<int64_t>(i));
-        if (got.find(' ') == std::string::npos || got.rfind("WRONG", 0) == 0 ||
-            got.find(':') != std::string::npos) {
-          return StrCat("case ", i, ": ", got);
-        }
-        report += got;
-      }
-      return report;
+    auto results = group.Run([&](const MemberContext& member) -> std::string {
+      return RunCases(member.transport(), cases, 7);
     });
     SCOPED_TRACE(StrCat(n, " members"));
     ExpectAllOkAndIdentical(results);
@@ -73,40 +45,16 @@ TEST_P(TransportTest, AllReduceMatchesPlainSumBitwiseOnEveryMember) {
 TEST_P(TransportTest, BroadcastFromNonZeroRootAndAllGather) {
   const int n = 3;
   Group group(GetParam(), n);
-  auto results = RunMembers(n, [&](const MemberContext& member) -> std::string {
-    auto transport = group.Create(member.rank());
-    if (!transport.ok()) return transport.status().ToString();
+  auto results = group.Run([&](const MemberContext& member) -> std::string {
     std::string report = "OK ";
     int64_t sequence = 0;
     for (int64_t size : {int64_t{1001}, int64_t{(1 << 20) + 3}}) {
-      Tensor value(DataType::kFloat, TensorShape({size}));
-      for (int64_t i = 0; i < size; ++i) {
-        value.data<float>()[i] = member.rank() == 2 ? static_cast<float>(i % 1000) : -1.0f;
-      }
-      Status status = (*transport)->Broadcast(TransportOp{3, sequence++, "bcast"}, 2, &value);
-      if (!status.ok()) return status.ToString();
-      for (int64_t i = 0; i < size; ++i) {
-        if (value.data<float>()[i] != static_cast<float>(i % 1000)) return "WRONG broadcast";
-      }
-      report += Digest(value) + " ";
+      if (!AppendDigests(BroadcastDigest(member.transport(), 2, size, sequence++), &report))
+        return report;
     }
     for (int64_t rows : {int64_t{2}, int64_t{400001}}) {
-      Tensor input(DataType::kFloat, TensorShape({rows, 3}));
-      for (int64_t i = 0; i < rows * 3; ++i) {
-        input.data<float>()[i] = static_cast<float>(member.rank() * 1000000 + i);
-      }
-      Tensor output;
-      Status status = (*transport)->AllGather(TransportOp{4, sequence++, "gather"}, input, &output);
-      if (!status.ok()) return status.ToString();
-      if (!(output.shape() == TensorShape({rows * n, 3}))) return "WRONG gather shape";
-      for (int m = 0; m < n; ++m) {
-        for (int64_t i = 0; i < rows * 3; ++i) {
-          if (output.data<float>()[m * rows * 3 + i] != static_cast<float>(m * 1000000 + i)) {
-            return StrCat("WRONG gather member ", m, " element ", i);
-          }
-        }
-      }
-      report += Digest(output) + " ";
+      if (!AppendDigests(AllGatherDigest(member.transport(), rows, sequence++), &report))
+        return report;
     }
     return report;
   });
@@ -116,20 +64,16 @@ TEST_P(TransportTest, BroadcastFromNonZeroRootAndAllGather) {
 TEST_P(TransportTest, RepeatedOperationsWithAlternatingInstanceKeys) {
   const int n = 3;
   Group group(GetParam(), n);
-  auto results = RunMembers(n, [&](const MemberContext& member) -> std::string {
-    auto transport = group.Create(member.rank());
-    if (!transport.ok()) return transport.status().ToString();
+  auto results = group.Run([&](const MemberContext& member) -> std::string {
     int64_t sequences[2] = {0, 0};
     for (int i = 0; i < 40; ++i) {
       const int key = i % 2;
       const Case c{DataType::kFloat, {TensorShape({i % 4 == 0 ? 100003 : 10 + i})}, i % 3 == 0};
-      const std::string got = RunCase<float>(**transport, c, key + 1, sequences[key]++);
-      if (got.find(':') != std::string::npos || got.rfind("WRONG", 0) == 0) {
-        return StrCat("op ", i, ": ", got);
-      }
+      const std::string got = RunCase<float>(member.transport(), c, key + 1, sequences[key]++);
+      if (IsFailure(got)) return StrCat("op ", i, ": ", got);
       if (i % 10 == 9) {
         Tensor value = Tensor::FromVector<float>({1, 2, 3});
-        Status status = (*transport)->Broadcast(TransportOp{9, i, "bcast"}, 1, &value);
+        Status status = member.transport().Broadcast(TransportOp{9, i, "bcast"}, 1, &value);
         if (!status.ok()) return status.ToString();
       }
     }
@@ -141,12 +85,8 @@ TEST_P(TransportTest, RepeatedOperationsWithAlternatingInstanceKeys) {
 // Member 1 calls with `odd` where the others call with `usual`; every member must fail.
 std::vector<MemberResult> RunMismatch(Kind kind, int n, const Case& usual, const Case& odd) {
   Group group(kind, n);
-  return RunMembers(n, [&](const MemberContext& member) -> std::string {
-    auto transport = group.Create(member.rank());
-    if (!transport.ok()) return transport.status().ToString();
-    const Case& c = member.rank() == 1 ? odd : usual;
-    return c.dtype == DataType::kFloat ? RunCase<float>(**transport, c, 5, 0)
-                                       : RunCase<double>(**transport, c, 5, 0);
+  return group.Run([&](const MemberContext& member) -> std::string {
+    return RunAnyCase(member.transport(), member.rank() == 1 ? odd : usual, 5, 0);
   });
 }
 
@@ -178,15 +118,15 @@ TEST_P(TransportTest, MismatchedDtypeIsInvalidArgumentOnEveryMember) {
 TEST_P(TransportTest, MemberThatNeverArrivesIsDeadlineExceededNamingIt) {
   const int n = 3;
   Group group(GetParam(), n);
-  auto results = RunMembers(n, [&](const MemberContext& member) -> std::string {
-    auto transport = group.Create(member.rank(), std::chrono::milliseconds(700));
-    if (!transport.ok()) return transport.status().ToString();
-    if (member.rank() == 2) {
-      member.WaitForOthersToExit(std::chrono::seconds(20));
-      return "IDLE";
-    }
-    return RunCase<float>(**transport, {DataType::kFloat, {TensorShape({100})}, false}, 1, 0);
-  });
+  auto results =
+      group.Run(std::chrono::milliseconds(700), [&](const MemberContext& member) -> std::string {
+        if (member.rank() == 2) {
+          member.WaitForOthersToExit(std::chrono::seconds(20));
+          return "IDLE";
+        }
+        return RunCase<float>(member.transport(), {DataType::kFloat, {TensorShape({100})}, false},
+                              1, 0);
+      });
   for (int r = 0; r < 2; ++r) {
     EXPECT_THAT(results[r].report, StartsWith("DEADLINE_EXCEEDED")) << "member " << r;
     EXPECT_THAT(results[r].report, HasSubstr("/job:worker/task:2")) << "member " << r;
@@ -197,28 +137,29 @@ TEST_P(TransportTest, MemberThatNeverArrivesIsDeadlineExceededNamingIt) {
 
 TEST_P(TransportTest, StartAbortWakesABlockedCall) {
   Group group(GetParam(), 2);
-  auto results = RunMembers(2, [&](const MemberContext& member) -> std::string {
-    auto transport = group.Create(member.rank(), std::chrono::seconds(30));
-    if (!transport.ok()) return transport.status().ToString();
-    if (member.rank() == 1) {
-      member.WaitForOthersToExit(std::chrono::seconds(20));
-      return "IDLE";
-    }
-    CollectiveTransport* raw = transport->get();
-    // The pause only makes it likely that the call is blocked when the abort comes; the call
-    // fails with the abort's status either way.
-    std::thread aborter([raw] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      raw->StartAbort(Cancelled("test cancelled the step"));
-    });
-    const auto start = std::chrono::steady_clock::now();
-    std::string got = RunCase<float>(*raw, {DataType::kFloat, {TensorShape({100})}, false}, 1, 0);
-    const auto took = std::chrono::steady_clock::now() - start;
-    aborter.join();
-    std::string later = RunCase<float>(*raw, {DataType::kFloat, {TensorShape({100})}, false}, 1, 1);
-    if (took > std::chrono::seconds(10)) return "TOO SLOW";
-    return got + " | " + later;
-  });
+  auto results =
+      group.Run(std::chrono::seconds(30), [&](const MemberContext& member) -> std::string {
+        if (member.rank() == 1) {
+          member.WaitForOthersToExit(std::chrono::seconds(20));
+          return "IDLE";
+        }
+        CollectiveTransport* raw = &member.transport();
+        // The pause only makes it likely that the call is blocked when the abort comes;
+        // the call fails with the abort's status either way.
+        std::thread aborter([raw] {
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+          raw->StartAbort(Cancelled("test cancelled the step"));
+        });
+        const auto start = std::chrono::steady_clock::now();
+        std::string got =
+            RunCase<float>(*raw, {DataType::kFloat, {TensorShape({100})}, false}, 1, 0);
+        const auto took = std::chrono::steady_clock::now() - start;
+        aborter.join();
+        std::string later =
+            RunCase<float>(*raw, {DataType::kFloat, {TensorShape({100})}, false}, 1, 1);
+        if (took > std::chrono::seconds(10)) return "TOO SLOW";
+        return got + " | " + later;
+      });
   EXPECT_EQ(results[0].report,
             "CANCELLED: test cancelled the step | CANCELLED: test cancelled the step");
 }
@@ -226,17 +167,16 @@ TEST_P(TransportTest, StartAbortWakesABlockedCall) {
 TEST_P(TransportTest, PeerThatDiesFailsTheOthersWithinTheTimeout) {
   const int n = 3;
   Group group(GetParam(), n);
-  auto results = RunMembers(n, [&](const MemberContext& member) -> std::string {
-    auto transport = group.Create(member.rank(), std::chrono::seconds(15));
-    if (!transport.ok()) return transport.status().ToString();
-    const Case c{DataType::kFloat, {TensorShape({200001})}, false};
-    std::string first = RunCase<float>(**transport, c, 1, 0);
-    if (member.rank() == 2) _exit(7);
-    const auto start = std::chrono::steady_clock::now();
-    std::string second = RunCase<float>(**transport, c, 1, 1);
-    const auto took = std::chrono::steady_clock::now() - start;
-    return StrCat(second, took < std::chrono::seconds(10) ? " IN TIME" : " TOO SLOW");
-  });
+  auto results =
+      group.Run(std::chrono::seconds(15), [&](const MemberContext& member) -> std::string {
+        const Case c{DataType::kFloat, {TensorShape({200001})}, false};
+        std::string first = RunCase<float>(member.transport(), c, 1, 0);
+        if (member.rank() == 2) _exit(7);
+        const auto start = std::chrono::steady_clock::now();
+        std::string second = RunCase<float>(member.transport(), c, 1, 1);
+        const auto took = std::chrono::steady_clock::now() - start;
+        return StrCat(second, took < std::chrono::seconds(10) ? " IN TIME" : " TOO SLOW");
+      });
   EXPECT_EQ(results[2].exit_code, 7);
   for (int r = 0; r < 2; ++r) {
     EXPECT_THAT(results[r].report, ::testing::Not(StartsWith("OK"))) << "member " << r;
@@ -249,18 +189,13 @@ TEST_P(TransportTest, PeerThatDiesFailsTheOthersWithinTheTimeout) {
 
 TEST_P(TransportTest, EightMembersOnTwoCores) {
   const int n = 8;
+  std::vector<Case> cases;
+  for (int i = 0; i < 6; ++i) {
+    cases.push_back({DataType::kFloat, {TensorShape({i % 2 == 0 ? 10 : 300007})}, i % 3 == 0});
+  }
   Group group(GetParam(), n);
-  auto results = RunMembers(n, [&](const MemberContext& member) -> std::string {
-    auto transport = group.Create(member.rank());
-    if (!transport.ok()) return transport.status().ToString();
-    std::string report = "OK ";
-    for (int i = 0; i < 6; ++i) {
-      const Case c{DataType::kFloat, {TensorShape({i % 2 == 0 ? 10 : 300007})}, i % 3 == 0};
-      const std::string got = RunCase<float>(**transport, c, 1, i);
-      if (got.find(':') != std::string::npos || got.rfind("WRONG", 0) == 0) return got;
-      report += got;
-    }
-    return report;
+  auto results = group.Run([&](const MemberContext& member) -> std::string {
+    return RunCases(member.transport(), cases, 1);
   });
   ExpectAllOkAndIdentical(results);
 }
@@ -271,4 +206,4 @@ INSTANTIATE_TEST_SUITE_P(Transports, TransportTest, ::testing::Values(Kind::kShm
                          });
 
 }  // namespace
-}  // namespace weft
+}  // namespace weft::transport_testing

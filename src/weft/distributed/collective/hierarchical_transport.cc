@@ -8,7 +8,6 @@
 #include <cstring>
 #include <utility>
 
-#include "weft/core/mutex.h"
 #include "weft/core/str_util.h"
 #include "weft/distributed/collective/internal/transport_util.h"
 
@@ -149,6 +148,13 @@ class HierarchicalTransport final : public CollectiveTransport {
     Tensor nothing(DataType::kUInt8, TensorShape({0}));
     sub->Broadcast(op, 0, &nothing).IgnoreError();
   }
+  // Fails an operation this member rejects before its first stage: the peers of each stage that
+  // would wait for this member are told at once (instead of at their deadline), then it poisons.
+  Status Reject(const TransportOp& op, const Status& status) {
+    Tell(host_.get(), op, status);
+    if (is_leader_ && Direct() == nullptr) AgreeAmongLeaders(op, status).IgnoreError();
+    return Poison(status);
+  }
   // Stage 2's first step: every leader's stage-1 outcome, so that all leaders go on or all stop.
   Status AgreeAmongLeaders(const TransportOp& op, const Status& mine);
   // Stage 2 of a small all-reduce in one exchange: the leaders all-gather their statuses with
@@ -171,17 +177,11 @@ class HierarchicalTransport final : public CollectiveTransport {
   const std::unique_ptr<CollectiveTransport> host_;     // null when alone on the host
   const std::unique_ptr<CollectiveTransport> leaders_;  // null unless a leader of several hosts
   bool told_peers_ = false;                             // touched by the calling thread only
-
-  Mutex mu_;
-  Status poisoned_ WEFT_GUARDED_BY(mu_);
+  collective_internal::TransportPoison poison_;
 };
 
 Status HierarchicalTransport::CheckPoisoned(const TransportOp& op) {
-  Status status;
-  {
-    MutexLock lock(mu_);
-    status = poisoned_;
-  }
+  Status status = poison_.status();
   if (status.ok() || told_peers_) return status;
   told_peers_ = true;
   Tell(host_.get(), op, status);
@@ -190,12 +190,7 @@ Status HierarchicalTransport::CheckPoisoned(const TransportOp& op) {
 }
 
 Status HierarchicalTransport::Poison(const Status& status) {
-  Status first;
-  {
-    MutexLock lock(mu_);
-    if (poisoned_.ok()) poisoned_ = status;
-    first = poisoned_;
-  }
+  Status first = poison_.Poison(status);
   if (host_ != nullptr) host_->StartAbort(first);
   if (leaders_ != nullptr) leaders_->StartAbort(first);
   return first;
@@ -329,13 +324,8 @@ Status HierarchicalTransport::AllReduce(const TransportOp& op, const std::vector
 
 Status HierarchicalTransport::Broadcast(const TransportOp& op, int root, Tensor* value) {
   WEFT_RETURN_IF_ERROR(CheckPoisoned(op));
-  if (root < 0 || root >= options_.world_size) {
-    Status status = InvalidArgument(OpLabel(op), ": broadcast root ", root,
-                                    " is outside a group of ", options_.world_size);
-    Tell(host_.get(), op, status);
-    if (is_leader_ && Direct() == nullptr) AgreeAmongLeaders(op, status).IgnoreError();
-    return Poison(status);
-  }
+  Status bad_root = collective_internal::CheckBroadcastRoot(op, root, options_.world_size);
+  if (!bad_root.ok()) return Reject(op, bad_root);
   const int root_host = layout_.host_of[root];
   if (CollectiveTransport* direct = Direct()) {
     return Done(direct->Broadcast(
@@ -364,13 +354,8 @@ Status HierarchicalTransport::AllGather(const TransportOp& op, const Tensor& inp
                                         Tensor* output) {
   WEFT_RETURN_IF_ERROR(CheckPoisoned(op));
   if (CollectiveTransport* direct = Direct()) return Done(direct->AllGather(op, input, output));
-  if (input.dims() < 1) {
-    Status status = InvalidArgument(OpLabel(op), ": all-gather input ", input.shape().DebugString(),
-                                    " has no dimension to concatenate along");
-    Tell(host_.get(), op, status);
-    if (is_leader_) AgreeAmongLeaders(op, status).IgnoreError();
-    return Poison(status);
-  }
+  Status bad_input = collective_internal::CheckAllGatherInput(op, input);
+  if (!bad_input.ok()) return Reject(op, bad_input);
   // Stage 1: this host's inputs, in the order of its members' ranks.
   Tensor block = input;
   Status status;

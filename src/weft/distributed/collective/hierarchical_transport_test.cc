@@ -11,46 +11,38 @@
 
 #include "weft/distributed/collective/transport_test_util.h"
 
-namespace weft {
+// In the test helpers' namespace, which these tests use throughout.
+namespace weft::transport_testing {
 namespace {
 
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
-using transport_testing::Case;
-using transport_testing::Digest;
-using transport_testing::Group;
-using transport_testing::Kind;
-using transport_testing::MemberContext;
-using transport_testing::MemberResult;
-using transport_testing::RunCase;
-using transport_testing::RunMembers;
 
 using Hosts = std::vector<std::string>;
 
-// Listeners for every member come from a TCP test group; only the leaders' are used.
-StatusOr<std::unique_ptr<CollectiveTransport>> Create(
-    Group& group, const Hosts& hosts, int rank,
-    std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
+// Runs `body` in every member on its hierarchical transport over `hosts`. Listeners for every
+// member come from a TCP test group; only the leaders' are used.
+std::vector<MemberResult> RunOnHosts(Group& group, const Hosts& hosts,
+                                     std::chrono::milliseconds timeout, const MemberBody& body) {
   HierarchicalTransportTuning tuning;
   // Small slots make the shared-memory stages run in many chunks.
   tuning.shm.slot_bytes = 64 << 10;
   // Every "host" is this machine: waiters must not spin on the cores that the others need.
   tuning.shm.host_processes = static_cast<int>(hosts.size());
-  return CreateHierarchicalTransport(group.Options(rank, timeout), hosts,
-                                     std::move(group.listener(rank)), group.addresses(), tuning);
+  auto create = [&](int rank) {
+    return CreateHierarchicalTransport(group.Options(rank, timeout), hosts,
+                                       std::move(group.listener(rank)), group.addresses(), tuning);
+  };
+  return RunOnTransports(static_cast<int>(hosts.size()), create, body);
+}
+std::vector<MemberResult> RunOnHosts(Group& group, const Hosts& hosts, const MemberBody& body) {
+  return RunOnHosts(group, hosts, std::chrono::seconds(20), body);
 }
 
 std::string Describe(const Hosts& hosts) {
   std::string text;
   for (const std::string& host : hosts) text += host;
   return text;
-}
-
-void ExpectAllOkAndIdentical(const std::vector<MemberResult>& results) {
-  for (size_t r = 0; r < results.size(); ++r) {
-    EXPECT_THAT(results[r].report, StartsWith("OK")) << "member " << r;
-    EXPECT_EQ(results[r].report, results[0].report) << "member " << r << " differs from 0";
-  }
 }
 
 const Hosts kLayouts[] = {
@@ -71,21 +63,8 @@ TEST(HierarchicalTransportTest, AllReduceMatchesPlainSumBitwiseOnEveryMember) {
   for (const Hosts& hosts : kLayouts) {
     const int n = static_cast<int>(hosts.size());
     Group group(Kind::kTcp, n);
-    auto results = RunMembers(n, [&](const MemberContext& member) -> std::string {
-      auto transport = Create(group, hosts, member.rank());
-      if (!transport.ok()) return transport.status().ToString();
-      std::string report = "OK ";
-      for (size_t i = 0; i < cases.size(); ++i) {
-        const std::string got =
-            cases[i].dtype == DataType::kFloat
-                ? RunCase<float>(**transport, cases[i], 7, static_cast<int64_t>(i))
-                : RunCase<double>(**transport, cases[i], 7, static_cast<int64_t>(i));
-        if (got.rfind("WRONG", 0) == 0 || got.find(':') != std::string::npos) {
-          return StrCat("case ", i, ": ", got);
-        }
-        report += got;
-      }
-      return report;
+    auto results = RunOnHosts(group, hosts, [&](const MemberContext& member) -> std::string {
+      return RunCases(member.transport(), cases, 7);
     });
     SCOPED_TRACE(Describe(hosts));
     ExpectAllOkAndIdentical(results);
@@ -97,44 +76,18 @@ TEST(HierarchicalTransportTest, BroadcastFromEveryRootAndAllGatherInRankOrder) {
   for (const Hosts& hosts : kLayouts) {
     const int n = static_cast<int>(hosts.size());
     Group group(Kind::kTcp, n);
-    auto results = RunMembers(n, [&](const MemberContext& member) -> std::string {
-      auto transport = Create(group, hosts, member.rank());
-      if (!transport.ok()) return transport.status().ToString();
+    auto results = RunOnHosts(group, hosts, [&](const MemberContext& member) -> std::string {
       std::string report = "OK ";
       int64_t sequence = 0;
       for (int root = 0; root < n; ++root) {
         const int64_t size = root % 2 == 0 ? 1001 : 100003;
-        Tensor value(DataType::kFloat, TensorShape({size}));
-        for (int64_t i = 0; i < size; ++i) {
-          value.data<float>()[i] = member.rank() == root ? static_cast<float>(i % 999 + root) : -1;
+        if (!AppendDigests(BroadcastDigest(member.transport(), root, size, sequence++), &report)) {
+          return report;
         }
-        Status status = (*transport)->Broadcast(TransportOp{3, sequence++, "bcast"}, root, &value);
-        if (!status.ok()) return status.ToString();
-        for (int64_t i = 0; i < size; ++i) {
-          if (value.data<float>()[i] != static_cast<float>(i % 999 + root)) {
-            return StrCat("WRONG broadcast from ", root, " element ", i);
-          }
-        }
-        report += Digest(value) + " ";
       }
       for (int64_t rows : {int64_t{1}, int64_t{40001}}) {
-        Tensor input(DataType::kFloat, TensorShape({rows, 3}));
-        for (int64_t i = 0; i < rows * 3; ++i) {
-          input.data<float>()[i] = static_cast<float>(member.rank() * 1000000 + i);
-        }
-        Tensor output;
-        Status status =
-            (*transport)->AllGather(TransportOp{4, sequence++, "gather"}, input, &output);
-        if (!status.ok()) return status.ToString();
-        if (!(output.shape() == TensorShape({rows * n, 3}))) return "WRONG gather shape";
-        for (int m = 0; m < n; ++m) {
-          for (int64_t i = 0; i < rows * 3; ++i) {
-            if (output.data<float>()[m * rows * 3 + i] != static_cast<float>(m * 1000000 + i)) {
-              return StrCat("WRONG gather member ", m, " element ", i);
-            }
-          }
-        }
-        report += Digest(output) + " ";
+        if (!AppendDigests(AllGatherDigest(member.transport(), rows, sequence++), &report))
+          return report;
       }
       return report;
     });
@@ -148,14 +101,12 @@ TEST(HierarchicalTransportTest, BroadcastFromEveryRootAndAllGatherInRankOrder) {
 void ExpectMismatchEverywhere(const Hosts& hosts, const std::vector<int>& odd, int named) {
   const int n = static_cast<int>(hosts.size());
   Group group(Kind::kTcp, n);
-  auto results = RunMembers(n, [&](const MemberContext& member) -> std::string {
-    auto transport = Create(group, hosts, member.rank());
-    if (!transport.ok()) return transport.status().ToString();
+  auto results = RunOnHosts(group, hosts, [&](const MemberContext& member) -> std::string {
     const bool is_odd = std::find(odd.begin(), odd.end(), member.rank()) != odd.end();
     const Case c{DataType::kFloat, {TensorShape({is_odd ? 1001 : 1000})}, false};
-    const std::string first = RunCase<float>(**transport, c, 5, 0);
+    const std::string first = RunCase<float>(member.transport(), c, 5, 0);
     // Poisoned: a later call fails at once with the first error.
-    const std::string later = RunCase<float>(**transport, c, 5, 1);
+    const std::string later = RunCase<float>(member.transport(), c, 5, 1);
     return first == later ? first : StrCat(first, " | LATER ", later);
   });
   SCOPED_TRACE(Describe(hosts));
@@ -178,13 +129,13 @@ TEST(HierarchicalTransportTest, MismatchIsInvalidArgumentOnEveryMember) {
 TEST(HierarchicalTransportTest, OtherDtypeOfEqualBytesOnAnotherHostIsInvalidArgument) {
   const Hosts hosts = {"A", "A", "B", "B"};
   Group group(Kind::kTcp, 4);
-  auto results = RunMembers(4, [&](const MemberContext& member) -> std::string {
-    auto transport = Create(group, hosts, member.rank());
-    if (!transport.ok()) return transport.status().ToString();
+  auto results = RunOnHosts(group, hosts, [&](const MemberContext& member) -> std::string {
     if (member.rank() < 2) {
-      return RunCase<float>(**transport, {DataType::kFloat, {TensorShape({2000})}, false}, 5, 0);
+      return RunCase<float>(member.transport(), {DataType::kFloat, {TensorShape({2000})}, false}, 5,
+                            0);
     }
-    return RunCase<double>(**transport, {DataType::kDouble, {TensorShape({1000})}, false}, 5, 0);
+    return RunCase<double>(member.transport(), {DataType::kDouble, {TensorShape({1000})}, false}, 5,
+                           0);
   });
   for (int r = 0; r < 4; ++r) {
     EXPECT_THAT(results[r].report, StartsWith("INVALID_ARGUMENT")) << "member " << r;
@@ -199,29 +150,28 @@ TEST(HierarchicalTransportTest, StartAbortWakesABlockedCallAndReachesTheHost) {
   // (member 0 never gets there) while member 3 waits for member 2 inside host B.
   for (int aborter : {0, 2}) {
     Group group(Kind::kTcp, 4);
-    auto results = RunMembers(4, [&](const MemberContext& member) -> std::string {
-      auto transport = Create(group, hosts, member.rank(), std::chrono::seconds(30));
-      if (!transport.ok()) return transport.status().ToString();
-      const bool works = member.rank() == aborter || (aborter == 2 && member.rank() == 3);
-      if (!works) {
-        member.WaitForOthersToExit(std::chrono::seconds(20));
-        return "IDLE";
-      }
-      CollectiveTransport* raw = transport->get();
-      std::thread stopper([&] {
-        if (member.rank() != aborter) return;
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        raw->StartAbort(Cancelled("test cancelled the step"));
-      });
-      const Case c{DataType::kFloat, {TensorShape({100})}, false};
-      const auto start = std::chrono::steady_clock::now();
-      const std::string got = RunCase<float>(*raw, c, 1, 0);
-      const auto took = std::chrono::steady_clock::now() - start;
-      stopper.join();
-      const std::string later = RunCase<float>(*raw, c, 1, 1);
-      if (took > std::chrono::seconds(10)) return "TOO SLOW";
-      return got + " | " + later;
-    });
+    auto results = RunOnHosts(
+        group, hosts, std::chrono::seconds(30), [&](const MemberContext& member) -> std::string {
+          const bool works = member.rank() == aborter || (aborter == 2 && member.rank() == 3);
+          if (!works) {
+            member.WaitForOthersToExit(std::chrono::seconds(20));
+            return "IDLE";
+          }
+          CollectiveTransport* raw = &member.transport();
+          std::thread stopper([&] {
+            if (member.rank() != aborter) return;
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            raw->StartAbort(Cancelled("test cancelled the step"));
+          });
+          const Case c{DataType::kFloat, {TensorShape({100})}, false};
+          const auto start = std::chrono::steady_clock::now();
+          const std::string got = RunCase<float>(*raw, c, 1, 0);
+          const auto took = std::chrono::steady_clock::now() - start;
+          stopper.join();
+          const std::string later = RunCase<float>(*raw, c, 1, 1);
+          if (took > std::chrono::seconds(10)) return "TOO SLOW";
+          return got + " | " + later;
+        });
     SCOPED_TRACE(StrCat("aborting member ", aborter));
     EXPECT_EQ(results[aborter].report,
               "CANCELLED: test cancelled the step | CANCELLED: test cancelled the step");
@@ -236,19 +186,19 @@ TEST(HierarchicalTransportTest, StartAbortWakesABlockedCallAndReachesTheHost) {
 TEST(HierarchicalTransportTest, MemberThatNeverArrivesFailsEveryoneWithinTheTimeout) {
   const Hosts hosts = {"A", "B", "A", "B"};
   Group group(Kind::kTcp, 4);
-  auto results = RunMembers(4, [&](const MemberContext& member) -> std::string {
-    auto transport = Create(group, hosts, member.rank(), std::chrono::milliseconds(700));
-    if (!transport.ok()) return transport.status().ToString();
-    if (member.rank() == 2) {
-      member.WaitForOthersToExit(std::chrono::seconds(20));
-      return "IDLE";
-    }
-    const auto start = std::chrono::steady_clock::now();
-    std::string got =
-        RunCase<float>(**transport, {DataType::kFloat, {TensorShape({100})}, false}, 1, 0);
-    const auto took = std::chrono::steady_clock::now() - start;
-    return StrCat(got, took < std::chrono::seconds(5) ? " IN TIME" : " TOO SLOW");
-  });
+  auto results =
+      RunOnHosts(group, hosts, std::chrono::milliseconds(700),
+                 [&](const MemberContext& member) -> std::string {
+                   if (member.rank() == 2) {
+                     member.WaitForOthersToExit(std::chrono::seconds(20));
+                     return "IDLE";
+                   }
+                   const auto start = std::chrono::steady_clock::now();
+                   std::string got = RunCase<float>(
+                       member.transport(), {DataType::kFloat, {TensorShape({100})}, false}, 1, 0);
+                   const auto took = std::chrono::steady_clock::now() - start;
+                   return StrCat(got, took < std::chrono::seconds(5) ? " IN TIME" : " TOO SLOW");
+                 });
   // Member 0 waits for member 2 in host A and names it; host B hears of a failure (member 0's,
   // or its own leader's deadline among the leaders: the two race).
   EXPECT_THAT(results[0].report, StartsWith("DEADLINE_EXCEEDED"));
@@ -270,4 +220,4 @@ TEST(HierarchicalTransportTest, WrongNumberOfHostsIsInvalidArgument) {
 }
 
 }  // namespace
-}  // namespace weft
+}  // namespace weft::transport_testing

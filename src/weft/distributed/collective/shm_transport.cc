@@ -19,7 +19,6 @@
 #include <immintrin.h>
 #endif
 
-#include "weft/core/mutex.h"
 #include "weft/distributed/collective/internal/shm_segment.h"
 #include "weft/distributed/collective/internal/transport_util.h"
 
@@ -65,11 +64,7 @@ class ShmTransport final : public CollectiveTransport {
   Status AllGather(const TransportOp& op, const Tensor& input, Tensor* output) override;
 
   void StartAbort(const Status& status) override {
-    {
-      MutexLock lock(mu_);
-      if (poisoned_.ok()) poisoned_ = status;
-    }
-    aborting_.store(true);
+    poison_.StartAbort(status);
     // Wakes this member's blocked call, which tells the peers.
     mine_->doorbell.fetch_add(1);
     collective_internal::FutexWakeAll(&mine_->doorbell);
@@ -139,28 +134,17 @@ class ShmTransport final : public CollectiveTransport {
   uint64_t epoch_ = 0;  // the last epoch used
   bool failure_published_ = false;
 
-  std::atomic<bool> aborting_{false};
-  Mutex mu_;
-  Status poisoned_ WEFT_GUARDED_BY(mu_);
+  collective_internal::TransportPoison poison_;
 };
 
 Status ShmTransport::CheckPoisoned() {
-  Status status;
-  {
-    MutexLock lock(mu_);
-    status = poisoned_;
-  }
+  Status status = poison_.status();
   if (!status.ok()) PublishFailure(status);
   return status;
 }
 
 Status ShmTransport::Fail(const Status& status) {
-  Status first;
-  {
-    MutexLock lock(mu_);
-    if (poisoned_.ok()) poisoned_ = status;
-    first = poisoned_;
-  }
+  Status first = poison_.Poison(status);
   PublishFailure(first);
   return first;
 }
@@ -223,10 +207,7 @@ template <typename Ready>
 Status ShmTransport::CheckWaiting(const Ready& ready, std::string_view phase,
                                   const std::string& label, const Deadline& deadline,
                                   bool slept_full_slice) {
-  if (aborting_.load()) {
-    MutexLock lock(mu_);
-    return poisoned_;
-  }
+  if (poison_.aborting()) return poison_.status();
   std::string missing;
   for (int p = 0; p < options_.world_size; ++p) {
     if (p == options_.rank || ready(p)) continue;
@@ -372,11 +353,9 @@ Status ShmTransport::AllReduceChunked(const FlatAllReduce& flat, const std::stri
 Status ShmTransport::Broadcast(const TransportOp& op, int root, Tensor* value) {
   WEFT_RETURN_IF_ERROR(CheckPoisoned());
   const std::string label = collective_internal::OpLabel(op);
-  if (root < 0 || root >= options_.world_size) {
-    return Fail(InvalidArgument(label, ": broadcast root ", root, " is outside a group of ",
-                                options_.world_size));
-  }
-  const OpIdentity identity = collective_internal::BroadcastIdentity(op, root, *value);
+  auto prepared = collective_internal::PrepareBroadcast(op, root, options_.world_size, *value);
+  if (!prepared.ok()) return Fail(prepared.status());
+  const OpIdentity identity = *prepared;
   const Deadline deadline(options_.timeout);
   const int64_t bytes = static_cast<int64_t>(value->TotalBytes());
   const int64_t chunk = static_cast<int64_t>(segments_->slot_bytes());

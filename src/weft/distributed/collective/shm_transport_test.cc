@@ -12,17 +12,12 @@
 #include "weft/distributed/collective/internal/shm_segment.h"
 #include "weft/distributed/collective/transport_test_util.h"
 
-namespace weft {
+// In the test helpers' namespace, which these tests use throughout.
+namespace weft::transport_testing {
 namespace {
 
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
-using transport_testing::Case;
-using transport_testing::Group;
-using transport_testing::Kind;
-using transport_testing::MemberContext;
-using transport_testing::RunCase;
-using transport_testing::RunMembers;
 
 bool SegmentExists(const std::string& token, int rank) {
   const std::string name = collective_internal::ShmSegmentName(token, rank);
@@ -33,10 +28,8 @@ bool SegmentExists(const std::string& token, int rank) {
 
 TEST(ShmTransportTest, ConnectedGroupLeavesNothingInDevShm) {
   Group group(Kind::kShm, 3);
-  auto results = RunMembers(3, [&](const MemberContext& member) -> std::string {
-    auto transport = group.Create(member.rank());
-    if (!transport.ok()) return transport.status().ToString();
-    return RunCase<float>(**transport, {DataType::kFloat, {TensorShape({10})}, false}, 1, 0);
+  auto results = group.Run([&](const MemberContext& member) -> std::string {
+    return RunCase<float>(member.transport(), {DataType::kFloat, {TensorShape({10})}, false}, 1, 0);
   });
   for (int r = 0; r < 3; ++r) {
     EXPECT_THAT(results[r].report, ::testing::Not(HasSubstr(":"))) << results[r].report;
@@ -69,37 +62,20 @@ TEST(ShmTransportTest, TensorsOfManySlotsGoThroughInChunks) {
   Group group(Kind::kShm, n);
   group.shm_tuning.slot_bytes = 4096;
   group.shm_tuning.small_bytes = 1024;
-  auto results = RunMembers(n, [&](const MemberContext& member) -> std::string {
-    auto transport = group.Create(member.rank());
-    if (!transport.ok()) return transport.status().ToString();
-    std::string report = "OK ";
-    const Case cases[] = {{DataType::kFloat, {TensorShape({100003})}, false, false},
-                          {DataType::kDouble, {TensorShape({5001}), TensorShape({7})}, true},
-                          {DataType::kFloat, {TensorShape({200})}, false}};
-    for (int i = 0; i < 3; ++i) {
-      const Case& c = cases[i];
-      std::string got = c.dtype == DataType::kFloat ? RunCase<float>(**transport, c, 1, i)
-                                                    : RunCase<double>(**transport, c, 1, i);
-      if (got.find(':') != std::string::npos || got.rfind("WRONG", 0) == 0) return got;
-      report += got;
-    }
-    Tensor value(DataType::kFloat, TensorShape({30001}));
-    for (int64_t i = 0; i < 30001; ++i) value.data<float>()[i] = member.rank() == 1 ? i : -1;
-    Status status = (*transport)->Broadcast(TransportOp{2, 0, "bcast"}, 1, &value);
-    if (!status.ok()) return status.ToString();
-    for (int64_t i = 0; i < 30001; ++i) {
-      if (value.data<float>()[i] != static_cast<float>(i)) return "WRONG broadcast";
-    }
-    Tensor gathered;
-    status = (*transport)->AllGather(TransportOp{3, 0, "gather"}, value, &gathered);
-    if (!status.ok()) return status.ToString();
-    return report + transport_testing::Digest(gathered);
+  const std::vector<Case> cases = {
+      {DataType::kFloat, {TensorShape({100003})}, false, false},
+      {DataType::kDouble, {TensorShape({5001}), TensorShape({7})}, true},
+      {DataType::kFloat, {TensorShape({200})}, false}};
+  auto results = group.Run([&](const MemberContext& member) -> std::string {
+    std::string report = RunCases(member.transport(), cases, 1);
+    if (IsFailure(report)) return report;
+    // Chunked broadcast and all-gather: 30001 floats and 10001 x 3 floats span many slots.
+    if (!AppendDigests(BroadcastDigest(member.transport(), 1, 30001, 0), &report)) return report;
+    AppendDigests(AllGatherDigest(member.transport(), 10001, 0), &report);
+    return report;
   });
-  for (int r = 0; r < n; ++r) {
-    EXPECT_THAT(results[r].report, StartsWith("OK")) << "member " << r;
-    EXPECT_EQ(results[r].report, results[0].report);
-  }
+  ExpectAllOkAndIdentical(results);
 }
 
 }  // namespace
-}  // namespace weft
+}  // namespace weft::transport_testing

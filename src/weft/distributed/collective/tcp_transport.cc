@@ -5,7 +5,6 @@
 #include "weft/distributed/collective/tcp_transport.h"
 
 #include <algorithm>
-#include <atomic>
 #include <bit>
 #include <cstring>
 #include <utility>
@@ -14,7 +13,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "weft/core/mutex.h"
 #include "weft/distributed/collective/internal/tcp_exchange.h"
 #include "weft/distributed/collective/internal/tcp_socket.h"
 #include "weft/distributed/collective/internal/transport_util.h"
@@ -67,11 +65,7 @@ class TcpTransport final : public CollectiveTransport {
   Status AllGather(const TransportOp& op, const Tensor& input, Tensor* output) override;
 
   void StartAbort(const Status& status) override {
-    {
-      MutexLock lock(mu_);
-      if (poisoned_.ok()) poisoned_ = status;
-    }
-    aborting_.store(true);
+    poison_.StartAbort(status);
     const uint64_t one = 1;
     // Wakes the blocked call's poll; the eventfd stays readable, which is harmless once poisoned.
     [[maybe_unused]] ssize_t ignored = ::write(abort_fd_, &one, sizeof(one));
@@ -81,11 +75,7 @@ class TcpTransport final : public CollectiveTransport {
   std::string Name(int rank) const { return collective_internal::MemberName(options_, rank); }
   // The first error once poisoned (then the peers are told, as by Fail).
   Status CheckPoisoned() {
-    Status status;
-    {
-      MutexLock lock(mu_);
-      status = poisoned_;
-    }
+    Status status = poison_.status();
     return status.ok() ? status : Fail(status);
   }
   // Poisons the transport. Unless the peers see the problem themselves (they disagree about the
@@ -101,9 +91,7 @@ class TcpTransport final : public CollectiveTransport {
   }
   Exchange MakeExchange(const std::string& label, const Deadline& deadline) {
     return Exchange(options_, fds_, abort_fd_, label, deadline, [this]() -> Status {
-      if (!aborting_.load()) return Status::OK();
-      MutexLock lock(mu_);
-      return poisoned_;
+      return poison_.aborting() ? poison_.status() : Status::OK();
     });
   }
   MessageHeader Header(const OpIdentity& identity, uint32_t phase, uint32_t index,
@@ -138,21 +126,13 @@ class TcpTransport final : public CollectiveTransport {
   std::string last_completed_ = "none";
   std::vector<std::string> last_started_ = std::vector<std::string>(options_.world_size, "none");
 
-  std::atomic<bool> aborting_{false};
-  Mutex mu_;
-  Status poisoned_ WEFT_GUARDED_BY(mu_);
+  collective_internal::TransportPoison poison_;
 };
 
 Status TcpTransport::Fail(const Status& status) {
-  Status first;
-  bool was_ok;
-  {
-    MutexLock lock(mu_);
-    was_ok = poisoned_.ok();
-    if (was_ok) poisoned_ = status;
-    first = poisoned_;
-  }
-  if (!IsInvalidArgument(status) || !was_ok) {
+  bool poisoned_now = false;
+  Status first = poison_.Poison(status, &poisoned_now);
+  if (!IsInvalidArgument(status) || !poisoned_now) {
     for (int fd : fds_) {
       if (fd >= 0) ::shutdown(fd, SHUT_RDWR);
     }
@@ -329,11 +309,9 @@ Status TcpTransport::AllReduceRing(const std::string& label, const FlatAllReduce
 Status TcpTransport::Broadcast(const TransportOp& op, int root, Tensor* value) {
   WEFT_RETURN_IF_ERROR(CheckPoisoned());
   const std::string label = collective_internal::OpLabel(op);
-  if (root < 0 || root >= options_.world_size) {
-    return Fail(InvalidArgument(label, ": broadcast root ", root, " is outside a group of ",
-                                options_.world_size));
-  }
-  const OpIdentity identity = collective_internal::BroadcastIdentity(op, root, *value);
+  auto prepared = collective_internal::PrepareBroadcast(op, root, options_.world_size, *value);
+  if (!prepared.ok()) return Fail(prepared.status());
+  const OpIdentity identity = *prepared;
   const Deadline deadline(options_.timeout);
   const uint64_t bytes = value->TotalBytes();
   const bool is_root = options_.rank == root;

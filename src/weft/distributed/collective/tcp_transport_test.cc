@@ -13,17 +13,12 @@
 
 #include "weft/distributed/collective/transport_test_util.h"
 
-namespace weft {
+// In the test helpers' namespace, which these tests use throughout.
+namespace weft::transport_testing {
 namespace {
 
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
-using transport_testing::Case;
-using transport_testing::Group;
-using transport_testing::Kind;
-using transport_testing::MemberContext;
-using transport_testing::RunCase;
-using transport_testing::RunMembers;
 
 // Connects to "127.0.0.1:port" and sends `bytes`; returns the socket (the caller closes it).
 int ConnectAndSend(const std::string& address, const std::string& bytes) {
@@ -42,10 +37,8 @@ const std::string kGarbage(64, 'x');
 TEST(TcpTransportTest, GarbageConnectionIsDroppedAndTheRightPeerStillConnects) {
   Group group(Kind::kTcp, 2);
   const int stranger = ConnectAndSend(group.addresses()[0], kGarbage);
-  auto results = RunMembers(2, [&](const MemberContext& member) -> std::string {
-    auto transport = group.Create(member.rank());
-    if (!transport.ok()) return transport.status().ToString();
-    return RunCase<float>(**transport, {DataType::kFloat, {TensorShape({10})}, false}, 1, 0);
+  auto results = group.Run([&](const MemberContext& member) -> std::string {
+    return RunCase<float>(member.transport(), {DataType::kFloat, {TensorShape({10})}, false}, 1, 0);
   });
   ::close(stranger);
   EXPECT_THAT(results[0].report, ::testing::Not(HasSubstr(":")));
@@ -100,32 +93,20 @@ TEST(TcpTransportTest, WrongGroupTokenIsRejectedOnBothSides) {
 }
 
 TEST(TcpTransportTest, RingInManySmallChunksIsBitwiseIdentical) {
+  const std::vector<Case> cases = {{DataType::kFloat, {TensorShape({100003})}, true, false},
+                                   {DataType::kDouble, {TensorShape({1}), TensorShape({5})}, false},
+                                   {DataType::kFloat, {TensorShape({0})}, false}};
   for (int n : {3, 4}) {
     Group group(Kind::kTcp, n);
     group.tcp_tuning.small_bytes = 0;
     group.tcp_tuning.chunk_bytes = 4096;
-    auto results = RunMembers(n, [&](const MemberContext& member) -> std::string {
-      auto transport = group.Create(member.rank());
-      if (!transport.ok()) return transport.status().ToString();
-      std::string report = "OK ";
-      const Case cases[] = {{DataType::kFloat, {TensorShape({100003})}, true, false},
-                            {DataType::kDouble, {TensorShape({1}), TensorShape({5})}, false},
-                            {DataType::kFloat, {TensorShape({0})}, false}};
-      for (int i = 0; i < 3; ++i) {
-        const Case& c = cases[i];
-        std::string got = c.dtype == DataType::kFloat ? RunCase<float>(**transport, c, 1, i)
-                                                      : RunCase<double>(**transport, c, 1, i);
-        if (got.find(':') != std::string::npos || got.rfind("WRONG", 0) == 0) return got;
-        report += got;
-      }
-      return report;
+    auto results = group.Run([&](const MemberContext& member) -> std::string {
+      return RunCases(member.transport(), cases, 1);
     });
-    for (int r = 0; r < n; ++r) {
-      EXPECT_THAT(results[r].report, StartsWith("OK")) << "member " << r << " of " << n;
-      EXPECT_EQ(results[r].report, results[0].report);
-    }
+    SCOPED_TRACE(StrCat(n, " members"));
+    ExpectAllOkAndIdentical(results);
   }
 }
 
 }  // namespace
-}  // namespace weft
+}  // namespace weft::transport_testing

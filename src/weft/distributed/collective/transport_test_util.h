@@ -2,7 +2,10 @@
 // process into N member processes, each running a body that returns a text report, and collects
 // the reports and exit codes with a bounded deadline (stragglers are SIGKILLed; every child is
 // reaped). Children leave with _exit, never returning into the test framework. Group sets up a
-// shared-memory or TCP group before the fork; RunCase runs one all-reduce and checks it.
+// shared-memory or TCP group before the fork; RunCase runs one all-reduce and checks it, RunCases a
+// list of them; BroadcastDigest and AllGatherDigest run one of those and check it. The checks
+// return text rather than fail the test: they run in member processes that the framework never
+// hears of.
 #pragma once
 
 #include <atomic>
@@ -15,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -35,7 +40,14 @@ class MemberContext {
  public:
   MemberContext(int rank, int release_fd, int hold_fd)
       : rank_(rank), release_fd_(release_fd), hold_fd_(hold_fd) {}
+  // `member` on `transport` (as RunOnTransports hands it to a body).
+  MemberContext(const MemberContext& member, CollectiveTransport* transport)
+      : MemberContext(member) {
+    transport_ = transport;
+  }
   int rank() const { return rank_; }
+  // The member's transport; only under RunOnTransports.
+  CollectiveTransport& transport() const { return *transport_; }
   // Blocks until every other member has exited (or `limit` passed): a member that must stay alive
   // but idle while the others time out waiting for it.
   void WaitForOthersToExit(std::chrono::milliseconds limit) const {
@@ -56,6 +68,7 @@ class MemberContext {
   int rank_;
   int release_fd_;
   int hold_fd_;
+  CollectiveTransport* transport_ = nullptr;
 };
 
 // Runs body(context) in `n` forked processes and returns their results by rank.
@@ -139,6 +152,22 @@ inline std::vector<MemberResult> RunMembers(
   return results;
 }
 
+// Makes a member's transport, in the member's process.
+using TransportFactory = std::function<StatusOr<std::unique_ptr<CollectiveTransport>>(int rank)>;
+// What a member does (with member.transport()); returns the member's report.
+using MemberBody = std::function<std::string(const MemberContext&)>;
+
+// RunMembers where each member first makes its transport with `create` (a member whose transport
+// cannot be made reports why) and then runs `body` on it.
+inline std::vector<MemberResult> RunOnTransports(int n, const TransportFactory& create,
+                                                 const MemberBody& body) {
+  return RunMembers(n, [&](const MemberContext& member) -> std::string {
+    auto transport = create(member.rank());
+    if (!transport.ok()) return transport.status().ToString();
+    return body(MemberContext(member, transport->get()));
+  });
+}
+
 // A short hex digest of a tensor's bytes, to compare members' results bit for bit.
 inline std::string Digest(const Tensor& tensor) {
   uint64_t hash = 0xcbf29ce484222325ULL;
@@ -186,6 +215,14 @@ class Group {
     return CreateTcpTransport(Options(rank, timeout), std::move(listeners_[rank]), addresses_,
                               tcp_tuning);
   }
+  // RunOnTransports over every member of the group, each with the transport Create makes.
+  std::vector<MemberResult> Run(std::chrono::milliseconds timeout, const MemberBody& body) {
+    return RunOnTransports(
+        n_, [&](int rank) { return Create(rank, timeout); }, body);
+  }
+  std::vector<MemberResult> Run(const MemberBody& body) {
+    return Run(std::chrono::seconds(20), body);
+  }
   const std::string& token() const { return token_; }
   const std::vector<std::string>& addresses() const { return addresses_; }
   std::unique_ptr<TcpTransportListener>& listener(int rank) { return listeners_[rank]; }
@@ -201,8 +238,7 @@ class Group {
   std::vector<std::string> addresses_;
 };
 
-// Member inputs. Small integers: every summation order gives the same exact sum.: every summation
-// order gives the same exact sum.
+// Member inputs. Small integers: every summation order gives the same exact sum.
 inline double ExactValue(int rank, int tensor, int64_t i) {
   return static_cast<double>((i * 7 + rank * 13 + tensor * 5) % 17) - 8;
 }
@@ -250,6 +286,90 @@ std::string RunCase(CollectiveTransport& transport, const Case& c, int64_t key, 
     digests += Digest(outputs[t]) + " ";
   }
   return digests;
+}
+
+// Whether what a check returned is a failure: a status text, a "WRONG ..." or no digest at all.
+inline bool IsFailure(const std::string& got) {
+  return got.find(' ') == std::string::npos || got.rfind("WRONG", 0) == 0 ||
+         got.find(':') != std::string::npos;
+}
+
+// RunCase in the case's dtype (float32 or float64).
+inline std::string RunAnyCase(CollectiveTransport& transport, const Case& c, int64_t key,
+                              int64_t sequence) {
+  return c.dtype == DataType::kFloat ? RunCase<float>(transport, c, key, sequence)
+                                     : RunCase<double>(transport, c, key, sequence);
+}
+
+// Appends `got` (digests) to `report`, or replaces `report` by `got` when that is a failure;
+// returns whether the member may go on.
+inline bool AppendDigests(const std::string& got, std::string* report) {
+  if (IsFailure(got)) {
+    *report = got;
+    return false;
+  }
+  *report += got;
+  return true;
+}
+
+// Runs `cases` in order (case i as sequence i of instance `key`): "OK " and every output's digest,
+// or "case i: " and what went wrong with the first case that failed.
+inline std::string RunCases(CollectiveTransport& transport, const std::vector<Case>& cases,
+                            int64_t key) {
+  std::string report = "OK ";
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const std::string got = RunAnyCase(transport, cases[i], key, static_cast<int64_t>(i));
+    if (!AppendDigests(got, &report)) return StrCat("case ", i, ": ", got);
+  }
+  return report;
+}
+
+// Broadcasts `size` float32 from `root` (which holds i % 999 + root at i; the others -1) and checks
+// the result: its digest and a space, or what went wrong.
+inline std::string BroadcastDigest(CollectiveTransport& transport, int root, int64_t size,
+                                   int64_t sequence) {
+  Tensor value(DataType::kFloat, TensorShape({size}));
+  for (int64_t i = 0; i < size; ++i) {
+    value.data<float>()[i] = transport.rank() == root ? static_cast<float>(i % 999 + root) : -1;
+  }
+  Status status = transport.Broadcast(TransportOp{3, sequence, "bcast"}, root, &value);
+  if (!status.ok()) return status.ToString();
+  for (int64_t i = 0; i < size; ++i) {
+    if (value.data<float>()[i] != static_cast<float>(i % 999 + root)) {
+      return StrCat("WRONG broadcast from ", root, " element ", i);
+    }
+  }
+  return Digest(value) + " ";
+}
+
+// All-gathers `rows` x 3 float32 (member m holds m * 1000000 + i at i) and checks the rows' order:
+// the result's digest and a space, or what went wrong.
+inline std::string AllGatherDigest(CollectiveTransport& transport, int64_t rows, int64_t sequence) {
+  const int n = transport.world_size();
+  Tensor input(DataType::kFloat, TensorShape({rows, 3}));
+  for (int64_t i = 0; i < rows * 3; ++i) {
+    input.data<float>()[i] = static_cast<float>(transport.rank() * 1000000 + i);
+  }
+  Tensor output;
+  Status status = transport.AllGather(TransportOp{4, sequence, "gather"}, input, &output);
+  if (!status.ok()) return status.ToString();
+  if (!(output.shape() == TensorShape({rows * n, 3}))) return "WRONG gather shape";
+  for (int m = 0; m < n; ++m) {
+    for (int64_t i = 0; i < rows * 3; ++i) {
+      if (output.data<float>()[m * rows * 3 + i] != static_cast<float>(m * 1000000 + i)) {
+        return StrCat("WRONG gather member ", m, " element ", i);
+      }
+    }
+  }
+  return Digest(output) + " ";
+}
+
+// In the test process: every member reported success, and the same results as member 0.
+inline void ExpectAllOkAndIdentical(const std::vector<MemberResult>& results) {
+  for (size_t r = 0; r < results.size(); ++r) {
+    EXPECT_THAT(results[r].report, ::testing::StartsWith("OK")) << "member " << r;
+    EXPECT_EQ(results[r].report, results[0].report) << "member " << r << " differs from 0";
+  }
 }
 
 }  // namespace weft::transport_testing

@@ -30,6 +30,20 @@ uint64_t ShapeFingerprint(const std::vector<const TensorShape*>& shapes) {
   return hash;
 }
 
+// The identity of an operation on one tensor (a broadcast or an all-gather).
+OpIdentity SingleTensorIdentity(const TransportOp& op, OpKind kind, const Tensor& tensor,
+                                int64_t param) {
+  return OpIdentity{op.instance_key,
+                    op.sequence,
+                    static_cast<uint32_t>(kind),
+                    static_cast<uint32_t>(tensor.dtype()),
+                    tensor.NumElements(),
+                    ShapeFingerprint({&tensor.shape()}),
+                    param,
+                    1,
+                    0};
+}
+
 std::string_view KindName(uint32_t kind) {
   switch (static_cast<OpKind>(kind)) {
     case OpKind::kAllReduce:
@@ -197,36 +211,31 @@ void FinishAllReduce(const std::vector<Tensor>& inputs, FlatAllReduce& flat,
   }
 }
 
-OpIdentity BroadcastIdentity(const TransportOp& op, int root, const Tensor& value) {
-  return OpIdentity{op.instance_key,
-                    op.sequence,
-                    static_cast<uint32_t>(OpKind::kBroadcast),
-                    static_cast<uint32_t>(value.dtype()),
-                    value.NumElements(),
-                    ShapeFingerprint({&value.shape()}),
-                    root,
-                    1,
-                    0};
+Status CheckBroadcastRoot(const TransportOp& op, int root, int world_size) {
+  if (root >= 0 && root < world_size) return Status::OK();
+  return InvalidArgument(OpLabel(op), ": broadcast root ", root, " is outside a group of ",
+                         world_size);
+}
+
+StatusOr<OpIdentity> PrepareBroadcast(const TransportOp& op, int root, int world_size,
+                                      const Tensor& value) {
+  WEFT_RETURN_IF_ERROR(CheckBroadcastRoot(op, root, world_size));
+  return SingleTensorIdentity(op, OpKind::kBroadcast, value, root);
+}
+
+Status CheckAllGatherInput(const TransportOp& op, const Tensor& input) {
+  if (input.dims() >= 1) return Status::OK();
+  return InvalidArgument(OpLabel(op), ": all-gather input ", input.shape().DebugString(),
+                         " has no dimension to concatenate along");
 }
 
 StatusOr<OpIdentity> PrepareAllGather(const TransportOp& op, const Tensor& input, int world_size,
                                       Tensor* output) {
-  if (input.dims() < 1) {
-    return InvalidArgument(OpLabel(op), ": all-gather input ", input.shape().DebugString(),
-                           " has no dimension to concatenate along");
-  }
+  WEFT_RETURN_IF_ERROR(CheckAllGatherInput(op, input));
   TensorShape shape = input.shape();
   shape.set_dim(0, input.dim_size(0) * world_size);
   WEFT_ASSIGN_OR_RETURN(*output, Tensor::Allocate(input.dtype(), shape));
-  return OpIdentity{op.instance_key,
-                    op.sequence,
-                    static_cast<uint32_t>(OpKind::kAllGather),
-                    static_cast<uint32_t>(input.dtype()),
-                    input.NumElements(),
-                    ShapeFingerprint({&input.shape()}),
-                    0,
-                    1,
-                    0};
+  return SingleTensorIdentity(op, OpKind::kAllGather, input, 0);
 }
 
 void SumInOrder(DataType dtype, const std::vector<const char*>& inputs, char* out, int64_t count,
@@ -256,6 +265,24 @@ int Deadline::PollMs(int cap_ms) const {
   const auto left = Remaining();
   const int64_t ms = (left.count() + 999'999) / 1'000'000;
   return static_cast<int>(std::min<int64_t>(ms, cap_ms));
+}
+
+Status TransportPoison::Poison(const Status& status, bool* poisoned_now) {
+  MutexLock lock(mu_);
+  const bool was_ok = first_.ok();
+  if (was_ok) first_ = status;
+  if (poisoned_now != nullptr) *poisoned_now = was_ok;
+  return first_;
+}
+
+void TransportPoison::StartAbort(const Status& status) {
+  Poison(status).IgnoreError();
+  aborting_.store(true);
+}
+
+Status TransportPoison::status() const {
+  MutexLock lock(mu_);
+  return first_;
 }
 
 }  // namespace weft::collective_internal

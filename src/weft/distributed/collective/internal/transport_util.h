@@ -1,9 +1,11 @@
-// Pieces shared by the shared-memory and TCP collective transports: the identity of one operation
-// as it travels between members (a plain struct, the same bytes in shared memory and on the wire),
-// the error messages that name members, flat views of a list of tensors, and the summing kernels
-// that add members' inputs in rank order. Everything here is a value or a pure function.
+// Pieces shared by the collective transports: the identity of one operation as it travels between
+// members (a plain struct, the same bytes in shared memory and on the wire), the error messages
+// that name members, flat views of a list of tensors, the summing kernels that add members' inputs
+// in rank order, and the poisoned state every transport keeps. All but TransportPoison are values
+// or pure functions.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -11,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "weft/core/mutex.h"
 #include "weft/core/status.h"
 #include "weft/core/tensor.h"
 #include "weft/distributed/collective/collective_transport.h"
@@ -66,7 +69,13 @@ StatusOr<FlatAllReduce> PrepareAllReduce(const TransportOp& op, const std::vecto
 void FinishAllReduce(const std::vector<Tensor>& inputs, FlatAllReduce& flat,
                      std::vector<Tensor>* outputs);
 
-OpIdentity BroadcastIdentity(const TransportOp& op, int root, const Tensor& value);
+// InvalidArgument unless `root` is a member of a group of `world_size`.
+Status CheckBroadcastRoot(const TransportOp& op, int root, int world_size);
+// Checks `root` and returns the broadcast's identity.
+StatusOr<OpIdentity> PrepareBroadcast(const TransportOp& op, int root, int world_size,
+                                      const Tensor& value);
+// InvalidArgument unless `input` has a dimension to concatenate along.
+Status CheckAllGatherInput(const TransportOp& op, const Tensor& input);
 // Checks `input` and allocates `output` (world_size rows of input's first dimension).
 StatusOr<OpIdentity> PrepareAllGather(const TransportOp& op, const Tensor& input, int world_size,
                                       Tensor* output);
@@ -98,6 +107,29 @@ class Deadline {
 
  private:
   std::chrono::steady_clock::time_point end_;
+};
+
+// A transport's poisoned state (collective_transport.h: after any failure every later call fails
+// with the first error). Kept here so that every transport keeps the first error the same way; each
+// adds what telling its own peers takes. Thread-safe: StartAbort comes from any thread while the
+// calling thread fails or checks.
+class TransportPoison {
+ public:
+  // Keeps `status` unless a failure came first, and returns the first one. `*poisoned_now`, when
+  // given, tells whether this call was the one that poisoned the transport.
+  Status Poison(const Status& status, bool* poisoned_now = nullptr);
+  // Poison, then raise the flag that blocked waits look at; the status is kept first, so a waiter
+  // that sees the flag also finds the status.
+  void StartAbort(const Status& status);
+  // The first failure; OK while the transport is healthy.
+  Status status() const;
+  // Whether StartAbort was called: one atomic load, cheap enough for every turn of a wait loop.
+  bool aborting() const { return aborting_.load(); }
+
+ private:
+  std::atomic<bool> aborting_{false};
+  mutable Mutex mu_;
+  Status first_ WEFT_GUARDED_BY(mu_);
 };
 
 }  // namespace weft::collective_internal
