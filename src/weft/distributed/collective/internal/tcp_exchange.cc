@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include <poll.h>
@@ -123,12 +124,21 @@ Status Exchange::Run(const HeaderFn& on_header, const MessageFn& on_message) {
     // Sends first, to every peer: the hellos then leave before any receive can fail the
     // operation, so every peer learns what this member called.
     for (size_t peer = 0; peer < links_.size(); ++peer) {
-      if (!links_[peer].out.empty()) WEFT_RETURN_IF_ERROR(PumpSend(peer, links_[peer], &progress));
+      if (links_[peer].out.empty()) continue;
+      Status sent = PumpSend(peer, links_[peer], &progress);
+      if (!sent.ok()) {
+        links_[peer].broken = true;
+        return Explain(std::move(sent), on_header, on_message);
+      }
     }
     for (size_t peer = 0; peer < links_.size(); ++peer) {
       Link& link = links_[peer];
-      if (link.expected > 0) {
-        WEFT_RETURN_IF_ERROR(PumpRecv(peer, link, on_header, on_message, &progress));
+      if (link.expected == 0) continue;
+      Status received = PumpRecv(peer, link, on_header, on_message, &progress);
+      if (!received.ok()) {
+        if (IsInvalidArgument(received)) return received;
+        link.broken = true;
+        return Explain(std::move(received), on_header, on_message);
       }
     }
     // After the whole pass: a message handled on one link may queue a send on another.
@@ -150,6 +160,34 @@ Status Exchange::Run(const HeaderFn& on_header, const MessageFn& on_message) {
       return Internal(label_, ": poll: ", ErrnoText(errno));
     }
   }
+}
+
+Status Exchange::Explain(Status failure, const HeaderFn& on_header, const MessageFn& on_message) {
+  // Long enough for a live peer's hello to cross loopback or a LAN, short against any timeout.
+  constexpr int kGraceMs = 200;
+  const Deadline grace{std::chrono::milliseconds(kGraceMs)};
+  std::vector<pollfd> waiting;
+  std::vector<size_t> peers;
+  while (!grace.Expired()) {
+    waiting.clear();
+    peers.clear();
+    for (size_t peer = 0; peer < links_.size(); ++peer) {
+      if (links_[peer].broken || links_[peer].expected == 0) continue;
+      waiting.push_back({fds_[peer], POLLIN, 0});
+      peers.push_back(peer);
+    }
+    if (waiting.empty()) break;
+    if (::poll(waiting.data(), waiting.size(), grace.PollMs(kGraceMs)) <= 0) break;
+    for (size_t i = 0; i < waiting.size(); ++i) {
+      if (waiting[i].revents == 0) continue;
+      Link& link = links_[peers[i]];
+      bool progress = false;
+      Status received = PumpRecv(peers[i], link, on_header, on_message, &progress);
+      if (IsInvalidArgument(received)) return received;
+      if (!received.ok() || !progress) link.broken = true;
+    }
+  }
+  return failure;
 }
 
 Status Exchange::TimedOut() const {

@@ -70,11 +70,17 @@ class Exchange {
     MessageHeader in;
     size_t in_done = 0;  // bytes of the current message received (header, then payload)
     char* in_payload = nullptr;
+    bool broken = false;  // failed: neither sent to nor read from again
   };
   Status PumpSend(int peer, Link& link, bool* progress);
   Status PumpRecv(int peer, Link& link, const HeaderFn& on_header, const MessageFn& on_message,
                   bool* progress);
   Status TimedOut() const;
+  // `failure` (a link broke: the peer closed or reset it) may be a consequence: the peer saw a
+  // mismatch and quit, and a hello that says so may already be waiting on some link. Reads what
+  // arrives within a short grace period and returns a mismatch (InvalidArgument) found there,
+  // else `failure`.
+  Status Explain(Status failure, const HeaderFn& on_header, const MessageFn& on_message);
 
   const TransportOptions& options_;
   const std::vector<int>& fds_;
