@@ -3,11 +3,11 @@
 // devices of this process), and the one thread that runs the group's operations across processes
 // in the order they are enqueued, through a CollectiveTransport it creates on the first operation:
 // shared memory when every member runs on this host; TCP when every host runs one task (or TCP is
-// forced); else hierarchical (shared memory inside each host, TCP between the hosts' leaders). Every
-// process enqueues the same operations in the same order (the graph orders its collectives), so
-// the n-th run of an instance here meets the n-th run of it everywhere; EnqueueAsync numbers them.
-// After a failure or StartAbort the group is poisoned: every later operation fails with the first
-// error. Thread-safe.
+// forced); else hierarchical (shared memory inside each host, TCP between the hosts' leaders).
+// Every process enqueues the same operations in the same order (the graph orders its collectives),
+// so the n-th run of an instance here meets the n-th run of it everywhere; EnqueueAsync numbers
+// them. After a failure or StartAbort the group is poisoned: every later operation fails with the
+// first error. Thread-safe.
 #pragma once
 
 #include <chrono>
