@@ -62,6 +62,8 @@ struct TrainGraph {
   // mean loss over every worker's replicas (fetched instead of the local losses).
   std::string broadcast;
   std::string global_loss;
+  // `strategy` when it is a MultiWorkerMirroredStrategy; else null.
+  const distribute::MultiWorkerMirroredStrategy* multi_worker = nullptr;
   // Reads of every replica's variables, for the fingerprint of the trained weights.
   std::vector<std::string> variable_reads;
 };
@@ -218,7 +220,8 @@ StatusOr<TrainGraph> BuildReplicatedGraph(const TrainOptions& options,
   };
   distribute::StrategyScope in_scope = strategy.Scope();
   WEFT_ASSIGN_OR_RETURN(std::vector<distribute::PerReplica> losses, strategy.Run(root, replica_fn));
-  if (const auto* multi = dynamic_cast<const distribute::MultiWorkerMirroredStrategy*>(&strategy)) {
+  result.multi_worker = dynamic_cast<const distribute::MultiWorkerMirroredStrategy*>(&strategy);
+  if (const auto* multi = result.multi_worker) {
     WEFT_ASSIGN_OR_RETURN(Output loss, strategy.Reduce(root.NewSubScope("global_loss"),
                                                        distribute::ReduceOp::kMean, losses[0]));
     result.global_loss = loss.name();
@@ -306,10 +309,8 @@ StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& 
                                                      : BuildPlainGraph(options));
   if (session == nullptr) {
     WEFT_ASSIGN_OR_RETURN(SessionOptions session_options, MakeSessionOptions(options, replicas));
-    if (multi_worker) {
-      const auto& strategy =
-          static_cast<const distribute::MultiWorkerMirroredStrategy&>(*graph.strategy);
-      const SessionOptions worker = strategy.session_options();
+    if (graph.multi_worker != nullptr) {
+      const SessionOptions worker = graph.multi_worker->session_options();
       session_options.collective_executor_mgr = worker.collective_executor_mgr;
       session_options.config.set_intra_op_parallelism_threads(
           worker.config.intra_op_parallelism_threads());
@@ -422,10 +423,9 @@ StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& 
   summary.train_images_per_sec = trained_images / std::max(training_seconds, 1e-9);
   WEFT_RETURN_IF_ERROR(session->Run({}, graph.variable_reads, {}, &outputs));
   summary.variables_fingerprint = Fingerprint(outputs);
-  if (multi_worker) {
-    const auto& strategy =
-        static_cast<const distribute::MultiWorkerMirroredStrategy&>(*graph.strategy);
-    summary.collective_transport = StrJoin(strategy.collectives().TransportNames(), "; ");
+  if (graph.multi_worker != nullptr) {
+    summary.collective_transport =
+        StrJoin(graph.multi_worker->collectives().TransportNames(), "; ");
   }
   WEFT_ASSIGN_OR_RETURN(summary.test_accuracy, Evaluate(*session, graph.replicas[0], data.test));
   summary.wall_seconds = SecondsSince(wall_start);
