@@ -54,6 +54,46 @@ def chief_summary(path):
     return summary
 
 
+def conv_table(weft_path, torch_path):
+    """`bench/run.sh conv`: per W2 layer and pass, Weft's two algorithms, the one it chooses, and
+    PyTorch's time; GFLOP/s of the chosen one as a fraction of the SGEMM rate of the same run."""
+    runs = medians(weft_path)
+    with open(torch_path) as f:
+        torch = json.load(f)
+    sgemm = runs["BM_OpenBlasSgemm1024/real_time"]["GFLOPS"]
+    print(f"METRIC conv_sgemm1024_openblas_gflops {sgemm:.1f} GFLOP/s")
+    passes = {0: "forward", 1: "backprop_input", 2: "backprop_filter"}
+    pools = {3: "maxpool", 4: "maxpool_grad"}
+    rows = []
+    for layer in (0, 1):
+        name = f"conv{layer + 1}"
+        for op, label in {**passes, **pools}.items():
+            def ms(algorithm):
+                run = runs.get(f"BM_W2Layer/layer:{layer}/op:{op}/algorithm:{algorithm}/real_time")
+                return None if run is None else run["real_time"]
+            chosen = ms(2)
+            torch_ms = torch.get(f"{name}_{label}")
+            metric = f"conv_{name}_{label}"
+            print(f"METRIC {metric}_weft_ms {chosen:.3f} ms")
+            if torch_ms is not None:
+                print(f"METRIC {metric}_torch_ms {torch_ms:.3f} ms")
+                print(f"RATIO {metric}_vs_torch {torch_ms / chosen:.3f}")
+            gflops = fraction = None
+            if op in passes:
+                gflops = runs[f"BM_W2Layer/layer:{layer}/op:{op}/algorithm:2/real_time"]["GFLOPS"]
+                fraction = gflops / sgemm
+                print(f"METRIC {metric}_gflops {gflops:.1f} GFLOP/s")
+                print(f"METRIC {metric}_fraction_of_sgemm {fraction:.2f} fraction")
+            rows.append((f"{name} {label}", ms(0), ms(1), chosen, torch_ms, gflops, fraction))
+    def cell(v, fmt):
+        return "-" if v is None else format(v, fmt)
+    print(f"# roofline: OpenBLAS SGEMM 1024^3 on 2 threads = {sgemm:.0f} GFLOP/s")
+    print("# layer/pass               im2col ms  onednn ms  chosen ms  torch ms  GFLOP/s  of SGEMM")
+    for name, im2col, onednn, chosen, torch_ms, gflops, fraction in rows:
+        print(f"# {name:24} {cell(im2col, '9.3f')}  {cell(onednn, '9.3f')}  {cell(chosen, '9.3f')}"
+              f"  {cell(torch_ms, '8.3f')}  {cell(gflops, '7.1f')}  {cell(fraction, '8.2f')}")
+
+
 def main():
     kind, path = sys.argv[1], sys.argv[2]
     runs = medians(path) if kind in ("executor", "matmul", "allreduce") else {}
@@ -102,16 +142,26 @@ def main():
         print(f"METRIC plain_sum_64mb_x4_us {plain:.1f} us")
         print(f"RATIO allreduce64mb_4dev_vs_plain_sum {plain / allreduce:.3f}")
     elif kind == "mirrored":
-        # W1 on 2 replicas: global training images/s of Weft's MirroredStrategy and PyTorch DDP.
-        weft = load_json(f"{path}/weft_mirrored2.json")
-        ddp = load_json(f"{path}/torch_ddp2.json")
-        print(f"METRIC mirrored2_mlp_weft_images_per_sec {weft['train_images_per_sec']:.0f} images/s")
-        print(f"METRIC mirrored2_mlp_torch_ddp_images_per_sec {ddp['train_images_per_sec']:.0f} "
-              "images/s")
-        print(f"METRIC mirrored2_mlp_weft_final_loss {weft['final_loss']:.4f} loss")
-        print(f"METRIC mirrored2_mlp_torch_ddp_final_loss {ddp['final_loss']:.4f} loss")
-        print(f"RATIO mirrored2_mlp_vs_torch_ddp2 "
-              f"{weft['train_images_per_sec'] / ddp['train_images_per_sec']:.3f}")
+        # W1 and W2 on 2 replicas: global training images/s of Weft's MirroredStrategy and PyTorch
+        # DDP; W1 on 2 replicas against 1 device in the same process.
+        for model, weft_file, ddp_file in (("mlp", "weft_mirrored2", "torch_ddp2"),
+                                           ("cnn", "weft_mirrored2_cnn", "torch_ddp2_cnn")):
+            weft = load_json(f"{path}/{weft_file}.json")
+            ddp = load_json(f"{path}/{ddp_file}.json")
+            label = f"mirrored2_{model}"
+            print(f"METRIC {label}_weft_images_per_sec {weft['train_images_per_sec']:.0f} images/s")
+            print(f"METRIC {label}_torch_ddp_images_per_sec {ddp['train_images_per_sec']:.0f} "
+                  "images/s")
+            print(f"METRIC {label}_weft_final_loss {weft['final_loss']:.4f} loss")
+            print(f"METRIC {label}_torch_ddp_final_loss {ddp['final_loss']:.4f} loss")
+            print(f"RATIO {label}_vs_torch_ddp2 "
+                  f"{weft['train_images_per_sec'] / ddp['train_images_per_sec']:.3f}")
+        mirrored = load_json(f"{path}/weft_mirrored2.json")["train_images_per_sec"]
+        one = load_json(f"{path}/weft_one_device.json")["train_images_per_sec"]
+        print(f"METRIC one_device_mlp_weft_images_per_sec {one:.0f} images/s")
+        print(f"RATIO mirrored2_vs_one_device_mlp {mirrored / one:.3f}")
+    elif kind == "conv":
+        conv_table(path, sys.argv[3])
     elif kind == "cluster":
         # W1 on 2 replicas in 2 processes: `weft train --target` over two `weft server`s against
         # PyTorch DDP (gloo), both with one thread per process.

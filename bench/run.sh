@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs Weft's benchmarks and prints `METRIC <name> <value> <unit>` and `RATIO <name> <value>` lines
-# (a RATIO above 1 means Weft is better). Usage: bench/run.sh [executor] [matmul] [train]
+# (a RATIO above 1 means Weft is better). Usage: bench/run.sh [executor] [matmul] [conv] [train]
 # [allreduce] [mirrored] [rpc] [cluster] [collective] [multiworker] (all when none). `train`,
-# `mirrored`, `cluster` and `multiworker` need PyTorch (Debian's python3-torch) for the peer side,
+# `mirrored`, `conv`, `cluster` and `multiworker` need PyTorch (Debian's python3-torch) for the peer side,
 # `collective` needs Gloo (libgloo-dev). A benchmark whose Weft side is missing from the build says
 # so on stderr; the others still run, and the script then exits 1.
 set -euo pipefail
@@ -15,7 +15,7 @@ fi
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build --target executor_bench matmul_bench weft >/dev/null
 names=("$@")
-known=(executor matmul train allreduce mirrored rpc cluster collective multiworker)
+known=(executor matmul conv train allreduce mirrored rpc cluster collective multiworker)
 [[ ${#names[@]} -eq 0 ]] && names=("${known[@]}")
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -43,14 +43,14 @@ for name in "${names[@]}"; do
       python3 bench/report.py matmul "$out/matmul.json"
       ;;
     train)
-      # W1: one epoch of the MLP; W2: a fixed 100 steps of the CNN. PyTorch at 1 and 2 threads,
+      # W1: one epoch of the MLP; W2: a fixed 200 steps of the CNN. PyTorch at 1 and 2 threads,
       # its better figure counts; Weft free to use both cores.
       build/bin/weft train --model mlp --epochs 1 --json | tail -n 1 >"$out/weft_mlp.json"
-      build/bin/weft train --model cnn --epochs 1 --max-steps 100 --json | tail -n 1 >"$out/weft_cnn.json"
+      build/bin/weft train --model cnn --epochs 1 --max-steps 200 --json | tail -n 1 >"$out/weft_cnn.json"
       for threads in 1 2; do
         /usr/bin/python3 bench/torch_train.py --model mlp --threads $threads --epochs 1 \
           >"$out/torch_mlp_$threads.json"
-        /usr/bin/python3 bench/torch_train.py --model cnn --threads $threads --max-steps 100 \
+        /usr/bin/python3 bench/torch_train.py --model cnn --threads $threads --max-steps 200 \
           >"$out/torch_cnn_$threads.json"
       done
       python3 bench/report.py train "$out"
@@ -63,13 +63,29 @@ for name in "${names[@]}"; do
       python3 bench/report.py allreduce "$out/allreduce.json"
       ;;
     mirrored)
-      # W1 data-parallel on 2 replicas, global batch 128, one epoch: Weft's MirroredStrategy over
-      # 2 CPU devices in one process against PyTorch DDP (gloo) in 2 processes of 1 thread each.
+      # W1 (one epoch) and W2 (a fixed 200 steps) data-parallel on 2 replicas, global batch 128:
+      # Weft's MirroredStrategy over 2 CPU devices in one process against PyTorch DDP (gloo) in 2
+      # processes of 1 thread each (OpenBLAS at 1 thread); and W1 on one device of the same
+      # process, the floor a second replica should cost little against.
       build/bin/weft train --model mlp --devices 2 --epochs 1 --json | tail -n 1 \
         >"$out/weft_mirrored2.json"
-      PYTHONPATH=bench /usr/bin/python3 bench/torch_ddp_train.py --world 2 --epochs 1 \
-        >"$out/torch_ddp2.json"
+      build/bin/weft train --model cnn --devices 2 --epochs 1 --max-steps 200 --json | tail -n 1 \
+        >"$out/weft_mirrored2_cnn.json"
+      build/bin/weft train --model mlp --epochs 1 --json | tail -n 1 >"$out/weft_one_device.json"
+      OPENBLAS_NUM_THREADS=1 PYTHONPATH=bench /usr/bin/python3 bench/torch_ddp_train.py --world 2 \
+        --epochs 1 >"$out/torch_ddp2.json"
+      OPENBLAS_NUM_THREADS=1 PYTHONPATH=bench /usr/bin/python3 bench/torch_ddp_train.py --world 2 \
+        --model cnn --epochs 1 --max-steps 200 >"$out/torch_ddp2_cnn.json"
       python3 bench/report.py mirrored "$out"
+      ;;
+    conv)
+      # W2's layers one op at a time (im2col + GEMM, oneDNN, Weft's choice; max pools) against
+      # PyTorch's same layers, and OpenBLAS's 2-thread SGEMM as the roofline.
+      cmake --build build --target conv_bench >/dev/null
+      build/bench/conv_bench --benchmark_format=json --benchmark_repetitions=3 \
+        --benchmark_report_aggregates_only=true >"$out/conv.json"
+      /usr/bin/python3 bench/torch_conv_layers.py >"$out/torch_conv.json"
+      python3 bench/report.py conv "$out/conv.json" "$out/torch_conv.json"
       ;;
     rpc)
       # W4/W5 between two `weft server` processes: RecvTensor against raw TCP (same script), a
@@ -117,7 +133,7 @@ for name in "${names[@]}"; do
       python3 bench/report.py collective "$out/collective.txt"
       ;;
     multiworker)
-      # W1 (one epoch) and W2 (a fixed 100 steps) data-parallel over 2 worker processes of 1 device
+      # W1 (one epoch) and W2 (a fixed 200 steps) data-parallel over 2 worker processes of 1 device
       # each: `weft launch` running MultiWorkerMirroredStrategy against PyTorch DDP (gloo, 2
       # processes of 1 thread, OpenBLAS at 1 thread); and W1 under the in-process MirroredStrategy
       # over 2 devices. weft launch prefixes each worker's lines ("[worker 0] "); report.py reads
@@ -129,7 +145,7 @@ for name in "${names[@]}"; do
       fi
       for model in mlp cnn; do
         steps=()
-        if [[ $model == cnn ]]; then steps=(--max-steps 100); fi
+        if [[ $model == cnn ]]; then steps=(--max-steps 200); fi
         build/bin/weft launch --workers 2 -- build/bin/weft train --strategy multi_worker_mirrored \
           --model $model --epochs 1 "${steps[@]}" --json >"$out/multiworker2_$model.log"
         OPENBLAS_NUM_THREADS=1 PYTHONPATH=bench /usr/bin/python3 bench/torch_ddp_train.py \

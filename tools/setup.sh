@@ -5,7 +5,7 @@ packages=(
   cmake ninja-build g++ pkg-config clang-format python3
   clang libclang-rt-14-dev
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
-  libeigen3-dev libopenblas-dev zlib1g-dev
+  libeigen3-dev libopenblas-dev libdnnl-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev libgloo-dev
   libcli11-dev nlohmann-json3-dev libfmt-dev
   dataset-fashion-mnist

@@ -1,8 +1,10 @@
-// Gemm: row-major C = alpha * op(A) * op(B) + beta * C through OpenBLAS (cblas_sgemm/dgemm), for
-// float and double. Every dimension must fit BLAS's 32-bit int (checked); m, n and k may be 0.
-// Gemm runs on OpenBLAS's own threads (if it has any) and must then be called from one thread at a
-// time; ParallelGemm instead splits C into blocks computed on the kernel's intra-op threads when
-// OpenBLAS is single-threaded, which is how the runtime configures it (see cpu_device.h).
+// Gemm: row-major C = alpha * op(A) * op(B) + beta * C, float through oneDNN's sgemm (its AVX-512
+// kernels measured 1.0-2.1x OpenBLAS's on every W1/W2 shape, bench/run.sh matmul), double through
+// OpenBLAS's dgemm. m, n and k may be 0; double's must fit BLAS's 32-bit int (checked).
+// float Gemm runs on the calling thread; double Gemm on OpenBLAS's own threads (if it has any) and
+// must then be called from one thread at a time. ParallelGemm splits C into blocks computed on the
+// kernel's intra-op threads when the library is single-threaded, which is how the runtime
+// configures OpenBLAS (see cpu_device.h).
 #pragma once
 
 #include <algorithm>
@@ -43,15 +45,8 @@ void ScaleMatrix(const GemmDims& d, T beta, T* c, int64_t ldc) {
 }  // namespace internal
 
 // Leading dimensions are those of the row-major matrices as stored (before op()).
-inline void Gemm(const GemmDims& d, float alpha, const float* a, int64_t lda, const float* b,
-                 int64_t ldb, float beta, float* c, int64_t ldc) {
-  using internal::BlasInt;
-  if (d.m == 0 || d.n == 0) return;
-  if (d.k == 0) return internal::ScaleMatrix(d, beta, c, ldc);
-  cblas_sgemm(CblasRowMajor, internal::BlasTranspose(d.transpose_a),
-              internal::BlasTranspose(d.transpose_b), BlasInt(d.m), BlasInt(d.n), BlasInt(d.k),
-              alpha, a, BlasInt(lda), b, BlasInt(ldb), beta, c, BlasInt(ldc));
-}
+void Gemm(const GemmDims& d, float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
+          float beta, float* c, int64_t ldc);
 
 inline void Gemm(const GemmDims& d, double alpha, const double* a, int64_t lda, const double* b,
                  int64_t ldb, double beta, double* c, int64_t ldc) {
@@ -64,7 +59,7 @@ inline void Gemm(const GemmDims& d, double alpha, const double* a, int64_t lda, 
 }
 
 // True when OpenBLAS runs each call on the calling thread alone, so that several threads may call
-// it at once.
+// it at once (oneDNN's float GEMM always does).
 inline bool BlasIsSingleThreaded() { return openblas_get_num_threads() == 1; }
 
 // Below this many multiply-adds a GEMM runs whole on the calling thread: splitting it costs more

@@ -6,14 +6,18 @@
 //   Conv2DBackpropFilter: filter_grad [KH*KW*Cin, Cout] = sum over chunks of
 //                         im2col(input)^T [KH*KW*Cin, rows] x out_backprop [rows, Cout]; concurrent
 //                         tasks sum into their own buffers, added up at the end.
-// A 1x1 stride-1 convolution needs neither im2col nor col2im.
+// A 1x1 stride-1 convolution needs neither im2col nor col2im. float32 gradients run on oneDNN
+// where conv_algorithm.h chooses it.
 #include <algorithm>
+#include <type_traits>
 
 #include "weft/kernels/eigen_support.h"
 #include "weft/kernels/gemm.h"
+#include "weft/kernels/nn/conv_algorithm.h"
 #include "weft/kernels/nn/conv_common.h"
 #include "weft/kernels/nn/im2col.h"
 #include "weft/kernels/nn/nn_kernels.h"
+#include "weft/kernels/nn/onednn_conv.h"
 
 namespace weft::kernels {
 namespace {
@@ -58,6 +62,16 @@ class Conv2DBackpropInputOp final : public OpKernel {
     Tensor* output = nullptr;
     WEFT_RETURN_IF_ERROR(context->AllocateOutput(0, input_shape, &output));
     if (output->NumElements() == 0) return Status::OK();
+    if constexpr (std::is_same_v<T, float>) {
+      if (out_backprop.NumElements() > 0 &&
+          ChooseConvAlgorithm(ConvPass::kBackpropInput, g, out_depth, DataType::kFloat) ==
+              ConvAlgorithm::kOneDnn) {
+        // A case oneDNN has no kernel for falls back to im2col + GEMM.
+        Status status = onednn_.BackpropInput(context, g, out_depth, filter.data<float>(),
+                                              out_backprop.data<float>(), output->data<float>());
+        if (!IsUnimplemented(status)) return status;
+      }
+    }
 
     const bool pointwise = IsPointwise(g);
     if (!pointwise || out_backprop.NumElements() == 0) FillZero<T>(context, output);
@@ -92,6 +106,7 @@ class Conv2DBackpropInputOp final : public OpKernel {
 
  private:
   WindowAttrs attrs_;
+  OneDnnConvolution onednn_;
 };
 
 template <typename T>
@@ -120,6 +135,15 @@ class Conv2DBackpropFilterOp final : public OpKernel {
     if (out_backprop.NumElements() == 0) {  // no output pixels: every sum is empty
       std::fill(filter_grad, filter_grad + output->NumElements(), T(0));
       return Status::OK();
+    }
+    if constexpr (std::is_same_v<T, float>) {
+      if (ChooseConvAlgorithm(ConvPass::kBackpropFilter, g, out_depth, DataType::kFloat) ==
+          ConvAlgorithm::kOneDnn) {
+        // A case oneDNN has no kernel for falls back to im2col + GEMM.
+        Status status = onednn_.BackpropFilter(context, g, out_depth, input.data<float>(),
+                                               out_backprop.data<float>(), filter_grad);
+        if (!IsUnimplemented(status)) return status;
+      }
     }
 
     const bool pointwise = IsPointwise(g);
@@ -152,6 +176,7 @@ class Conv2DBackpropFilterOp final : public OpKernel {
 
  private:
   WindowAttrs attrs_;
+  OneDnnConvolution onednn_;
 };
 
 template <typename T>

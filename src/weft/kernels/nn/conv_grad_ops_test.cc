@@ -133,12 +133,29 @@ TEST(Conv2DBackpropTest, HandComputed) {
 
 // Single-threaded OpenBLAS lets the kernels run chunks as concurrent tasks; multi-threaded makes
 // them run chunks one at a time. Both must give the same results.
+// float runs both algorithms (oneDNN falls back to im2col where it cannot express the case).
 TEST(Conv2DBackpropTest, MatchesReferenceFloat) {
-  for (int blas_threads : {1, 2}) {
-    SCOPED_TRACE(StrCat("OpenBLAS threads ", blas_threads));
-    ScopedBlasThreads blas(blas_threads);
-    uint32_t seed = 3;
-    for (const GradCase& c : Cases()) CheckAgainstReference<float>(c, seed += 3, 1e-4);
+  for (kernels::ConvAlgorithm algorithm : kConvAlgorithms) {
+    ScopedConvAlgorithm forced(algorithm);
+    for (int blas_threads : {1, 2}) {
+      SCOPED_TRACE(
+          StrCat(kernels::ConvAlgorithmName(algorithm), ", OpenBLAS threads ", blas_threads));
+      ScopedBlasThreads blas(blas_threads);
+      uint32_t seed = 3;
+      for (const GradCase& c : Cases()) CheckAgainstReference<float>(c, seed += 3, 1e-4);
+    }
+  }
+}
+
+// oneDNN's shards: uneven (two primitives), more threads than images, W2's second layer; the
+// filter gradient adds the shards' partial sums.
+TEST(Conv2DBackpropTest, OneDnnShardsMatchReference) {
+  ScopedConvAlgorithm forced(kernels::ConvAlgorithm::kOneDnn);
+  for (int threads : {1, 2, 3}) {
+    SCOPED_TRACE(StrCat("intra-op threads ", threads));
+    CheckAgainstReference<float>({{5, 14, 14, 32}, {5, 5, 32, 64}, 1, 1, "SAME"}, 31, 1e-3,
+                                 threads);
+    CheckAgainstReference<float>({{2, 9, 8, 6}, {3, 3, 6, 16}, 2, 2, "VALID"}, 33, 1e-4, threads);
   }
 }
 
@@ -159,7 +176,10 @@ TEST(Conv2DBackpropTest, ManyChunksMatchReference) {
     ScopedBlasThreads blas(blas_threads);
     CheckAgainstReference<double>({{6, 48, 48, 32}, {5, 5, 32, 3}, 2, 2, "VALID"}, 11, 1e-11);
     CheckAgainstReference<double>({{7, 40, 40, 16}, {3, 3, 16, 3}, 1, 1, "SAME"}, 12, 1e-11, 3);
-    CheckAgainstReference<float>({{8, 64, 64, 32}, {3, 3, 32, 4}, 1, 1, "SAME"}, 13, 1e-3);
+    {
+      ScopedConvAlgorithm forced(kernels::ConvAlgorithm::kIm2ColGemm);
+      CheckAgainstReference<float>({{8, 64, 64, 32}, {3, 3, 32, 4}, 1, 1, "SAME"}, 13, 1e-3);
+    }
     CheckAgainstReference<double>({{5, 40, 40, 8}, {1, 1, 8, 3}, 1, 1, "VALID"}, 14, 1e-12, 3);
   }
 }
@@ -188,6 +208,36 @@ TEST(Conv2DBackpropTest, MatchesNumericGradientOfConv2D) {
     ASSERT_TRUE(dx.ok() && df.ok()) << dx.status() << df.status();
     EXPECT_TENSOR_NEAR(*dx, numeric_dx, 1e-7, 1e-7);
     EXPECT_TENSOR_NEAR(*df, numeric_df, 1e-7, 1e-7);
+  }
+}
+
+// oneDNN's float gradients against central differences of the float64 Conv2D (im2col + GEMM,
+// checked above): the numeric gradient of the same loss, at float precision.
+TEST(Conv2DBackpropTest, OneDnnMatchesNumericGradientOfConv2D) {
+  ScopedConvAlgorithm forced(kernels::ConvAlgorithm::kOneDnn);
+  for (const GradCase& c : {GradCase{{2, 5, 4, 2}, {3, 2, 2, 3}, 2, 2, "SAME"},
+                            GradCase{{3, 6, 6, 8}, {5, 5, 8, 4}, 1, 1, "SAME"},
+                            GradCase{{1, 6, 5, 3}, {3, 3, 3, 2}, 1, 2, "VALID"}}) {
+    SCOPED_TRACE(StrCat("input ", c.input, " filter ", c.filter));
+    Tensor input = RandomTensor<double>(c.input, 41);
+    Tensor filter = RandomTensor<double>(c.filter, 42);
+    Tensor weights = RandomTensor<double>(OutputShape(c), 43);
+    AttrMap attrs = ConvAttrs(c.stride_rows, c.stride_cols, c.padding);
+    KernelRunner runner;
+    auto loss = [&](const Tensor& x, const Tensor& f) {
+      StatusOr<Tensor> y = runner.RunOne("Conv2D", {x, f}, attrs);
+      EXPECT_TRUE(y.ok()) << y.status();
+      return y.ok() ? WeightedSum(*y, weights) : 0.0;
+    };
+    Tensor numeric_dx = NumericGradient([&](const Tensor& x) { return loss(x, filter); }, input);
+    Tensor numeric_df = NumericGradient([&](const Tensor& f) { return loss(input, f); }, filter);
+    StatusOr<Tensor> dx = runner.RunOne("Conv2DBackpropInput",
+                                        {Sizes(c.input), ToFloat(filter), ToFloat(weights)}, attrs);
+    StatusOr<Tensor> df = runner.RunOne("Conv2DBackpropFilter",
+                                        {ToFloat(input), Sizes(c.filter), ToFloat(weights)}, attrs);
+    ASSERT_TRUE(dx.ok() && df.ok()) << dx.status() << df.status();
+    EXPECT_TENSOR_NEAR(*dx, ToFloat(numeric_dx), 1e-4, 1e-4);
+    EXPECT_TENSOR_NEAR(*df, ToFloat(numeric_df), 1e-4, 1e-4);
   }
 }
 

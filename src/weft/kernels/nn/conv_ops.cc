@@ -4,14 +4,18 @@
 //                                            * filter[kh, kw, ci, co]
 // computed chunk by chunk (see conv_common.h): im2col of a chunk of output rows into a small
 // buffer, then one GEMM [rows, KH*KW*Cin] x [KH*KW*Cin, Cout] into the output. A 1x1 stride-1
-// convolution skips im2col: the input rows are the patches.
+// convolution skips im2col: the input rows are the patches. float32 convolutions run on oneDNN
+// where conv_algorithm.h chooses it.
 #include <algorithm>
+#include <type_traits>
 
 #include "weft/kernels/eigen_support.h"
 #include "weft/kernels/gemm.h"
+#include "weft/kernels/nn/conv_algorithm.h"
 #include "weft/kernels/nn/conv_common.h"
 #include "weft/kernels/nn/im2col.h"
 #include "weft/kernels/nn/nn_kernels.h"
+#include "weft/kernels/nn/onednn_conv.h"
 
 namespace weft::kernels {
 namespace {
@@ -34,15 +38,23 @@ class Conv2DOp final : public OpKernel {
     Tensor* output = nullptr;
     WEFT_RETURN_IF_ERROR(context->AllocateOutput(0, g.OutputShape(out_depth), &output));
     if (output->NumElements() == 0) return Status::OK();
+    const T* in = input.data<T>();
+    const T* weights = filter.data<T>();
+    T* out = output->data<T>();
+    if constexpr (std::is_same_v<T, float>) {
+      if (ChooseConvAlgorithm(ConvPass::kForward, g, out_depth, DataType::kFloat) ==
+          ConvAlgorithm::kOneDnn) {
+        // A case oneDNN has no kernel for falls back to im2col + GEMM.
+        Status status = onednn_.Forward(context, g, out_depth, in, weights, out);
+        if (!IsUnimplemented(status)) return status;
+      }
+    }
 
     const bool pointwise = IsPointwise(g);
     const ConvPlan plan = PlanConvChunks(g, sizeof(T), context->device()->intra_op_threads(),
                                          /*whole_images=*/false);
     WEFT_ASSIGN_OR_RETURN(Tensor col, AllocateColumnBuffers<T>(plan, g, pointwise));
     const int64_t patch = g.patch_size();
-    const T* in = input.data<T>();
-    const T* weights = filter.data<T>();
-    T* out = output->data<T>();
     RunChunks(context, plan, [&](int64_t first, int64_t last, int64_t task, bool) {
       const T* patches = ChunkPatches(context, plan, g, pointwise, in, col, first, last, task);
       Gemm(GemmDims{.m = (last - first) * g.out_cols, .n = out_depth, .k = patch}, T(1), patches,
@@ -53,6 +65,7 @@ class Conv2DOp final : public OpKernel {
 
  private:
   WindowAttrs attrs_;
+  OneDnnConvolution onednn_;
 };
 
 }  // namespace

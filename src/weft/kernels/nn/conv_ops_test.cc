@@ -126,13 +126,67 @@ TEST(Conv2DTest, HandComputedStrideTwoWithTwoOutputChannels) {
 
 // Single-threaded OpenBLAS lets the kernels run chunks as concurrent tasks; multi-threaded makes
 // them run chunks one at a time. Both must give the same results.
+// float runs both algorithms (oneDNN falls back to im2col where it cannot express the case).
 TEST(Conv2DTest, MatchesReferenceFloat) {
-  for (int blas_threads : {1, 2}) {
-    SCOPED_TRACE(StrCat("OpenBLAS threads ", blas_threads));
-    ScopedBlasThreads blas(blas_threads);
-    uint32_t seed = 1;
-    for (const ConvCase& c : SmallCases()) CheckAgainstReference<float>(c, seed += 2, 1e-4);
+  for (kernels::ConvAlgorithm algorithm : kConvAlgorithms) {
+    ScopedConvAlgorithm forced(algorithm);
+    for (int blas_threads : {1, 2}) {
+      SCOPED_TRACE(
+          StrCat(kernels::ConvAlgorithmName(algorithm), ", OpenBLAS threads ", blas_threads));
+      ScopedBlasThreads blas(blas_threads);
+      uint32_t seed = 1;
+      for (const ConvCase& c : SmallCases()) CheckAgainstReference<float>(c, seed += 2, 1e-4);
+    }
   }
+}
+
+// oneDNN splits the batch into one shard per intra-op thread: uneven shards (two primitives of
+// different batch sizes), more threads than images, and W2's own layer shapes.
+TEST(Conv2DTest, OneDnnShardsMatchReference) {
+  ScopedConvAlgorithm forced(kernels::ConvAlgorithm::kOneDnn);
+  for (int threads : {1, 2, 3}) {
+    SCOPED_TRACE(StrCat("intra-op threads ", threads));
+    CheckAgainstReference<float>({5, 14, 14, 32, 5, 5, 64, 1, 1, "SAME"}, 21, 1e-3, threads);
+    CheckAgainstReference<float>({2, 28, 28, 1, 5, 5, 32, 1, 1, "SAME"}, 23, 1e-4, threads);
+    CheckAgainstReference<float>({1, 9, 8, 3, 3, 3, 16, 2, 2, "VALID"}, 25, 1e-4, threads);
+  }
+}
+
+TEST(Conv2DTest, TheChoiceOfAlgorithmFollowsTheMeasurements) {
+  using kernels::ConvAlgorithm;
+  using kernels::ConvPass;
+  auto geometry = [](int64_t rows, int64_t depth, int64_t window, int64_t stride,
+                     const char* padding) {
+    proto::NodeDef node;
+    node.set_name("conv");
+    kernels::WindowAttrs attrs;
+    attrs.stride_rows = attrs.stride_cols = stride;
+    attrs.padding =
+        std::string(padding) == "SAME" ? kernels::Padding::kSame : kernels::Padding::kValid;
+    return kernels::ComputeSpatialGeometry(node, TensorShape({8, rows, rows, depth}), window,
+                                           window, attrs)
+        .value();
+  };
+  const kernels::SpatialGeometry conv1 = geometry(28, 1, 5, 1, "SAME");
+  const kernels::SpatialGeometry conv2 = geometry(14, 32, 5, 1, "SAME");
+  for (ConvPass pass : {ConvPass::kForward, ConvPass::kBackpropInput, ConvPass::kBackpropFilter}) {
+    EXPECT_EQ(kernels::ChooseConvAlgorithm(pass, conv2, 64, DataType::kFloat),
+              ConvAlgorithm::kOneDnn);
+    // oneDNN is float32 only here.
+    EXPECT_EQ(kernels::ChooseConvAlgorithm(pass, conv2, 64, DataType::kDouble),
+              ConvAlgorithm::kIm2ColGemm);
+  }
+  EXPECT_EQ(kernels::ChooseConvAlgorithm(ConvPass::kForward, conv1, 32, DataType::kFloat),
+            ConvAlgorithm::kOneDnn);
+  // One input channel: im2col + GEMM measured 3x faster for the input gradient.
+  EXPECT_EQ(kernels::ChooseConvAlgorithm(ConvPass::kBackpropInput, conv1, 32, DataType::kFloat),
+            ConvAlgorithm::kIm2ColGemm);
+  // A VALID window that skips the last input rows needs negative padding, which oneDNN cannot
+  // express, even when forced.
+  const kernels::SpatialGeometry skipping = geometry(7, 4, 2, 3, "VALID");
+  ScopedConvAlgorithm forced(ConvAlgorithm::kOneDnn);
+  EXPECT_EQ(kernels::ChooseConvAlgorithm(ConvPass::kForward, skipping, 4, DataType::kFloat),
+            ConvAlgorithm::kIm2ColGemm);
 }
 
 TEST(Conv2DTest, MatchesReferenceDouble) {
@@ -150,7 +204,10 @@ TEST(Conv2DTest, ManyIm2ColChunksMatchReference) {
   for (int blas_threads : {1, 2}) {
     SCOPED_TRACE(StrCat("OpenBLAS threads ", blas_threads));
     ScopedBlasThreads blas(blas_threads);
-    CheckAgainstReference<float>({8, 64, 64, 32, 3, 3, 4, 1, 1, "SAME"}, 7, 1e-3);
+    {
+      ScopedConvAlgorithm forced(kernels::ConvAlgorithm::kIm2ColGemm);
+      CheckAgainstReference<float>({8, 64, 64, 32, 3, 3, 4, 1, 1, "SAME"}, 7, 1e-3);
+    }
     CheckAgainstReference<double>({6, 48, 48, 32, 5, 5, 3, 2, 2, "VALID"}, 9, 1e-11, 3);
     CheckAgainstReference<double>({5, 40, 40, 8, 1, 1, 3, 1, 1, "VALID"}, 11, 1e-12, 3);
   }

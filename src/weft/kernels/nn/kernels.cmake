@@ -2,9 +2,11 @@
 list(APPEND WEFT_KERNEL_SOURCES
   nn/activation_ops.cc
   nn/bias_add_ops.cc
+  nn/conv_algorithm.cc
   nn/conv_common.cc
   nn/conv_grad_ops.cc
   nn/conv_ops.cc
+  nn/onednn_conv.cc
   nn/pooling_ops.cc
   nn/register_nn_kernels.cc
   nn/softmax_ops.cc
@@ -24,3 +26,7 @@ weft_test(kernels_nn_test
     nn/sparse_xent_op_test.cc
     nn/window_geometry_test.cc
   DEPS weft_kernel_testing)
+# The pooling loops run over channels with a trip count known only at run time; GCC's -O2 cost
+# model leaves such loops scalar, -O3 vectorises them (MaxPoolGrad on W2: 8 ms -> see
+# docs/performance.md).
+set_source_files_properties(nn/pooling_ops.cc PROPERTIES COMPILE_OPTIONS "-O3")

@@ -16,6 +16,7 @@
 #include "weft/framework/attr_value_util.h"
 #include "weft/framework/node_def_util.h"
 #include "weft/framework/shape_inference.h"
+#include "weft/kernels/nn/conv_algorithm.h"
 #include "weft/kernels/register_kernels.h"
 #include "weft/ops/register_ops.h"
 #include "weft/runtime/cpu_device.h"
@@ -110,6 +111,29 @@ std::vector<Tensor> OwnedInputs(Tensors... tensors) {
   (inputs.push_back(std::move(tensors)), ...);
   return inputs;
 }
+
+// A float32 copy of a float64 tensor.
+inline Tensor ToFloat(const Tensor& t) {
+  Tensor out(DataType::kFloat, t.shape());
+  const double* in = t.data<double>();
+  float* dst = out.data<float>();
+  for (int64_t i = 0; i < t.NumElements(); ++i) dst[i] = static_cast<float>(in[i]);
+  return out;
+}
+
+// Forces float convolutions onto one algorithm while in scope, so tests check both.
+class ScopedConvAlgorithm {
+ public:
+  explicit ScopedConvAlgorithm(kernels::ConvAlgorithm algorithm) {
+    kernels::SetConvAlgorithmOverride(algorithm);
+  }
+  ~ScopedConvAlgorithm() { kernels::SetConvAlgorithmOverride(std::nullopt); }
+  ScopedConvAlgorithm(const ScopedConvAlgorithm&) = delete;
+  ScopedConvAlgorithm& operator=(const ScopedConvAlgorithm&) = delete;
+};
+
+inline constexpr kernels::ConvAlgorithm kConvAlgorithms[] = {kernels::ConvAlgorithm::kIm2ColGemm,
+                                                             kernels::ConvAlgorithm::kOneDnn};
 
 // Runs `op_name`'s kernel without its shape function, so tests reach the checks a kernel makes
 // itself. The node is named like KernelRunner's, "test_<op>".

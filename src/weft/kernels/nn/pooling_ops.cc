@@ -2,8 +2,8 @@
 // ksize window (cells of the window in the SAME padding are ignored; every window holds at least
 // one real cell). MaxPoolGrad adds each grad value to the input cell that was the window's maximum,
 // the first one in row-major window order on ties, recomputing the argmax from orig_input.
-// Both work on whole output rows, parallel over rows (MaxPool) or images (MaxPoolGrad, whose
-// windows may overlap within an image).
+// Both work on whole output rows, parallel over rows; MaxPoolGrad with overlapping windows (a
+// stride smaller than the window) works on whole images instead, so no input cell has two writers.
 #include <algorithm>
 #include <limits>
 #include <vector>
@@ -82,6 +82,107 @@ class MaxPoolOp final : public OpKernel {
   WindowAttrs attrs_;
 };
 
+// Windows that do not overlap (W2's 2x2 of stride 2): each output row owns its input rows, so rows
+// run in parallel and each input cell is written once. Per window: the maximum per channel, then
+// the gradient to the first cell equal to it, all in loops over channels the compiler vectorises.
+template <typename T>
+void NonOverlappingGrad(OpKernelContext* context, const SpatialGeometry& g, const T* in,
+                        const T* dy, T* dx) {
+  const int64_t depth = g.in_depth;
+  const bool covers_input =
+      g.stride_rows == g.window_rows && g.stride_cols == g.window_cols && g.pad_top >= 0 &&
+      g.pad_left >= 0 &&
+      (g.out_rows - 1) * g.stride_rows + g.window_rows - g.pad_top >= g.in_rows &&
+      (g.out_cols - 1) * g.stride_cols + g.window_cols - g.pad_left >= g.in_cols;
+  if (!covers_input) {  // cells that no window reads get no gradient
+    const int64_t total = g.batch * g.in_rows * g.in_cols * depth;
+    ParallelFor(context, total, 1.0,
+                [dx](int64_t begin, int64_t end) { std::fill(dx + begin, dx + end, T(0)); });
+  }
+  const double cost = static_cast<double>(g.out_cols * g.window_rows * g.window_cols * depth * 4);
+  ParallelFor(context, g.batch * g.out_rows, cost, [&](int64_t begin, int64_t end) {
+    std::vector<T> best(depth), placed(depth);
+    for (int64_t unit = begin; unit < end; ++unit) {
+      const int64_t image = unit / g.out_rows, out_row = unit % g.out_rows;
+      const int64_t image_offset = image * g.in_rows * g.in_cols * depth;
+      const T* image_in = in + image_offset;
+      T* image_dx = dx + image_offset;
+      for (int64_t out_col = 0; out_col < g.out_cols; ++out_col) {
+        const ClippedWindow w = WindowAt(g, out_row, out_col);
+        const int64_t first = (w.row_begin * g.in_cols + w.col_begin) * depth;
+        T* m = best.data();
+        T* done = placed.data();
+        std::copy(image_in + first, image_in + first + depth, m);
+        for (int64_t r = w.row_begin; r < w.row_end; ++r) {
+          for (int64_t c = w.col_begin; c < w.col_end; ++c) {
+            const T* src = image_in + (r * g.in_cols + c) * depth;
+            for (int64_t d = 0; d < depth; ++d) m[d] = src[d] > m[d] ? src[d] : m[d];
+          }
+        }
+        const T* g_out = dy + (unit * g.out_cols + out_col) * depth;
+        std::fill(done, done + depth, T(0));
+        for (int64_t r = w.row_begin; r < w.row_end; ++r) {
+          for (int64_t c = w.col_begin; c < w.col_end; ++c) {
+            const int64_t cell = (r * g.in_cols + c) * depth;
+            const T* src = image_in + cell;
+            T* dst = image_dx + cell;
+            for (int64_t d = 0; d < depth; ++d) {
+              const bool take = src[d] == m[d] && done[d] == T(0);
+              dst[d] = take ? g_out[d] : T(0);
+              done[d] = take ? T(1) : done[d];
+            }
+          }
+        }
+        // A NaN first cell stays the maximum but equals nothing: it takes the gradient.
+        T* first_dx = image_dx + first;
+        for (int64_t d = 0; d < depth; ++d) first_dx[d] = done[d] == T(0) ? g_out[d] : first_dx[d];
+      }
+    }
+  });
+}
+
+// Overlapping windows: whole images per shard, gradients added where windows share cells.
+template <typename T>
+void OverlappingGrad(OpKernelContext* context, const SpatialGeometry& g, const T* in, const T* dy,
+                     T* dx) {
+  const int64_t depth = g.in_depth;
+  const int64_t image_size = g.in_rows * g.in_cols * depth;
+  const double cost = static_cast<double>(
+      g.out_rows * g.out_cols * g.window_rows * g.window_cols * depth * 2 + image_size);
+  ParallelFor(context, g.batch, cost, [&](int64_t begin, int64_t end) {
+    std::vector<int64_t> best_cell(depth);
+    std::vector<T> best(depth);
+    for (int64_t image = begin; image < end; ++image) {
+      const T* image_in = in + image * image_size;
+      T* image_dx = dx + image * image_size;
+      std::fill(image_dx, image_dx + image_size, T(0));
+      for (int64_t out_row = 0; out_row < g.out_rows; ++out_row) {
+        for (int64_t out_col = 0; out_col < g.out_cols; ++out_col) {
+          const ClippedWindow w = WindowAt(g, out_row, out_col);
+          const int64_t first_cell = w.row_begin * g.in_cols + w.col_begin;
+          std::copy(image_in + first_cell * depth, image_in + (first_cell + 1) * depth,
+                    best.begin());
+          std::fill(best_cell.begin(), best_cell.end(), first_cell);
+          for (int64_t r = w.row_begin; r < w.row_end; ++r) {
+            for (int64_t c = w.col_begin; c < w.col_end; ++c) {
+              const int64_t cell = r * g.in_cols + c;
+              const T* src = image_in + cell * depth;
+              for (int64_t d = 0; d < depth; ++d) {
+                if (src[d] > best[d]) {
+                  best[d] = src[d];
+                  best_cell[d] = cell;
+                }
+              }
+            }
+          }
+          const T* g_out = dy + ((image * g.out_rows + out_row) * g.out_cols + out_col) * depth;
+          for (int64_t d = 0; d < depth; ++d) image_dx[best_cell[d] * depth + d] += g_out[d];
+        }
+      }
+    }
+  });
+}
+
 template <typename T>
 class MaxPoolGradOp final : public OpKernel {
  public:
@@ -109,42 +210,11 @@ class MaxPoolGradOp final : public OpKernel {
     const T* in = orig_input.data<T>();
     const T* dy = grad.data<T>();
     T* dx = output->data<T>();
-    const int64_t depth = g.in_depth;
-    const int64_t image_size = g.in_rows * g.in_cols * depth;
-    const double cost = static_cast<double>(
-        g.out_rows * g.out_cols * g.window_rows * g.window_cols * depth * 2 + image_size);
-    ParallelFor(context, g.batch, cost, [&](int64_t begin, int64_t end) {
-      std::vector<int64_t> best_cell(depth);
-      std::vector<T> best(depth);
-      for (int64_t image = begin; image < end; ++image) {
-        const T* image_in = in + image * image_size;
-        T* image_dx = dx + image * image_size;
-        std::fill(image_dx, image_dx + image_size, T(0));
-        for (int64_t out_row = 0; out_row < g.out_rows; ++out_row) {
-          for (int64_t out_col = 0; out_col < g.out_cols; ++out_col) {
-            const ClippedWindow w = WindowAt(g, out_row, out_col);
-            const int64_t first_cell = w.row_begin * g.in_cols + w.col_begin;
-            std::copy(image_in + first_cell * depth, image_in + (first_cell + 1) * depth,
-                      best.begin());
-            std::fill(best_cell.begin(), best_cell.end(), first_cell);
-            for (int64_t r = w.row_begin; r < w.row_end; ++r) {
-              for (int64_t c = w.col_begin; c < w.col_end; ++c) {
-                const int64_t cell = r * g.in_cols + c;
-                const T* src = image_in + cell * depth;
-                for (int64_t d = 0; d < depth; ++d) {
-                  if (src[d] > best[d]) {
-                    best[d] = src[d];
-                    best_cell[d] = cell;
-                  }
-                }
-              }
-            }
-            const T* g_out = dy + ((image * g.out_rows + out_row) * g.out_cols + out_col) * depth;
-            for (int64_t d = 0; d < depth; ++d) image_dx[best_cell[d] * depth + d] += g_out[d];
-          }
-        }
-      }
-    });
+    if (g.stride_rows >= g.window_rows && g.stride_cols >= g.window_cols) {
+      NonOverlappingGrad(context, g, in, dy, dx);
+    } else {
+      OverlappingGrad(context, g, in, dy, dx);
+    }
     return Status::OK();
   }
 

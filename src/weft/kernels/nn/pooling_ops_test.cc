@@ -85,12 +85,23 @@ void CheckAgainstReference(const PoolCase& c, uint32_t seed) {
 
 const std::vector<PoolCase>& Cases() {
   static const std::vector<PoolCase> cases = {
-      {{1, 4, 4, 1}, 2, 2, 2, 2, "VALID"},   {{2, 5, 7, 3}, 2, 2, 2, 2, "SAME"},
-      {{2, 5, 7, 3}, 3, 3, 2, 2, "VALID"},   {{3, 6, 6, 2}, 3, 3, 1, 1, "SAME"},
-      {{1, 7, 5, 4}, 3, 2, 2, 1, "SAME"},    {{2, 4, 4, 2}, 1, 1, 2, 2, "VALID"},
-      {{1, 3, 3, 1}, 5, 5, 1, 1, "SAME"},    {{2, 2, 3, 2}, 3, 3, 1, 1, "VALID"},
-      {{0, 4, 4, 2}, 2, 2, 2, 2, "SAME"},    {{2, 4, 4, 0}, 2, 2, 2, 2, "SAME"},
-      {{4, 28, 28, 32}, 2, 2, 2, 2, "SAME"}, {{2, 9, 11, 5}, 4, 3, 3, 4, "SAME"},
+      {{1, 4, 4, 1}, 2, 2, 2, 2, "VALID"},
+      {{2, 5, 7, 3}, 2, 2, 2, 2, "SAME"},
+      {{2, 5, 7, 3}, 3, 3, 2, 2, "VALID"},
+      {{3, 6, 6, 2}, 3, 3, 1, 1, "SAME"},
+      {{1, 7, 5, 4}, 3, 2, 2, 1, "SAME"},
+      {{2, 4, 4, 2}, 1, 1, 2, 2, "VALID"},
+      {{1, 3, 3, 1}, 5, 5, 1, 1, "SAME"},
+      {{2, 2, 3, 2}, 3, 3, 1, 1, "VALID"},
+      {{0, 4, 4, 2}, 2, 2, 2, 2, "SAME"},
+      {{2, 4, 4, 0}, 2, 2, 2, 2, "SAME"},
+      {{4, 28, 28, 32}, 2, 2, 2, 2, "SAME"},
+      {{2, 9, 11, 5}, 4, 3, 3, 4, "SAME"},
+      // Windows that do not overlap but leave cells no window reads (strides past the window, a
+      // VALID tail).
+      {{1, 7, 8, 2}, 2, 2, 3, 3, "VALID"},
+      {{2, 5, 7, 3}, 2, 2, 2, 2, "VALID"},
+      {{1, 6, 6, 3}, 2, 3, 3, 3, "SAME"},
   };
   return cases;
 }
@@ -115,6 +126,30 @@ TEST(MaxPoolTest, HandComputed) {
                                                    30, 0, 0, 0,   //
                                                    0, 0, 0, 40},
                                                   TensorShape({1, 4, 4, 1})));
+}
+
+// A NaN in a window's first cell stays that window's maximum (no value compares greater), so the
+// first cell takes the gradient; a NaN elsewhere loses to the first cell. Both window layouts.
+TEST(MaxPoolTest, GradOfANaNWindowGoesToItsFirstCell) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Tensor input = Tensor::FromVector<float>({nan, 2, 1, nan,  //
+                                            3, 4, 5, 6},
+                                           TensorShape({1, 2, 4, 1}));
+  KernelRunner runner;
+  for (int stride : {2, 1}) {
+    SCOPED_TRACE(StrCat("stride ", stride));
+    AttrMap attrs = PoolAttrs(2, 2, stride, stride, "VALID");
+    StatusOr<Tensor> out = runner.RunOne("MaxPool", {input}, attrs);
+    ASSERT_TRUE(out.ok()) << out.status();
+    Tensor grad(DataType::kFloat, out->shape());
+    for (float& v : grad.flat<float>()) v = 1;
+    StatusOr<Tensor> dx = runner.RunOne("MaxPoolGrad", {input, *out, grad}, attrs);
+    ASSERT_TRUE(dx.ok()) << dx.status();
+    // Stride 2: windows {nan,2,3,4} and {1,nan,5,6}. Stride 1 adds {2,1,4,5}.
+    const std::vector<float> expected = stride == 2 ? std::vector<float>{1, 0, 0, 0, 0, 0, 0, 1}
+                                                    : std::vector<float>{1, 0, 0, 0, 0, 0, 1, 1};
+    EXPECT_TENSOR_EQ(*dx, Tensor::FromVector<float>(expected, TensorShape({1, 2, 4, 1})));
+  }
 }
 
 TEST(MaxPoolTest, SamePaddingIgnoresPaddedCells) {

@@ -1,0 +1,353 @@
+// oneDNN convolutions over batch shards; see onednn_conv.h.
+#include "weft/kernels/nn/onednn_conv.h"
+
+#include <algorithm>
+#include <climits>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "weft/core/tensor.h"
+#include "weft/framework/node_def_util.h"
+#include "weft/kernels/eigen_support.h"
+#include "weft/kernels/onednn_util.h"
+
+namespace weft::kernels {
+namespace {
+
+using dnnl::memory;
+using Tag = memory::format_tag;
+
+dnnl::engine& CpuEngine() { return OneDnnCpuEngine(); }
+
+int64_t PadBottom(const SpatialGeometry& g) {
+  return (g.out_rows - 1) * g.stride_rows + g.window_rows - g.in_rows - g.pad_top;
+}
+int64_t PadRight(const SpatialGeometry& g) {
+  return (g.out_cols - 1) * g.stride_cols + g.window_cols - g.in_cols - g.pad_left;
+}
+
+// Image shards of a batch: shard s covers [First(s), First(s + 1)).
+struct BatchShards {
+  int64_t batch;
+  int64_t count;
+  int64_t First(int64_t shard) const { return batch * shard / count; }
+  int64_t Size(int64_t shard) const { return First(shard + 1) - First(shard); }
+};
+
+BatchShards ShardBatch(OpKernelContext* context, int64_t batch) {
+  const int64_t threads = std::max(1, context->device()->intra_op_threads());
+  return BatchShards{batch, std::clamp<int64_t>(threads, 1, batch)};
+}
+
+Status DnnlError(const dnnl::error& e, ConvPass pass, const SpatialGeometry& g) {
+  const auto code = e.status == dnnl_unimplemented ? Code::kUnimplemented : Code::kInternal;
+  return Status(code, StrCat("oneDNN ", ConvPassName(pass), " of a ", g.window_rows, "x",
+                             g.window_cols, " convolution over [", g.batch, ",", g.in_rows, ",",
+                             g.in_cols, ",", g.in_depth, "]: ", e.what()));
+}
+
+// Runs fn(shard) -> Status for every shard on the intra-op threads; the first failure wins.
+template <typename Fn>
+Status ForEachShard(OpKernelContext* context, const BatchShards& shards, ConvPass pass,
+                    const SpatialGeometry& g, Fn&& fn) {
+  std::vector<Status> statuses(shards.count);
+  ParallelFor(context, shards.count, 1e12, [&](int64_t begin, int64_t end) {
+    UseOneOpenMpThread();
+    for (int64_t shard = begin; shard < end; ++shard) {
+      try {
+        statuses[shard] = fn(shard);
+      } catch (const dnnl::error& e) {
+        statuses[shard] = DnnlError(e, pass, g);
+      }
+    }
+  });
+  for (Status& status : statuses) WEFT_RETURN_IF_ERROR(status);
+  return Status::OK();
+}
+
+// A tensor of at least `bytes` bytes (the allocator's 64-byte alignment is what oneDNN wants).
+StatusOr<Tensor> AllocateBytes(int64_t bytes) {
+  return Tensor::Allocate(DataType::kFloat, TensorShape({std::max<int64_t>(1, (bytes + 3) / 4)}));
+}
+
+}  // namespace
+
+// The primitives of one pass over `batch` images, and the memory layouts they use.
+struct OneDnnConvolution::Primitives {
+  dnnl::primitive convolution;
+  memory::desc data_md;          // input or input_grad, NHWC
+  memory::desc out_md;           // output or out_backprop, NHWC
+  memory::desc user_weights_md;  // filter or filter_grad as Weft stores it, HWIO
+  memory::desc weights_md;       // the layout the primitive reads or writes
+  // user -> primitive layout (forward, backprop input), or back (backprop filter); empty when the
+  // layouts agree.
+  std::optional<dnnl::reorder> weights_reorder;
+  memory::desc scratchpad_md;
+
+  bool NeedsReorder() const { return weights_reorder.has_value(); }
+
+  // Runs the convolution on this thread with `args` plus a scratchpad of its own.
+  Status Execute(std::unordered_map<int, memory> args) const {
+    WEFT_ASSIGN_OR_RETURN(Tensor scratchpad, AllocateBytes(scratchpad_md.get_size()));
+    dnnl::engine& engine = CpuEngine();
+    args.emplace(DNNL_ARG_SCRATCHPAD, memory(scratchpad_md, engine, scratchpad.data<float>()));
+    dnnl::stream stream(engine);
+    convolution.execute(stream, args);
+    stream.wait();
+    return Status::OK();
+  }
+};
+
+OneDnnConvolution::OneDnnConvolution() = default;
+OneDnnConvolution::~OneDnnConvolution() = default;
+
+bool OneDnnConvolution::Supports(const SpatialGeometry& g, int64_t out_depth) {
+  const int64_t sizes[] = {g.batch,   g.in_rows,
+                           g.in_cols, g.in_depth,
+                           out_depth, g.out_rows * g.out_cols * std::max(g.in_depth, out_depth)};
+  for (int64_t size : sizes) {
+    if (size <= 0 || size > INT_MAX) return false;
+  }
+  return PadBottom(g) >= 0 && PadRight(g) >= 0;
+}
+
+StatusOr<std::shared_ptr<const OneDnnConvolution::Primitives>> OneDnnConvolution::Get(
+    ConvPass pass, const SpatialGeometry& g, int64_t out_depth, int64_t batch) {
+  const Key key = {static_cast<int64_t>(pass),
+                   batch,
+                   g.in_rows,
+                   g.in_cols,
+                   g.in_depth,
+                   g.window_rows,
+                   g.window_cols,
+                   g.stride_rows,
+                   g.stride_cols,
+                   g.pad_top,
+                   g.pad_left,
+                   g.out_rows * (int64_t{1} << 32) + g.out_cols,
+                   out_depth};
+  {
+    MutexLock lock(mu_);
+    auto it = cache_.find(key);
+    if (it != cache_.end()) return it->second;
+  }
+  UseOneOpenMpThread();
+  auto made = std::make_shared<Primitives>();
+  try {
+    dnnl::engine& engine = CpuEngine();
+    const memory::dims data_dims = {batch, g.in_depth, g.in_rows, g.in_cols};
+    const memory::dims out_dims = {batch, out_depth, g.out_rows, g.out_cols};
+    const memory::dims weights_dims = {out_depth, g.in_depth, g.window_rows, g.window_cols};
+    const memory::dims strides = {g.stride_rows, g.stride_cols};
+    const memory::dims pad_before = {g.pad_top, g.pad_left};
+    const memory::dims pad_after = {PadBottom(g), PadRight(g)};
+    made->data_md = memory::desc(data_dims, memory::data_type::f32, Tag::nhwc);
+    made->out_md = memory::desc(out_dims, memory::data_type::f32, Tag::nhwc);
+    made->user_weights_md = memory::desc(weights_dims, memory::data_type::f32, Tag::hwio);
+    const memory::desc any_weights(weights_dims, memory::data_type::f32, Tag::any);
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+
+    const dnnl::convolution_forward::primitive_desc forward(
+        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
+                                        dnnl::algorithm::convolution_direct, made->data_md,
+                                        any_weights, made->out_md, strides, pad_before, pad_after),
+        attr, engine);
+    memory::desc& scratchpad_md = made->scratchpad_md;
+    switch (pass) {
+      case ConvPass::kForward:
+        made->convolution = dnnl::convolution_forward(forward);
+        made->weights_md = forward.weights_desc();
+        scratchpad_md = forward.scratchpad_desc();
+        break;
+      case ConvPass::kBackpropInput: {
+        const dnnl::convolution_backward_data::primitive_desc backward(
+            dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct,
+                                                  made->data_md, any_weights, made->out_md, strides,
+                                                  pad_before, pad_after),
+            attr, engine, forward);
+        made->convolution = dnnl::convolution_backward_data(backward);
+        made->weights_md = backward.weights_desc();
+        scratchpad_md = backward.scratchpad_desc();
+        break;
+      }
+      case ConvPass::kBackpropFilter: {
+        const dnnl::convolution_backward_weights::primitive_desc backward(
+            dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct,
+                                                     made->data_md, any_weights, made->out_md,
+                                                     strides, pad_before, pad_after),
+            attr, engine, forward);
+        made->convolution = dnnl::convolution_backward_weights(backward);
+        made->weights_md = backward.diff_weights_desc();
+        scratchpad_md = backward.scratchpad_desc();
+        break;
+      }
+    }
+    if (made->weights_md != made->user_weights_md) {
+      // Weight reorders are plain copies that need no scratchpad.
+      made->weights_reorder = pass == ConvPass::kBackpropFilter
+                                  ? dnnl::reorder(dnnl::reorder::primitive_desc(
+                                        engine, made->weights_md, engine, made->user_weights_md))
+                                  : dnnl::reorder(dnnl::reorder::primitive_desc(
+                                        engine, made->user_weights_md, engine, made->weights_md));
+    }
+  } catch (const dnnl::error& e) {
+    return DnnlError(e, pass, g);
+  }
+  MutexLock lock(mu_);
+  // Shapes rarely change between steps; a model whose shapes keep changing starts over.
+  if (cache_.size() >= 64) cache_.clear();
+  return cache_.emplace(key, std::move(made)).first->second;
+}
+
+StatusOr<std::vector<std::shared_ptr<const OneDnnConvolution::Primitives>>>
+OneDnnConvolution::GetForShards(ConvPass pass, const SpatialGeometry& g, int64_t out_depth,
+                                int64_t num_shards) {
+  const BatchShards shards{g.batch, num_shards};
+  std::vector<std::shared_ptr<const Primitives>> primitives(num_shards);
+  for (int64_t s = 0; s < num_shards; ++s) {
+    if (s > 0 && shards.Size(s) == shards.Size(s - 1)) {
+      primitives[s] = primitives[s - 1];
+      continue;
+    }
+    WEFT_ASSIGN_OR_RETURN(primitives[s], Get(pass, g, out_depth, shards.Size(s)));
+  }
+  return primitives;
+}
+
+namespace {
+
+// For the forward and backprop-input passes: the filter in each shard's primitive layout,
+// reordered once per distinct primitive. `storage` keeps the reordered copies.
+template <typename Primitives>
+Status PrepareWeights(const std::vector<std::shared_ptr<const Primitives>>& primitives,
+                      const float* filter, std::vector<Tensor>* storage,
+                      std::vector<const float*>* weights) {
+  weights->assign(primitives.size(), filter);
+  storage->resize(primitives.size());
+  dnnl::stream stream(CpuEngine());
+  for (size_t s = 0; s < primitives.size(); ++s) {
+    const Primitives& p = *primitives[s];
+    if (!p.NeedsReorder()) continue;
+    if (s > 0 && primitives[s] == primitives[s - 1]) {
+      (*weights)[s] = (*weights)[s - 1];
+      continue;
+    }
+    WEFT_ASSIGN_OR_RETURN((*storage)[s], AllocateBytes(p.weights_md.get_size()));
+    memory from(p.user_weights_md, CpuEngine(), const_cast<float*>(filter));
+    memory to(p.weights_md, CpuEngine(), (*storage)[s].template data<float>());
+    p.weights_reorder->execute(stream, from, to);
+    stream.wait();
+    (*weights)[s] = (*storage)[s].template data<float>();
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status OneDnnConvolution::Forward(OpKernelContext* context, const SpatialGeometry& g,
+                                  int64_t out_depth, const float* input, const float* filter,
+                                  float* output) {
+  const BatchShards shards = ShardBatch(context, g.batch);
+  WEFT_ASSIGN_OR_RETURN(auto primitives,
+                        GetForShards(ConvPass::kForward, g, out_depth, shards.count));
+  std::vector<Tensor> storage;
+  std::vector<const float*> weights;
+  try {
+    WEFT_RETURN_IF_ERROR(PrepareWeights(primitives, filter, &storage, &weights));
+  } catch (const dnnl::error& e) {
+    return DnnlError(e, ConvPass::kForward, g);
+  }
+  const int64_t in_image = g.in_rows * g.in_cols * g.in_depth;
+  const int64_t out_image = g.out_rows * g.out_cols * out_depth;
+  return ForEachShard(context, shards, ConvPass::kForward, g, [&](int64_t s) {
+    const Primitives& p = *primitives[s];
+    dnnl::engine& engine = CpuEngine();
+    return p.Execute({
+        {DNNL_ARG_SRC,
+         memory(p.data_md, engine, const_cast<float*>(input + shards.First(s) * in_image))},
+        {DNNL_ARG_WEIGHTS, memory(p.weights_md, engine, const_cast<float*>(weights[s]))},
+        {DNNL_ARG_DST, memory(p.out_md, engine, output + shards.First(s) * out_image)},
+    });
+  });
+}
+
+Status OneDnnConvolution::BackpropInput(OpKernelContext* context, const SpatialGeometry& g,
+                                        int64_t out_depth, const float* filter,
+                                        const float* out_backprop, float* input_grad) {
+  const BatchShards shards = ShardBatch(context, g.batch);
+  WEFT_ASSIGN_OR_RETURN(auto primitives,
+                        GetForShards(ConvPass::kBackpropInput, g, out_depth, shards.count));
+  std::vector<Tensor> storage;
+  std::vector<const float*> weights;
+  try {
+    WEFT_RETURN_IF_ERROR(PrepareWeights(primitives, filter, &storage, &weights));
+  } catch (const dnnl::error& e) {
+    return DnnlError(e, ConvPass::kBackpropInput, g);
+  }
+  const int64_t in_image = g.in_rows * g.in_cols * g.in_depth;
+  const int64_t out_image = g.out_rows * g.out_cols * out_depth;
+  return ForEachShard(context, shards, ConvPass::kBackpropInput, g, [&](int64_t s) {
+    const Primitives& p = *primitives[s];
+    dnnl::engine& engine = CpuEngine();
+    return p.Execute({
+        {DNNL_ARG_DIFF_DST,
+         memory(p.out_md, engine, const_cast<float*>(out_backprop + shards.First(s) * out_image))},
+        {DNNL_ARG_WEIGHTS, memory(p.weights_md, engine, const_cast<float*>(weights[s]))},
+        {DNNL_ARG_DIFF_SRC, memory(p.data_md, engine, input_grad + shards.First(s) * in_image)},
+    });
+  });
+}
+
+Status OneDnnConvolution::BackpropFilter(OpKernelContext* context, const SpatialGeometry& g,
+                                         int64_t out_depth, const float* input,
+                                         const float* out_backprop, float* filter_grad) {
+  const BatchShards shards = ShardBatch(context, g.batch);
+  WEFT_ASSIGN_OR_RETURN(auto primitives,
+                        GetForShards(ConvPass::kBackpropFilter, g, out_depth, shards.count));
+  const int64_t filter_size = g.patch_size() * out_depth;
+  // Shard 0 leaves its sum in filter_grad, shard s > 0 in row s - 1 of `partial`, each in Weft's
+  // layout; the rows are added at the end.
+  WEFT_ASSIGN_OR_RETURN(
+      Tensor partial,
+      Tensor::Allocate(DataType::kFloat, TensorShape({shards.count - 1, filter_size})));
+  const int64_t in_image = g.in_rows * g.in_cols * g.in_depth;
+  const int64_t out_image = g.out_rows * g.out_cols * out_depth;
+  WEFT_RETURN_IF_ERROR(
+      ForEachShard(context, shards, ConvPass::kBackpropFilter, g, [&](int64_t s) -> Status {
+        const Primitives& p = *primitives[s];
+        dnnl::engine& engine = CpuEngine();
+        float* sum = s == 0 ? filter_grad : partial.data<float>() + (s - 1) * filter_size;
+        Tensor blocked;
+        if (p.NeedsReorder()) {
+          WEFT_ASSIGN_OR_RETURN(blocked, AllocateBytes(p.weights_md.get_size()));
+        }
+        float* diff_weights = p.NeedsReorder() ? blocked.data<float>() : sum;
+        WEFT_RETURN_IF_ERROR(p.Execute({
+            {DNNL_ARG_SRC,
+             memory(p.data_md, engine, const_cast<float*>(input + shards.First(s) * in_image))},
+            {DNNL_ARG_DIFF_DST,
+             memory(p.out_md, engine,
+                    const_cast<float*>(out_backprop + shards.First(s) * out_image))},
+            {DNNL_ARG_DIFF_WEIGHTS, memory(p.weights_md, engine, diff_weights)},
+        }));
+        if (p.NeedsReorder()) {
+          dnnl::stream stream(engine);
+          memory from(p.weights_md, engine, diff_weights);
+          memory to(p.user_weights_md, engine, sum);
+          p.weights_reorder->execute(stream, from, to);
+          stream.wait();
+        }
+        return Status::OK();
+      }));
+  for (int64_t s = 1; s < shards.count; ++s) {
+    const float* part = partial.data<float>() + (s - 1) * filter_size;
+    for (int64_t i = 0; i < filter_size; ++i) filter_grad[i] += part[i];
+  }
+  return Status::OK();
+}
+
+}  // namespace weft::kernels
