@@ -30,7 +30,7 @@ UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
   ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 1200
 
 echo "== ThreadSanitizer: the concurrent targets (build-tsan/, clang -Wthread-safety -Werror)"
-tsan_targets=(core_test framework_rendezvous_test kernels_sendrecv_test runtime_test
+tsan_targets=(core_test framework_rendezvous_test kernels_sendrecv_test kernels_nn_test runtime_test
               runtime_rendezvous_test runtime_collective_test runtime_multi_device_test
               distribute_test distributed_test distributed_worker_test distributed_master_test
               distributed_rpc_test distributed_collective_test

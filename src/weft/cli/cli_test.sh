@@ -33,6 +33,9 @@ expect "batch not divisible by devices" 2 "128 is not divisible by the 3 devices
   "$weft" train --devices 3 --max-steps 1
 expect "two-device run reports replicas" 0 '"replicas":2' -- \
   "$weft" train --devices 2 --max-steps 20 --json
+expect "negative step breakdown" 2 "step-breakdown" -- "$weft" train --step-breakdown -3
+expect "step breakdown per device" 0 "device:CPU:1: ops ran" -- \
+  "$weft" train --devices 2 --max-steps 14 --step-breakdown 3
 expect "a later --devices overrides an earlier one" 0 '"replicas":1' -- \
   "$weft" train --devices 2 --devices 1 --max-steps 2 --json
 expect "server help" 0 "--cluster" -- "$weft" server --help

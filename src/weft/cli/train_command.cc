@@ -121,6 +121,13 @@ CLI::App* AddTrainCommand(CLI::App& app, TrainFlags& flags) {
                    "workers fails, naming those that never arrived")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  train
+      ->add_option("--step-breakdown", flags.step_breakdown,
+                   "Trace this many steps (after 10 untraced ones) and print on stderr where "
+                   "their time went: per device, each op type's time per step and the time no "
+                   "op ran (traced steps run a little slower)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   train->add_flag("--json", flags.json, "End with one JSON summary line");
   return train;
 }
@@ -149,6 +156,7 @@ int RunTrainCommand(const TrainFlags& flags) {
   // The host to advertise (as for Slurm and Open MPI ranks): workers naming one host share memory.
   if (const char* host = std::getenv("WEFT_HOST"); host != nullptr) options.hostname = host;
   options.collective_timeout_ms = flags.collective_timeout_ms;
+  options.step_breakdown_steps = flags.step_breakdown;
   // A worker of a multi-worker job: the cluster from the environment (weft launch, WEFT_CONFIG,
   // TF_CONFIG, Slurm, Open MPI). Rank 0 of a rendezvous keeps hosting the coordinator meanwhile.
   WorkerCluster worker_cluster;
@@ -201,6 +209,7 @@ int RunTrainCommand(const TrainFlags& flags) {
     bool bad_input = IsNotFound(summary.status()) || IsInvalidArgument(summary.status());
     return bad_input ? 2 : 1;
   }
+  if (!summary->step_breakdown.empty()) std::fputs(summary->step_breakdown.c_str(), stderr);
   char fingerprint[17];
   std::snprintf(fingerprint, sizeof(fingerprint), "%016llx",
                 static_cast<unsigned long long>(summary->variables_fingerprint));

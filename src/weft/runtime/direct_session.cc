@@ -22,6 +22,11 @@ namespace {
 
 int ThreadsOrDefault(int requested) { return requested > 0 ? requested : NumSchedulableCpus(); }
 
+// How long idle inter-op threads poll before sleeping: a replicated step hands each partition to
+// an inter-op thread when it starts and after every collective, and a sleeping thread takes ~30 us
+// to wake here (thread_pool.h).
+constexpr int64_t kInterOpSpinMicros = 1000;
+
 // What a cached signature needs at Run time: its executor and what each feed must look like.
 struct PreparedStep {
   std::unique_ptr<StepExecutors> executors;
@@ -41,7 +46,8 @@ class DirectSession final : public Session {
             "localhost", /*task=*/0,
             options.device_factories ? *options.device_factories : DefaultDeviceFactories())),
         inter_op_pool_(std::make_unique<ThreadPool>(
-            "inter_op", ThreadsOrDefault(options.config.inter_op_parallelism_threads()))),
+            "inter_op", ThreadsOrDefault(options.config.inter_op_parallelism_threads()),
+            kInterOpSpinMicros)),
         graph_(std::make_unique<Graph>(op_registry_)) {
     UseSingleThreadedBlas();
   }

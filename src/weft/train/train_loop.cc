@@ -10,6 +10,7 @@
 #include "weft/distributed/cluster_spec.h"
 #include "weft/runtime/cpu_device.h"
 #include "weft/runtime/session.h"
+#include "weft/runtime/step_breakdown.h"
 #include "weft/train/data/batch_iterator.h"
 #include "weft/train/data/fashion_mnist.h"
 #include "weft/train/optimizer.h"
@@ -240,6 +241,13 @@ StatusOr<TrainGraph> BuildReplicatedGraph(const TrainOptions& options,
   return result;
 }
 
+// The wall clock of step stats (all_start_nanos), in nanoseconds since the epoch.
+int64_t WallNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace
 
 StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& callbacks) {
@@ -367,6 +375,9 @@ StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& 
         }));
   }
   std::vector<std::vector<Tensor>> per_replica;
+  StepBreakdown breakdown;
+  proto::RunOptions trace_options;
+  trace_options.set_trace_level(proto::RunOptions::FULL_TRACE);
   bool stop = false;
   for (int epoch = 0; epoch < options.epochs && !stop; ++epoch) {
     iterator.StartEpoch(epoch);
@@ -398,8 +409,18 @@ StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& 
                           ((summary.steps + 1) % kGlobalLossEvery == 0 ||
                            progress.step_in_epoch + 1 == progress.steps_in_epoch ||
                            (options.max_steps >= 0 && summary.steps + 1 >= options.max_steps));
-      WEFT_RETURN_IF_ERROR(
-          session->Run(feeds, global ? global_fetches : fetches, graph.targets, &outputs));
+      const bool traced = summary.steps >= kStepBreakdownWarmup &&
+                          summary.steps < kStepBreakdownWarmup + options.step_breakdown_steps;
+      if (traced) {
+        proto::RunMetadata metadata;
+        const int64_t run_start = WallNanos();
+        WEFT_RETURN_IF_ERROR(session->Run(trace_options, feeds, global ? global_fetches : fetches,
+                                          graph.targets, &outputs, &metadata));
+        breakdown.AddStep(metadata.step_stats(), run_start, WallNanos());
+      } else {
+        WEFT_RETURN_IF_ERROR(
+            session->Run(feeds, global ? global_fetches : fetches, graph.targets, &outputs));
+      }
       double seconds = SecondsSince(step_start);
       epoch_seconds += seconds;
       epoch_images += batch;
@@ -421,6 +442,7 @@ StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& 
     if (callbacks.on_epoch_end) callbacks.on_epoch_end(progress);
   }
   summary.train_images_per_sec = trained_images / std::max(training_seconds, 1e-9);
+  if (breakdown.steps() > 0) summary.step_breakdown = breakdown.ToString();
   WEFT_RETURN_IF_ERROR(session->Run({}, graph.variable_reads, {}, &outputs));
   summary.variables_fingerprint = Fingerprint(outputs);
   if (graph.multi_worker != nullptr) {

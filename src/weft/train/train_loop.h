@@ -56,7 +56,14 @@ struct TrainOptions {
   // With a target: how long the master waits for any worker to answer (a silent worker fails the
   // step and Close, naming it); 0: the server's --worker-timeout-ms.
   int64_t worker_timeout_ms = 0;
+  // Traces this many steps after kStepBreakdownWarmup untraced ones and reports where their time
+  // went in TrainSummary::step_breakdown (0: no tracing).
+  int64_t step_breakdown_steps = 0;
 };
+
+// Steps run before the traced ones of TrainOptions::step_breakdown_steps (first-step costs such
+// as building kernels and oneDNN primitives stay out of the breakdown).
+inline constexpr int64_t kStepBreakdownWarmup = 10;
 
 struct TrainProgress {
   int epoch = 0;  // 1-based
@@ -83,6 +90,8 @@ struct TrainSummary {
   uint64_t variables_fingerprint = 0;
   // Multi-worker: how the collectives reached the other workers ("shared memory", "TCP", ...).
   std::string collective_transport;
+  // With TrainOptions::step_breakdown_steps: the traced steps' breakdown, a table per device.
+  std::string step_breakdown;
 };
 
 struct TrainCallbacks {

@@ -134,6 +134,27 @@ TEST(TrainLoopTest, TwoDevicesTrainAMirroredModelLikeOne) {
   EXPECT_EQ(two->final_loss, again->final_loss);  // deterministic across runs
 }
 
+TEST(TrainLoopTest, StepBreakdownTracesTheAskedSteps) {
+  TempDir dir;
+  TrainOptions options = ToyOptions(dir);
+  options.devices = 2;
+  options.max_steps = kStepBreakdownWarmup + 5;
+  options.step_breakdown_steps = 3;
+  auto summary = Train(options);
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  const std::string& text = summary->step_breakdown;
+  EXPECT_NE(text.find("over 3 traced steps"), std::string::npos) << text;
+  for (const char* expected :
+       {"device:CPU:0: ops ran", "device:CPU:1: ops ran", "MatMul", "CollectiveAllReduce"}) {
+    EXPECT_NE(text.find(expected), std::string::npos) << expected << " in\n" << text;
+  }
+  options.step_breakdown_steps = 0;
+  auto untraced = Train(options);
+  ASSERT_TRUE(untraced.ok()) << untraced.status();
+  EXPECT_EQ(untraced->step_breakdown, "");
+  EXPECT_EQ(untraced->final_loss, summary->final_loss);  // tracing changes no result
+}
+
 TEST(TrainLoopTest, StrategiesByNameAndACnnOnTwoDevices) {
   TempDir dir;
   WriteToyFashionMnist(dir, 64, 20);

@@ -39,8 +39,8 @@ int64_t NowNanos() {
       .count();
 }
 
-int64_t WallMicros() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
+int64_t WallNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
@@ -114,7 +114,7 @@ class StepState : public std::enable_shared_from_this<StepState> {
         RunAsyncNode(id, params, std::move(inputs));
         continue;
       }
-      int64_t start_wall = args_.stats ? WallMicros() : 0;
+      int64_t start_wall = args_.stats ? WallNanos() : 0;
       int64_t start = NowNanos();
       OpKernelContext context(params);
       Status status = item.kernel->Compute(&context);
@@ -135,7 +135,7 @@ class StepState : public std::enable_shared_from_this<StepState> {
                     std::unique_ptr<std::vector<Tensor>> inputs) {
     const NodeItem& item = graph_.items[id];
     auto context = std::make_shared<OpKernelContext>(params);
-    int64_t start_wall = args_.stats ? WallMicros() : 0;
+    int64_t start_wall = args_.stats ? WallNanos() : 0;
     int64_t start = NowNanos();
     auto self = shared_from_this();
     std::shared_ptr<std::vector<Tensor>> held_inputs = std::move(inputs);
@@ -234,11 +234,13 @@ class StepState : public std::enable_shared_from_this<StepState> {
     args_.cancellation_manager->StartCancel();
   }
 
-  void SaveStats(const NodeItem& item, int64_t start_wall_micros, int64_t cost_nanos) {
+  void SaveStats(const NodeItem& item, int64_t start_wall_nanos, int64_t cost_nanos) {
     proto::NodeExecStats stats;
     stats.set_node_name(item.node->name());
     stats.set_op(item.node->type_string());
-    stats.set_all_start_micros(start_wall_micros);
+    stats.set_all_start_micros(start_wall_nanos / 1000);
+    stats.set_all_start_nanos(start_wall_nanos);
+    stats.set_op_end_rel_nanos(cost_nanos);
     stats.set_op_start_rel_micros(0);
     stats.set_op_end_rel_micros(cost_nanos / 1000);
     stats.set_all_end_rel_micros(cost_nanos / 1000);
