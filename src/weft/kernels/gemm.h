@@ -8,12 +8,15 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstdint>
 
 #include <cblas.h>
 
 #include "weft/core/logging.h"
+#include "weft/core/notification.h"
+#include "weft/core/thread_pool.h"
 #include "weft/kernels/eigen_support.h"
 
 namespace weft::kernels {
@@ -65,6 +68,9 @@ inline bool BlasIsSingleThreaded() { return openblas_get_num_threads() == 1; }
 // Below this many multiply-adds a GEMM runs whole on the calling thread: splitting it costs more
 // than it saves.
 inline constexpr int64_t kMinParallelGemmWork = int64_t{1} << 20;
+// From this many multiply-adds (~1 ms on a core) the blocks run on the intra-op pool's workers
+// alone (see ParallelGemm).
+inline constexpr int64_t kMinPooledGemmWork = int64_t{1} << 28;
 
 // Gemm with C split into one block of rows (or of columns, when C is wide) per intra-op thread,
 // each block a single-threaded GEMM on its own thread. Every element of C still sums its k
@@ -86,7 +92,7 @@ void ParallelGemm(OpKernelContext* context, const GemmDims& d, T alpha, const T*
   const int64_t block_size = (extent + blocks - 1) / blocks;
   const int64_t block_step = (block_size + kAlign - 1) / kAlign * kAlign;
   const int64_t num_blocks = (extent + block_step - 1) / block_step;
-  ParallelFor(context, num_blocks, 1e12, [&](int64_t first, int64_t last) {
+  auto run_blocks = [&](int64_t first, int64_t last) {
     for (int64_t block = first; block < last; ++block) {
       const int64_t begin = block * block_step, end = std::min(extent, begin + block_step);
       GemmDims part = d;
@@ -102,7 +108,26 @@ void ParallelGemm(OpKernelContext* context, const GemmDims& d, T alpha, const T*
              ldc);
       }
     }
-  });
+  };
+  ThreadPool* pool = context->device()->intra_op_pool();
+  if (d.m * d.n * d.k >= kMinPooledGemmWork && pool != nullptr &&
+      pool->NumThreads() >= num_blocks && pool->CurrentThreadIndex() < 0) {
+    // A long product: every block on a pool worker while this thread sleeps. With this thread
+    // computing one block instead, the pool's spare worker polls for work beside the two that
+    // compute, which costs a large GEMM ~10% on 2 cores; waking this thread at the end costs
+    // ~30 us, little against milliseconds.
+    std::atomic<int64_t> remaining{num_blocks};
+    Notification done;
+    for (int64_t block = 0; block < num_blocks; ++block) {
+      pool->Schedule([&, block] {
+        run_blocks(block, block + 1);
+        if (remaining.fetch_sub(1) == 1) done.Notify();
+      });
+    }
+    done.WaitForNotification();
+    return;
+  }
+  ParallelFor(context, num_blocks, 1e12, run_blocks);
 }
 
 }  // namespace weft::kernels
