@@ -232,6 +232,15 @@ void RegisterConvOps(OpRegistry& registry) {
           .SetShapeFn(Conv2DShape)
           .Doc("2-D convolution (cross-correlation) of NHWC input with an HWIO filter."));
 
+  // What graph/fuse_ops.h makes of Conv2D -> BiasAdd (-> Relu) inside one partition.
+  OpDefBuilder fused("_FusedConv2D");
+  fused.Input("input: T").Input("filter: T").Input("bias: T").Output("output: T");
+  registry.RegisterOrDie(AddConvAttrs(fused)
+                             .Attr("activation: {'None', 'Relu'} = 'None'")
+                             .SetIsInternal()
+                             .SetShapeFn(Conv2DShape)
+                             .Doc("Conv2D, plus bias [Cout] on every pixel, then the activation."));
+
   OpDefBuilder backprop_input("Conv2DBackpropInput");
   backprop_input.Input("input_sizes: int32")
       .HostMemory("input_sizes")

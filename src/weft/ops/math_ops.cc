@@ -161,6 +161,19 @@ void RegisterMathOps(OpRegistry& registry) {
                              .Attr("T: {float32, float64, int32, int64}")
                              .SetShapeFn(MatMulShape)
                              .Doc("Matrix product of a and b, each optionally transposed."));
+  // What graph/fuse_ops.h makes of MatMul -> BiasAdd (-> Relu) inside one partition.
+  registry.RegisterOrDie(OpDefBuilder("_FusedMatMul")
+                             .Input("a: T")
+                             .Input("b: T")
+                             .Input("bias: T")
+                             .Output("product: T")
+                             .Attr("transpose_a: bool = false")
+                             .Attr("transpose_b: bool = false")
+                             .Attr("T: {float32, float64}")
+                             .Attr("activation: {'None', 'Relu'} = 'None'")
+                             .SetIsInternal()
+                             .SetShapeFn(MatMulShape)
+                             .Doc("MatMul, plus bias [N] on every row, then the activation."));
   registry.RegisterOrDie(OpDefBuilder("Cast")
                              .Input("x: SrcT")
                              .Output("y: DstT")

@@ -5,6 +5,7 @@
 
 #include "weft/core/mutex.h"
 #include "weft/framework/collective.h"
+#include "weft/graph/fuse_ops.h"
 #include "weft/graph/graph_def_io.h"
 #include "weft/graph/memory_types.h"
 #include "weft/graph/partition.h"
@@ -84,20 +85,14 @@ StatusOr<std::unique_ptr<StepExecutors>> StepExecutors::Create(std::unique_ptr<G
   std::set<std::string> used;
   for (Node* node : step_graph->nodes()) used.insert(node->assigned_device_name());
 
-  auto executors = std::unique_ptr<StepExecutors>(new StepExecutors());
   if (used.size() <= 1) {
-    // One device: no partitioning, no _Send/_Recv (unless the device has memory of its own).
+    // One device: no partitioning, no _Send/_Recv (unless the device has memory of its own); the
+    // whole step is its one partition.
     WEFT_ASSIGN_OR_RETURN(
         Device * device,
         devices.LookupDevice(used.empty() ? devices.ListDevices()[0]->name() : *used.begin()));
-    if (!device->HasHostMemory()) {
-      return CreateFromPartitions({{device->name(), step_graph->ToGraphDef()}}, devices,
-                                  step_graph->op_registry(), kernels);
-    }
-    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor,
-                          NewExecutor(device, kernels, std::move(step_graph)));
-    executors->partitions_.push_back({device, std::move(executor)});
-    return executors;
+    return CreateFromPartitions({{device->name(), step_graph->ToGraphDef()}}, devices,
+                                step_graph->op_registry(), kernels);
   }
 
   PartitionOptions partition_options;
@@ -118,14 +113,13 @@ StatusOr<std::unique_ptr<StepExecutors>> StepExecutors::CreateFromPartitions(
   for (const auto& [device_name, graph_def] : partitions) {
     WEFT_ASSIGN_OR_RETURN(Device * device, devices.LookupDevice(device_name));
     auto graph = std::make_unique<Graph>(ops);
-    if (device->HasHostMemory()) {
-      WEFT_RETURN_IF_ERROR(ImportGraphDef(graph_def, graph.get()));
-    } else {
-      proto::GraphDef rewritten = graph_def;
+    proto::GraphDef rewritten = graph_def;
+    FuseOps(kernels, device->device_type(), &rewritten);
+    if (!device->HasHostMemory()) {
       WEFT_RETURN_IF_ERROR(
           EnsureMemoryTypes(ops, device->name(), device->incarnation(), &rewritten));
-      WEFT_RETURN_IF_ERROR(ImportGraphDef(rewritten, graph.get()));
     }
+    WEFT_RETURN_IF_ERROR(ImportGraphDef(rewritten, graph.get()));
     for (Node* node : graph->nodes()) node->set_assigned_device_name(device->name());
     WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor,
                           NewExecutor(device, kernels, std::move(graph)));

@@ -9,6 +9,7 @@
 #include <cblas.h>
 
 #include "weft/framework/node_def_util.h"
+#include "weft/kernels/bias_activation.h"
 #include "weft/kernels/gemm.h"
 #include "weft/kernels/math/math_kernels.h"
 
@@ -39,9 +40,11 @@ void IntegerMatMul(const T* a, int64_t a_rows, int64_t a_cols, bool transpose_a,
 template <typename T>
 class MatMulOp final : public OpKernel {
  public:
-  explicit MatMulOp(OpKernelConstruction* context) : OpKernel(context) {
+  explicit MatMulOp(OpKernelConstruction* context)
+      : OpKernel(context), fused_(def().op() == "_FusedMatMul") {
     context->SetStatus(context->GetAttr("transpose_a", &transpose_a_));
     context->SetStatus(context->GetAttr("transpose_b", &transpose_b_));
+    context->SetStatus(ReadFusedActivation(*context, fused_, &activation_));
   }
 
   Status Compute(OpKernelContext* context) override {
@@ -58,14 +61,27 @@ class MatMulOp final : public OpKernel {
                              ": inner dimensions must be equal, but are ", k, " and ", k_b, " for ",
                              a.shape(), " x ", b.shape());
     }
+    if (fused_) WEFT_RETURN_IF_ERROR(CheckBias(def(), context->input(2), n));
     Tensor* out = nullptr;
     WEFT_RETURN_IF_ERROR(context->AllocateOutput(0, TensorShape({m, n}), &out));
     if (m == 0 || n == 0) return Status::OK();
     T* c = out->data<T>();
     if (k == 0) {
       std::fill_n(c, m * n, T{0});
-      return Status::OK();
+    } else {
+      WEFT_RETURN_IF_ERROR(Multiply(context, a, b, m, n, k, c));
     }
+    if (fused_) {
+      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+        AddBiasAndActivation(context, c, m, n, context->input(2).data<T>(), activation_);
+      }
+    }
+    return Status::OK();
+  }
+
+ private:
+  Status Multiply(OpKernelContext* context, const Tensor& a, const Tensor& b, int64_t m, int64_t n,
+                  int64_t k, T* c) {
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
       constexpr int64_t kMaxBlasDim = std::numeric_limits<blasint>::max();
       if (std::max({m, n, k, a.dim_size(1), b.dim_size(1)}) > kMaxBlasDim) {
@@ -84,9 +100,10 @@ class MatMulOp final : public OpKernel {
     return Status::OK();
   }
 
- private:
+  const bool fused_;
   bool transpose_a_ = false;
   bool transpose_b_ = false;
+  FusedActivation activation_ = FusedActivation::kNone;
 };
 
 }  // namespace
@@ -96,6 +113,8 @@ void RegisterMatMulKernels(KernelRegistry& registry) {
   registry.Register<MatMulOp<double>>(KernelDef("MatMul", "CPU").TypeConstraint<double>("T"));
   registry.Register<MatMulOp<int32_t>>(KernelDef("MatMul", "CPU").TypeConstraint<int32_t>("T"));
   registry.Register<MatMulOp<int64_t>>(KernelDef("MatMul", "CPU").TypeConstraint<int64_t>("T"));
+  registry.Register<MatMulOp<float>>(KernelDef("_FusedMatMul", "CPU").TypeConstraint<float>("T"));
+  registry.Register<MatMulOp<double>>(KernelDef("_FusedMatMul", "CPU").TypeConstraint<double>("T"));
 }
 
 }  // namespace weft::kernels

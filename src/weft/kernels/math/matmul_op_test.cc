@@ -156,3 +156,56 @@ TEST(MatMulOpTest, RejectsMismatchedInnerDimensionsNamingTheNode) {
 
 }  // namespace
 }  // namespace weft::kernels
+
+namespace weft::kernels {
+namespace {
+
+// _FusedMatMul (what graph/fuse_ops.h makes of MatMul -> BiasAdd -> Relu) against the three
+// separate kernels, for both float types, each activation and a product split over threads.
+template <typename T>
+void CheckFusedMatMul(int64_t m, int64_t k, int64_t n, uint32_t seed) {
+  KernelRunner runner;
+  Tensor a = RandomTensor<T>(TensorShape({m, k}), seed, -1, 1);
+  Tensor b = RandomTensor<T>(TensorShape({n, k}), seed + 1, -1, 1);
+  Tensor bias = RandomTensor<T>(TensorShape({n}), seed + 2, -1, 1);
+  auto attrs = Transposes(false, true);
+  StatusOr<Tensor> product = runner.RunOne("MatMul", {a, b}, attrs);
+  ASSERT_TRUE(product.ok()) << product.status();
+  StatusOr<Tensor> biased = runner.RunOne("BiasAdd", {*product, bias});
+  ASSERT_TRUE(biased.ok()) << biased.status();
+  StatusOr<Tensor> activated = runner.RunOne("Relu", {*biased});
+  ASSERT_TRUE(activated.ok()) << activated.status();
+  for (const char* activation : {"None", "Relu"}) {
+    SCOPED_TRACE(activation);
+    auto fused_attrs = attrs;
+    fused_attrs["activation"] = MakeAttrValue(std::string(activation));
+    StatusOr<Tensor> fused = runner.RunOne("_FusedMatMul", {a, b, bias}, fused_attrs);
+    ASSERT_TRUE(fused.ok()) << fused.status();
+    EXPECT_TENSOR_EQ(*fused, std::string(activation) == "Relu" ? *activated : *biased);
+  }
+}
+
+TEST(FusedMatMulOpTest, EqualsMatMulBiasAddRelu) {
+  CheckFusedMatMul<float>(5, 7, 3, 1);
+  CheckFusedMatMul<double>(5, 7, 3, 4);
+  CheckFusedMatMul<float>(128, 784, 256, 7);  // split over the intra-op threads
+}
+
+TEST(FusedMatMulOpTest, ABiasOfTheWrongShapeNamesTheNode) {
+  KernelRunner runner;
+  auto attrs = Transposes(false, false);
+  attrs["activation"] = MakeAttrValue(std::string("Relu"));
+  StatusOr<Tensor> fused = runner.RunOne("_FusedMatMul",
+                                         {RandomTensor<float>(TensorShape({2, 3}), 1, -1, 1),
+                                          RandomTensor<float>(TensorShape({3, 4}), 2, -1, 1),
+                                          RandomTensor<float>(TensorShape({3}), 3, -1, 1)},
+                                         attrs);
+  ASSERT_FALSE(fused.ok());
+  EXPECT_TRUE(IsInvalidArgument(fused.status())) << fused.status();
+  EXPECT_NE(fused.status().message().find("_FusedMatMul"), std::string::npos) << fused.status();
+  EXPECT_NE(fused.status().message().find("bias must be a vector of 4 values"), std::string::npos)
+      << fused.status();
+}
+
+}  // namespace
+}  // namespace weft::kernels

@@ -5,10 +5,12 @@
 // computed chunk by chunk (see conv_common.h): im2col of a chunk of output rows into a small
 // buffer, then one GEMM [rows, KH*KW*Cin] x [KH*KW*Cin, Cout] into the output. A 1x1 stride-1
 // convolution skips im2col: the input rows are the patches. float32 convolutions run on oneDNN
-// where conv_algorithm.h chooses it.
+// where conv_algorithm.h chooses it. The same kernel serves _FusedConv2D (graph/fuse_ops.h):
+// oneDNN adds the bias and applies ReLU as it writes the output; im2col does it in one more pass.
 #include <algorithm>
 #include <type_traits>
 
+#include "weft/kernels/bias_activation.h"
 #include "weft/kernels/eigen_support.h"
 #include "weft/kernels/gemm.h"
 #include "weft/kernels/nn/conv_algorithm.h"
@@ -23,8 +25,10 @@ namespace {
 template <typename T>
 class Conv2DOp final : public OpKernel {
  public:
-  explicit Conv2DOp(OpKernelConstruction* context) : OpKernel(context) {
+  explicit Conv2DOp(OpKernelConstruction* context)
+      : OpKernel(context), fused_(def().op() == "_FusedConv2D") {
     context->SetStatus(ReadConvAttrs(*context, &attrs_));
+    context->SetStatus(ReadFusedActivation(*context, fused_, &activation_));
   }
 
   Status Compute(OpKernelContext* context) override {
@@ -35,6 +39,11 @@ class Conv2DOp final : public OpKernel {
                           ComputeSpatialGeometry(def(), input.shape(), filter.dim_size(0),
                                                  filter.dim_size(1), attrs_));
     const int64_t out_depth = filter.dim_size(3);
+    const T* bias = nullptr;
+    if (fused_) {
+      WEFT_RETURN_IF_ERROR(CheckBias(def(), context->input(2), out_depth));
+      bias = context->input(2).data<T>();
+    }
     Tensor* output = nullptr;
     WEFT_RETURN_IF_ERROR(context->AllocateOutput(0, g.OutputShape(out_depth), &output));
     if (output->NumElements() == 0) return Status::OK();
@@ -45,7 +54,10 @@ class Conv2DOp final : public OpKernel {
       if (ChooseConvAlgorithm(ConvPass::kForward, g, out_depth, DataType::kFloat) ==
           ConvAlgorithm::kOneDnn) {
         // A case oneDNN has no kernel for falls back to im2col + GEMM.
-        Status status = onednn_.Forward(context, g, out_depth, in, weights, out);
+        const ConvFusion fusion = !fused_                                 ? ConvFusion::kNone
+                                  : activation_ == FusedActivation::kRelu ? ConvFusion::kBiasRelu
+                                                                          : ConvFusion::kBias;
+        Status status = onednn_.Forward(context, g, out_depth, in, weights, bias, fusion, out);
         if (!IsUnimplemented(status)) return status;
       }
     }
@@ -60,11 +72,17 @@ class Conv2DOp final : public OpKernel {
       Gemm(GemmDims{.m = (last - first) * g.out_cols, .n = out_depth, .k = patch}, T(1), patches,
            patch, weights, out_depth, T(0), out + first * g.out_cols * out_depth, out_depth);
     });
+    if (fused_) {
+      AddBiasAndActivation(context, out, output->NumElements() / out_depth, out_depth, bias,
+                           activation_);
+    }
     return Status::OK();
   }
 
  private:
+  const bool fused_;
   WindowAttrs attrs_;
+  FusedActivation activation_ = FusedActivation::kNone;
   OneDnnConvolution onednn_;
 };
 
@@ -73,6 +91,8 @@ class Conv2DOp final : public OpKernel {
 void RegisterConvKernels(KernelRegistry& registry) {
   registry.Register<Conv2DOp<float>>(KernelDef("Conv2D", "CPU").TypeConstraint<float>("T"));
   registry.Register<Conv2DOp<double>>(KernelDef("Conv2D", "CPU").TypeConstraint<double>("T"));
+  registry.Register<Conv2DOp<float>>(KernelDef("_FusedConv2D", "CPU").TypeConstraint<float>("T"));
+  registry.Register<Conv2DOp<double>>(KernelDef("_FusedConv2D", "CPU").TypeConstraint<double>("T"));
 }
 
 }  // namespace weft::kernels

@@ -363,3 +363,56 @@ TEST(Conv2DTest, DISABLED_FashionMnistCnnTiming) {
 
 }  // namespace
 }  // namespace weft::testing
+
+namespace weft::testing {
+namespace {
+
+// _FusedConv2D (Conv2D -> BiasAdd -> Relu fused by graph/fuse_ops.h) against the separate
+// kernels: float on both algorithms (oneDNN applies bias and ReLU as post-ops), and double.
+template <typename T>
+void CheckFusedConv(uint32_t seed, double tolerance) {
+  KernelRunner runner;
+  Tensor input = RandomTensor<T>(TensorShape({3, 9, 8, 4}), seed);
+  Tensor filter = RandomTensor<T>(TensorShape({3, 3, 4, 6}), seed + 1);
+  Tensor bias = RandomTensor<T>(TensorShape({6}), seed + 2);
+  AttrMap attrs = ConvAttrs(1, 1, "SAME");
+  StatusOr<Tensor> conv = runner.RunOne("Conv2D", {input, filter}, attrs);
+  ASSERT_TRUE(conv.ok()) << conv.status();
+  StatusOr<Tensor> biased = runner.RunOne("BiasAdd", {*conv, bias});
+  ASSERT_TRUE(biased.ok()) << biased.status();
+  StatusOr<Tensor> activated = runner.RunOne("Relu", {*biased});
+  ASSERT_TRUE(activated.ok()) << activated.status();
+  for (const char* activation : {"None", "Relu"}) {
+    SCOPED_TRACE(activation);
+    AttrMap fused_attrs = attrs;
+    fused_attrs["activation"] = MakeAttrValue(std::string(activation));
+    StatusOr<Tensor> fused = runner.RunOne("_FusedConv2D", {input, filter, bias}, fused_attrs);
+    ASSERT_TRUE(fused.ok()) << fused.status();
+    EXPECT_TENSOR_NEAR(*fused, std::string(activation) == "Relu" ? *activated : *biased, tolerance,
+                       tolerance);
+  }
+}
+
+TEST(FusedConv2DTest, EqualsConv2DBiasAddRelu) {
+  for (kernels::ConvAlgorithm algorithm : kConvAlgorithms) {
+    SCOPED_TRACE(kernels::ConvAlgorithmName(algorithm));
+    ScopedConvAlgorithm forced(algorithm);
+    CheckFusedConv<float>(51, 1e-5);
+  }
+  CheckFusedConv<double>(61, 1e-12);
+}
+
+TEST(FusedConv2DTest, ABiasOfTheWrongShapeNamesTheNode) {
+  KernelRunner runner;
+  AttrMap attrs = ConvAttrs(1, 1, "SAME");
+  attrs["activation"] = MakeAttrValue(std::string("Relu"));
+  StatusOr<Tensor> fused = runner.RunOne("_FusedConv2D",
+                                         {RandomTensor<float>(TensorShape({1, 5, 5, 2}), 1),
+                                          RandomTensor<float>(TensorShape({3, 3, 2, 4}), 2),
+                                          RandomTensor<float>(TensorShape({2, 2}), 3)},
+                                         attrs);
+  ExpectKernelError(fused.status(), "_FusedConv2D", "bias must be a vector of 4 values");
+}
+
+}  // namespace
+}  // namespace weft::testing

@@ -82,6 +82,7 @@ struct OneDnnConvolution::Primitives {
   memory::desc out_md;           // output or out_backprop, NHWC
   memory::desc user_weights_md;  // filter or filter_grad as Weft stores it, HWIO
   memory::desc weights_md;       // the layout the primitive reads or writes
+  memory::desc bias_md;          // a fused forward's bias [Cout]
   // user -> primitive layout (forward, backprop input), or back (backprop filter); empty when the
   // layouts agree.
   std::optional<dnnl::reorder> weights_reorder;
@@ -115,8 +116,10 @@ bool OneDnnConvolution::Supports(const SpatialGeometry& g, int64_t out_depth) {
 }
 
 StatusOr<std::shared_ptr<const OneDnnConvolution::Primitives>> OneDnnConvolution::Get(
-    ConvPass pass, const SpatialGeometry& g, int64_t out_depth, int64_t batch) {
+    ConvPass pass, ConvFusion fusion, const SpatialGeometry& g, int64_t out_depth, int64_t batch) {
+  if (pass != ConvPass::kForward) fusion = ConvFusion::kNone;
   const Key key = {static_cast<int64_t>(pass),
+                   static_cast<int64_t>(fusion),
                    batch,
                    g.in_rows,
                    g.in_cols,
@@ -158,11 +161,32 @@ StatusOr<std::shared_ptr<const OneDnnConvolution::Primitives>> OneDnnConvolution
         attr, engine);
     memory::desc& scratchpad_md = made->scratchpad_md;
     switch (pass) {
-      case ConvPass::kForward:
-        made->convolution = dnnl::convolution_forward(forward);
-        made->weights_md = forward.weights_desc();
-        scratchpad_md = forward.scratchpad_desc();
+      case ConvPass::kForward: {
+        if (fusion == ConvFusion::kNone) {
+          made->convolution = dnnl::convolution_forward(forward);
+          made->weights_md = forward.weights_desc();
+          scratchpad_md = forward.scratchpad_desc();
+          break;
+        }
+        // The bias and ReLU applied by the convolution as it writes each output block.
+        made->bias_md = memory::desc({out_depth}, memory::data_type::f32, Tag::a);
+        dnnl::primitive_attr fused_attr = attr;
+        if (fusion == ConvFusion::kBiasRelu) {
+          dnnl::post_ops post_ops;
+          post_ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+          fused_attr.set_post_ops(post_ops);
+        }
+        const dnnl::convolution_forward::primitive_desc fused(
+            dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
+                                            dnnl::algorithm::convolution_direct, made->data_md,
+                                            any_weights, made->bias_md, made->out_md, strides,
+                                            pad_before, pad_after),
+            fused_attr, engine);
+        made->convolution = dnnl::convolution_forward(fused);
+        made->weights_md = fused.weights_desc();
+        scratchpad_md = fused.scratchpad_desc();
         break;
+      }
       case ConvPass::kBackpropInput: {
         const dnnl::convolution_backward_data::primitive_desc backward(
             dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct,
@@ -204,8 +228,8 @@ StatusOr<std::shared_ptr<const OneDnnConvolution::Primitives>> OneDnnConvolution
 }
 
 StatusOr<std::vector<std::shared_ptr<const OneDnnConvolution::Primitives>>>
-OneDnnConvolution::GetForShards(ConvPass pass, const SpatialGeometry& g, int64_t out_depth,
-                                int64_t num_shards) {
+OneDnnConvolution::GetForShards(ConvPass pass, ConvFusion fusion, const SpatialGeometry& g,
+                                int64_t out_depth, int64_t num_shards) {
   const BatchShards shards{g.batch, num_shards};
   std::vector<std::shared_ptr<const Primitives>> primitives(num_shards);
   for (int64_t s = 0; s < num_shards; ++s) {
@@ -213,7 +237,7 @@ OneDnnConvolution::GetForShards(ConvPass pass, const SpatialGeometry& g, int64_t
       primitives[s] = primitives[s - 1];
       continue;
     }
-    WEFT_ASSIGN_OR_RETURN(primitives[s], Get(pass, g, out_depth, shards.Size(s)));
+    WEFT_ASSIGN_OR_RETURN(primitives[s], Get(pass, fusion, g, out_depth, shards.Size(s)));
   }
   return primitives;
 }
@@ -250,10 +274,10 @@ Status PrepareWeights(const std::vector<std::shared_ptr<const Primitives>>& prim
 
 Status OneDnnConvolution::Forward(OpKernelContext* context, const SpatialGeometry& g,
                                   int64_t out_depth, const float* input, const float* filter,
-                                  float* output) {
+                                  const float* bias, ConvFusion fusion, float* output) {
   const BatchShards shards = ShardBatch(context, g.batch);
   WEFT_ASSIGN_OR_RETURN(auto primitives,
-                        GetForShards(ConvPass::kForward, g, out_depth, shards.count));
+                        GetForShards(ConvPass::kForward, fusion, g, out_depth, shards.count));
   std::vector<Tensor> storage;
   std::vector<const float*> weights;
   try {
@@ -266,12 +290,16 @@ Status OneDnnConvolution::Forward(OpKernelContext* context, const SpatialGeometr
   return ForEachShard(context, shards, ConvPass::kForward, g, [&](int64_t s) {
     const Primitives& p = *primitives[s];
     dnnl::engine& engine = CpuEngine();
-    return p.Execute({
+    std::unordered_map<int, memory> args = {
         {DNNL_ARG_SRC,
          memory(p.data_md, engine, const_cast<float*>(input + shards.First(s) * in_image))},
         {DNNL_ARG_WEIGHTS, memory(p.weights_md, engine, const_cast<float*>(weights[s]))},
         {DNNL_ARG_DST, memory(p.out_md, engine, output + shards.First(s) * out_image)},
-    });
+    };
+    if (fusion != ConvFusion::kNone) {
+      args.emplace(DNNL_ARG_BIAS, memory(p.bias_md, engine, const_cast<float*>(bias)));
+    }
+    return p.Execute(std::move(args));
   });
 }
 
@@ -279,8 +307,8 @@ Status OneDnnConvolution::BackpropInput(OpKernelContext* context, const SpatialG
                                         int64_t out_depth, const float* filter,
                                         const float* out_backprop, float* input_grad) {
   const BatchShards shards = ShardBatch(context, g.batch);
-  WEFT_ASSIGN_OR_RETURN(auto primitives,
-                        GetForShards(ConvPass::kBackpropInput, g, out_depth, shards.count));
+  WEFT_ASSIGN_OR_RETURN(auto primitives, GetForShards(ConvPass::kBackpropInput, ConvFusion::kNone,
+                                                      g, out_depth, shards.count));
   std::vector<Tensor> storage;
   std::vector<const float*> weights;
   try {
@@ -306,8 +334,8 @@ Status OneDnnConvolution::BackpropFilter(OpKernelContext* context, const Spatial
                                          int64_t out_depth, const float* input,
                                          const float* out_backprop, float* filter_grad) {
   const BatchShards shards = ShardBatch(context, g.batch);
-  WEFT_ASSIGN_OR_RETURN(auto primitives,
-                        GetForShards(ConvPass::kBackpropFilter, g, out_depth, shards.count));
+  WEFT_ASSIGN_OR_RETURN(auto primitives, GetForShards(ConvPass::kBackpropFilter, ConvFusion::kNone,
+                                                      g, out_depth, shards.count));
   const int64_t filter_size = g.patch_size() * out_depth;
   // Shard 0 leaves its sum in filter_grad, shard s > 0 in row s - 1 of `partial`, each in Weft's
   // layout; the rows are added at the end.

@@ -20,6 +20,9 @@
 
 namespace weft::kernels {
 
+// What a forward convolution adds to its output in the same pass (_FusedConv2D).
+enum class ConvFusion { kNone, kBias, kBiasRelu };
+
 class OneDnnConvolution {
  public:
   OneDnnConvolution();
@@ -29,9 +32,11 @@ class OneDnnConvolution {
   // padding that is not negative (a VALID window that skips trailing input cannot be).
   static bool Supports(const SpatialGeometry& g, int64_t out_depth);
 
-  // output [N, OH, OW, Cout] = Conv2D(input [N, H, W, Cin], filter [KH, KW, Cin, Cout]).
+  // output [N, OH, OW, Cout] = Conv2D(input [N, H, W, Cin], filter [KH, KW, Cin, Cout]), plus
+  // bias [Cout] and then ReLU as `fusion` says (bias may be null for kNone).
   Status Forward(OpKernelContext* context, const SpatialGeometry& g, int64_t out_depth,
-                 const float* input, const float* filter, float* output);
+                 const float* input, const float* filter, const float* bias, ConvFusion fusion,
+                 float* output);
   // input_grad [N, H, W, Cin] from filter and out_backprop [N, OH, OW, Cout].
   Status BackpropInput(OpKernelContext* context, const SpatialGeometry& g, int64_t out_depth,
                        const float* filter, const float* out_backprop, float* input_grad);
@@ -41,14 +46,17 @@ class OneDnnConvolution {
 
  private:
   struct Primitives;
-  // pass, shard batch, then the geometry and out_depth.
-  using Key = std::array<int64_t, 13>;
+  // pass, fusion, shard batch, then the geometry and out_depth.
+  using Key = std::array<int64_t, 14>;
 
-  // The primitives for `pass` over `batch` images of geometry g, built on first use.
-  StatusOr<std::shared_ptr<const Primitives>> Get(ConvPass pass, const SpatialGeometry& g,
-                                                  int64_t out_depth, int64_t batch);
+  // The primitives for `pass` (with `fusion`, forward only) over `batch` images of geometry g,
+  // built on first use.
+  StatusOr<std::shared_ptr<const Primitives>> Get(ConvPass pass, ConvFusion fusion,
+                                                  const SpatialGeometry& g, int64_t out_depth,
+                                                  int64_t batch);
   // The primitives of each of `num_shards` equal-as-can-be shards of g's batch.
   StatusOr<std::vector<std::shared_ptr<const Primitives>>> GetForShards(ConvPass pass,
+                                                                        ConvFusion fusion,
                                                                         const SpatialGeometry& g,
                                                                         int64_t out_depth,
                                                                         int64_t num_shards);

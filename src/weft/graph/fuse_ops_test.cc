@@ -1,0 +1,177 @@
+#include "weft/graph/fuse_ops.h"
+
+#include <random>
+#include <set>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "weft/graph/builder/ops.h"
+#include "weft/kernels/nn/conv_algorithm.h"
+#include "weft/kernels/register_kernels.h"
+#include "weft/runtime/session.h"
+#include "weft/testing/tensor_matchers.h"
+
+namespace weft {
+namespace {
+
+Tensor Random(const TensorShape& shape, uint32_t seed) {
+  Tensor t(DataType::kFloat, shape);
+  std::mt19937 generator(seed);
+  std::uniform_real_distribution<float> uniform(-1, 1);
+  for (float& v : t.flat<float>()) v = uniform(generator);
+  return t;
+}
+
+const proto::NodeDef* Find(const proto::GraphDef& graph, const std::string& name) {
+  for (const proto::NodeDef& node : graph.node()) {
+    if (node.name() == name) return &node;
+  }
+  return nullptr;
+}
+
+int Fuse(proto::GraphDef* graph) { return FuseOps(kernels::AllKernels(), "CPU", graph); }
+
+// x [2,6,6,3] -> conv -> bias_add -> relu, and a [4,8] -> matmul -> dense_bias (no activation).
+struct Chains {
+  Scope root = Scope::NewRootScope();
+  Output conv, bias_add, relu, matmul, dense;
+  Chains() {
+    Output x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat);
+    conv = ops::Conv2D(root.WithOpName("conv"), x,
+                       ops::Const(root.WithOpName("filter"), Random(TensorShape({3, 3, 3, 5}), 1)),
+                       {1, 1, 1, 1}, "SAME");
+    bias_add = ops::BiasAdd(root.WithOpName("bias_add"), conv,
+                            ops::Const(root.WithOpName("bias"), Random(TensorShape({5}), 2)));
+    relu = ops::Relu(root.WithOpName("relu"), bias_add);
+    Output a = ops::Placeholder(root.WithOpName("a"), DataType::kFloat);
+    matmul =
+        ops::MatMul(root.WithOpName("matmul"), a, ops::Const(root, Random(TensorShape({8, 3}), 3)));
+    dense = ops::BiasAdd(root.WithOpName("dense"), matmul,
+                         ops::Const(root.WithOpName("dense_bias"), Random(TensorShape({3}), 4)));
+  }
+};
+
+TEST(FuseOpsTest, FusesConvolutionAndMatMulChainsUnderTheLastNodesName) {
+  Chains chains;
+  ops::Identity(chains.root.WithOpName("out"), chains.relu);
+  ops::Identity(chains.root.WithOpName("out2"), chains.dense);
+  proto::GraphDef graph = chains.root.ToGraphDef().value();
+  EXPECT_EQ(Fuse(&graph), 2);
+  EXPECT_EQ(Find(graph, "conv"), nullptr);
+  EXPECT_EQ(Find(graph, "bias_add"), nullptr);
+  EXPECT_EQ(Find(graph, "matmul"), nullptr);
+  const proto::NodeDef* relu = Find(graph, "relu");
+  ASSERT_NE(relu, nullptr);
+  EXPECT_EQ(relu->op(), "_FusedConv2D");
+  ASSERT_EQ(relu->input_size(), 3);
+  EXPECT_EQ(relu->input(0), "x");
+  EXPECT_EQ(relu->input(1), "filter");
+  EXPECT_EQ(relu->input(2), "bias");
+  EXPECT_EQ(relu->attr().at("activation").s(), "Relu");
+  EXPECT_EQ(relu->attr().at("padding").s(), "SAME");
+  const proto::NodeDef* dense = Find(graph, "dense");
+  ASSERT_NE(dense, nullptr);
+  EXPECT_EQ(dense->op(), "_FusedMatMul");
+  EXPECT_EQ(dense->attr().at("activation").s(), "None");
+  // The consumers still read the chains' last names.
+  EXPECT_EQ(Find(graph, "out")->input(0), "relu");
+}
+
+TEST(FuseOpsTest, LeavesChainsWhoseMiddleResultsAreReadElsewhere) {
+  {
+    Chains chains;  // the convolution's output is read twice
+    ops::Identity(chains.root.WithOpName("out"), chains.relu);
+    ops::Identity(chains.root.WithOpName("peek"), chains.conv);
+    proto::GraphDef graph = chains.root.ToGraphDef().value();
+    Fuse(&graph);
+    EXPECT_EQ(Find(graph, "relu")->op(), "Relu");
+    EXPECT_EQ(Find(graph, "conv")->op(), "Conv2D");
+  }
+  {
+    Chains chains;  // the BiasAdd's output is read beside the Relu: Conv2D + BiasAdd fuse alone
+    ops::Identity(chains.root.WithOpName("out"), chains.relu);
+    ops::Identity(chains.root.WithOpName("peek"), chains.bias_add);
+    proto::GraphDef graph = chains.root.ToGraphDef().value();
+    Fuse(&graph);
+    EXPECT_EQ(Find(graph, "relu")->op(), "Relu");
+    EXPECT_EQ(Find(graph, "bias_add")->op(), "_FusedConv2D");
+    EXPECT_EQ(Find(graph, "bias_add")->attr().at("activation").s(), "None");
+  }
+  {
+    Chains chains;  // a control edge from the convolution
+    ops::Identity(chains.root.WithOpName("out"), chains.relu);
+    ops::Identity(chains.root.WithOpName("later").WithControlDependencies({chains.conv}),
+                  chains.dense);
+    proto::GraphDef graph = chains.root.ToGraphDef().value();
+    Fuse(&graph);
+    EXPECT_EQ(Find(graph, "conv")->op(), "Conv2D");
+  }
+}
+
+TEST(FuseOpsTest, IntegerMatMulHasNoFusedKernel) {
+  Scope root = Scope::NewRootScope();
+  Output product =
+      ops::MatMul(root.WithOpName("matmul"),
+                  ops::Const(root, Tensor::FromVector<int32_t>({1, 2}, TensorShape({1, 2}))),
+                  ops::Const(root, Tensor::FromVector<int32_t>({3, 4}, TensorShape({2, 1}))));
+  ops::BiasAdd(root.WithOpName("bias_add"), product,
+               ops::Const(root, Tensor::FromVector<int32_t>({5})));
+  proto::GraphDef graph = root.ToGraphDef().value();
+  EXPECT_EQ(Fuse(&graph), 0);
+  EXPECT_EQ(Find(graph, "matmul")->op(), "MatMul");
+}
+
+TEST(FuseOpsTest, MalformedInputsFuseNothingAndDoNotCrash) {
+  Chains chains;
+  ops::Identity(chains.root.WithOpName("out"), chains.relu);
+  proto::GraphDef graph = chains.root.ToGraphDef().value();
+  for (proto::NodeDef& node : *graph.mutable_node()) {
+    if (node.name() == "relu") node.set_input(0, "bias_add:banana");
+  }
+  // conv -> bias_add (whose lone reader no longer parses as one) and matmul -> dense; importing
+  // the graph then reports the bad input as it would have.
+  EXPECT_EQ(Fuse(&graph), 2);
+  EXPECT_EQ(Find(graph, "relu")->op(), "Relu");
+}
+
+// A session fuses each partition: the fused kernels give what the separate ops give, on both
+// convolution algorithms (fetching the convolution too keeps the second run unfused).
+TEST(FuseOpsTest, FusedStepsComputeWhatTheSeparateOpsCompute) {
+  for (kernels::ConvAlgorithm algorithm :
+       {kernels::ConvAlgorithm::kIm2ColGemm, kernels::ConvAlgorithm::kOneDnn}) {
+    SCOPED_TRACE(kernels::ConvAlgorithmName(algorithm));
+    kernels::SetConvAlgorithmOverride(algorithm);
+    Chains chains;
+    auto session = NewSession(SessionOptions()).value();
+    ASSERT_TRUE(session->Create(chains.root.ToGraphDef().value()).ok());
+    const NamedTensorList feeds = {{"x", Random(TensorShape({2, 6, 6, 3}), 5)},
+                                   {"a", Random(TensorShape({4, 8}), 6)}};
+    std::vector<Tensor> fused, separate;
+    proto::RunOptions trace;
+    trace.set_trace_level(proto::RunOptions::FULL_TRACE);
+    auto ops_run = [](const proto::RunMetadata& metadata) {
+      std::set<std::string> ops;
+      for (const auto& device : metadata.step_stats().dev_stats()) {
+        for (const auto& node : device.node_stats()) ops.insert(node.op());
+      }
+      return ops;
+    };
+    proto::RunMetadata fused_run, separate_run;
+    ASSERT_TRUE(session->Run(trace, feeds, {"relu", "dense"}, {}, &fused, &fused_run).ok());
+    ASSERT_TRUE(
+        session
+            ->Run(trace, feeds, {"relu", "dense", "conv", "matmul"}, {}, &separate, &separate_run)
+            .ok());
+    EXPECT_EQ(ops_run(fused_run).count("_FusedConv2D"), 1);
+    EXPECT_EQ(ops_run(fused_run).count("_FusedMatMul"), 1);
+    EXPECT_EQ(ops_run(separate_run).count("_FusedConv2D"), 0);
+    EXPECT_EQ(ops_run(separate_run).count("BiasAdd"), 1);
+    EXPECT_TENSOR_NEAR(fused[0], separate[0], 1e-5, 1e-5);
+    EXPECT_TENSOR_NEAR(fused[1], separate[1], 1e-5, 1e-5);
+    kernels::SetConvAlgorithmOverride(std::nullopt);
+  }
+}
+
+}  // namespace
+}  // namespace weft
