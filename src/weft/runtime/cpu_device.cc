@@ -15,7 +15,9 @@ namespace {
 
 // How long idle intra-op threads poll before sleeping. Kernels hand work over every few hundred
 // microseconds in a training step; a sleeping thread takes ~30 us to wake (see thread_pool.h).
-// Measured on W1 (MLP): 0 us: ~48k images/s, 200 us: ~62-71k, 1000 us: ~71-86k.
+// Measured on W1 (MLP): 0 us: ~48k images/s, 200 us: ~62-71k, 1000 us: ~71-86k. A device of one
+// intra-op thread runs its kernels inline and its pool only runs collective slices: polling after
+// them would take the core from the replicas' compute (W1 on 2 devices of 1 thread each).
 constexpr int64_t kIntraOpSpinMicros = 1000;
 
 // Lets Eigen expressions schedule onto the device's weft::ThreadPool.
@@ -34,7 +36,9 @@ class EigenPoolAdapter final : public Eigen::ThreadPoolInterface {
 
 struct CpuDevice::IntraOpThreads {
   explicit IntraOpThreads(int threads)
-      : pool("intra_op", threads, kIntraOpSpinMicros), adapter(&pool), device(&adapter, threads) {}
+      : pool("intra_op", threads, threads > 1 ? kIntraOpSpinMicros : 0),
+        adapter(&pool),
+        device(&adapter, threads) {}
   ThreadPool pool;
   EigenPoolAdapter adapter;
   Eigen::ThreadPoolDevice device;
