@@ -54,6 +54,18 @@ def chief_summary(path):
     return summary
 
 
+def print_against_ddp(label, weft, ddp, accuracy=False):
+    """METRIC lines of a Weft summary and a PyTorch DDP one, then their images/s RATIO."""
+    print(f"METRIC {label}_weft_images_per_sec {weft['train_images_per_sec']:.0f} images/s")
+    print(f"METRIC {label}_torch_ddp_images_per_sec {ddp['train_images_per_sec']:.0f} images/s")
+    print(f"METRIC {label}_weft_final_loss {weft['final_loss']:.4f} loss")
+    print(f"METRIC {label}_torch_ddp_final_loss {ddp['final_loss']:.4f} loss")
+    if accuracy:
+        print(f"METRIC {label}_weft_test_accuracy {weft['test_accuracy']:.4f} accuracy")
+    print(f"RATIO {label}_vs_torch_ddp2 "
+          f"{weft['train_images_per_sec'] / ddp['train_images_per_sec']:.3f}")
+
+
 def conv_table(weft_path, torch_path):
     """`bench/run.sh conv`: per W2 layer and pass, Weft's two algorithms, the one it chooses, and
     PyTorch's time; GFLOP/s of the chosen one as a fraction of the SGEMM rate of the same run."""
@@ -146,16 +158,8 @@ def main():
         # DDP; W1 on 2 replicas against 1 device in the same process.
         for model, weft_file, ddp_file in (("mlp", "weft_mirrored2", "torch_ddp2"),
                                            ("cnn", "weft_mirrored2_cnn", "torch_ddp2_cnn")):
-            weft = load_json(f"{path}/{weft_file}.json")
-            ddp = load_json(f"{path}/{ddp_file}.json")
-            label = f"mirrored2_{model}"
-            print(f"METRIC {label}_weft_images_per_sec {weft['train_images_per_sec']:.0f} images/s")
-            print(f"METRIC {label}_torch_ddp_images_per_sec {ddp['train_images_per_sec']:.0f} "
-                  "images/s")
-            print(f"METRIC {label}_weft_final_loss {weft['final_loss']:.4f} loss")
-            print(f"METRIC {label}_torch_ddp_final_loss {ddp['final_loss']:.4f} loss")
-            print(f"RATIO {label}_vs_torch_ddp2 "
-                  f"{weft['train_images_per_sec'] / ddp['train_images_per_sec']:.3f}")
+            print_against_ddp(f"mirrored2_{model}", load_json(f"{path}/{weft_file}.json"),
+                              load_json(f"{path}/{ddp_file}.json"))
         mirrored = load_json(f"{path}/weft_mirrored2.json")["train_images_per_sec"]
         one = load_json(f"{path}/weft_one_device.json")["train_images_per_sec"]
         print(f"METRIC one_device_mlp_weft_images_per_sec {one:.0f} images/s")
@@ -195,17 +199,9 @@ def main():
         # (the chief's summary through `weft launch`) against PyTorch DDP in 2 processes, and W1's
         # multi-worker figure against the in-process MirroredStrategy over 2 devices.
         for model in ("mlp", "cnn"):
-            weft = chief_summary(f"{path}/multiworker2_{model}.log")
-            ddp = load_json(f"{path}/torch_ddp2_{model}.json")
-            label = f"multiworker2_{model}"
-            print(f"METRIC {label}_weft_images_per_sec {weft['train_images_per_sec']:.0f} images/s")
-            print(f"METRIC {label}_torch_ddp_images_per_sec {ddp['train_images_per_sec']:.0f} "
-                  "images/s")
-            print(f"METRIC {label}_weft_final_loss {weft['final_loss']:.4f} loss")
-            print(f"METRIC {label}_torch_ddp_final_loss {ddp['final_loss']:.4f} loss")
-            print(f"METRIC {label}_weft_test_accuracy {weft['test_accuracy']:.4f} accuracy")
-            print(f"RATIO {label}_vs_torch_ddp2 "
-                  f"{weft['train_images_per_sec'] / ddp['train_images_per_sec']:.3f}")
+            print_against_ddp(f"multiworker2_{model}",
+                              chief_summary(f"{path}/multiworker2_{model}.log"),
+                              load_json(f"{path}/torch_ddp2_{model}.json"), accuracy=True)
         multiworker = chief_summary(f"{path}/multiworker2_mlp.log")
         mirrored = load_json(f"{path}/weft_mirrored2.json")
         print(f"METRIC multiworker2_mlp_mirrored_images_per_sec "

@@ -135,16 +135,10 @@ TEST(Conv2DBackpropTest, HandComputed) {
 // them run chunks one at a time. Both must give the same results.
 // float runs both algorithms (oneDNN falls back to im2col where it cannot express the case).
 TEST(Conv2DBackpropTest, MatchesReferenceFloat) {
-  for (kernels::ConvAlgorithm algorithm : kConvAlgorithms) {
-    ScopedConvAlgorithm forced(algorithm);
-    for (int blas_threads : {1, 2}) {
-      SCOPED_TRACE(
-          StrCat(kernels::ConvAlgorithmName(algorithm), ", OpenBLAS threads ", blas_threads));
-      ScopedBlasThreads blas(blas_threads);
-      uint32_t seed = 3;
-      for (const GradCase& c : Cases()) CheckAgainstReference<float>(c, seed += 3, 1e-4);
-    }
-  }
+  ForEachConvAlgorithmAndBlasThreads([] {
+    uint32_t seed = 3;
+    for (const GradCase& c : Cases()) CheckAgainstReference<float>(c, seed += 3, 1e-4);
+  });
 }
 
 // oneDNN's shards: uneven (two primitives), more threads than images, W2's second layer; the
@@ -184,60 +178,49 @@ TEST(Conv2DBackpropTest, ManyChunksMatchReference) {
   }
 }
 
+// Both gradients of `c` against central differences of the float64 Conv2D's weighted sum; with
+// `as_float` the backprops run on float32 copies of the same values (so on oneDNN when forced).
+void ExpectGradientsMatchNumeric(const GradCase& c, uint32_t seed, bool as_float,
+                                 double tolerance) {
+  SCOPED_TRACE(StrCat("input ", c.input, " filter ", c.filter));
+  Tensor input = RandomTensor<double>(c.input, seed);
+  Tensor filter = RandomTensor<double>(c.filter, seed + 1);
+  Tensor weights = RandomTensor<double>(OutputShape(c), seed + 2);
+  AttrMap attrs = ConvAttrs(c.stride_rows, c.stride_cols, c.padding);
+  KernelRunner runner;
+  auto loss = [&](const Tensor& x, const Tensor& f) {
+    StatusOr<Tensor> y = runner.RunOne("Conv2D", {x, f}, attrs);
+    EXPECT_TRUE(y.ok()) << y.status();
+    return y.ok() ? WeightedSum(*y, weights) : 0.0;
+  };
+  Tensor numeric_dx = NumericGradient([&](const Tensor& x) { return loss(x, filter); }, input);
+  Tensor numeric_df = NumericGradient([&](const Tensor& f) { return loss(input, f); }, filter);
+  auto cast = [as_float](const Tensor& t) { return as_float ? ToFloat(t) : t; };
+  StatusOr<Tensor> dx =
+      runner.RunOne("Conv2DBackpropInput", {Sizes(c.input), cast(filter), cast(weights)}, attrs);
+  StatusOr<Tensor> df =
+      runner.RunOne("Conv2DBackpropFilter", {cast(input), Sizes(c.filter), cast(weights)}, attrs);
+  ASSERT_TRUE(dx.ok() && df.ok()) << dx.status() << df.status();
+  EXPECT_TENSOR_NEAR(*dx, cast(numeric_dx), tolerance, tolerance);
+  EXPECT_TENSOR_NEAR(*df, cast(numeric_df), tolerance, tolerance);
+}
+
 TEST(Conv2DBackpropTest, MatchesNumericGradientOfConv2D) {
   for (const GradCase& c : {GradCase{{2, 5, 4, 2}, {3, 2, 2, 3}, 2, 2, "SAME"},
                             GradCase{{1, 6, 5, 3}, {3, 3, 3, 2}, 1, 2, "VALID"},
                             GradCase{{2, 3, 3, 2}, {1, 1, 2, 2}, 1, 1, "SAME"}}) {
-    SCOPED_TRACE(StrCat("input ", c.input, " filter ", c.filter));
-    Tensor input = RandomTensor<double>(c.input, 21);
-    Tensor filter = RandomTensor<double>(c.filter, 22);
-    Tensor weights = RandomTensor<double>(OutputShape(c), 23);
-    AttrMap attrs = ConvAttrs(c.stride_rows, c.stride_cols, c.padding);
-    KernelRunner runner;
-    auto loss = [&](const Tensor& x, const Tensor& f) {
-      StatusOr<Tensor> y = runner.RunOne("Conv2D", {x, f}, attrs);
-      EXPECT_TRUE(y.ok()) << y.status();
-      return y.ok() ? WeightedSum(*y, weights) : 0.0;
-    };
-    Tensor numeric_dx = NumericGradient([&](const Tensor& x) { return loss(x, filter); }, input);
-    Tensor numeric_df = NumericGradient([&](const Tensor& f) { return loss(input, f); }, filter);
-    StatusOr<Tensor> dx =
-        runner.RunOne("Conv2DBackpropInput", {Sizes(c.input), filter, weights}, attrs);
-    StatusOr<Tensor> df =
-        runner.RunOne("Conv2DBackpropFilter", {input, Sizes(c.filter), weights}, attrs);
-    ASSERT_TRUE(dx.ok() && df.ok()) << dx.status() << df.status();
-    EXPECT_TENSOR_NEAR(*dx, numeric_dx, 1e-7, 1e-7);
-    EXPECT_TENSOR_NEAR(*df, numeric_df, 1e-7, 1e-7);
+    ExpectGradientsMatchNumeric(c, 21, /*as_float=*/false, 1e-7);
   }
 }
 
 // oneDNN's float gradients against central differences of the float64 Conv2D (im2col + GEMM,
-// checked above): the numeric gradient of the same loss, at float precision.
+// checked above), at float precision.
 TEST(Conv2DBackpropTest, OneDnnMatchesNumericGradientOfConv2D) {
   ScopedConvAlgorithm forced(kernels::ConvAlgorithm::kOneDnn);
   for (const GradCase& c : {GradCase{{2, 5, 4, 2}, {3, 2, 2, 3}, 2, 2, "SAME"},
                             GradCase{{3, 6, 6, 8}, {5, 5, 8, 4}, 1, 1, "SAME"},
                             GradCase{{1, 6, 5, 3}, {3, 3, 3, 2}, 1, 2, "VALID"}}) {
-    SCOPED_TRACE(StrCat("input ", c.input, " filter ", c.filter));
-    Tensor input = RandomTensor<double>(c.input, 41);
-    Tensor filter = RandomTensor<double>(c.filter, 42);
-    Tensor weights = RandomTensor<double>(OutputShape(c), 43);
-    AttrMap attrs = ConvAttrs(c.stride_rows, c.stride_cols, c.padding);
-    KernelRunner runner;
-    auto loss = [&](const Tensor& x, const Tensor& f) {
-      StatusOr<Tensor> y = runner.RunOne("Conv2D", {x, f}, attrs);
-      EXPECT_TRUE(y.ok()) << y.status();
-      return y.ok() ? WeightedSum(*y, weights) : 0.0;
-    };
-    Tensor numeric_dx = NumericGradient([&](const Tensor& x) { return loss(x, filter); }, input);
-    Tensor numeric_df = NumericGradient([&](const Tensor& f) { return loss(input, f); }, filter);
-    StatusOr<Tensor> dx = runner.RunOne("Conv2DBackpropInput",
-                                        {Sizes(c.input), ToFloat(filter), ToFloat(weights)}, attrs);
-    StatusOr<Tensor> df = runner.RunOne("Conv2DBackpropFilter",
-                                        {ToFloat(input), Sizes(c.filter), ToFloat(weights)}, attrs);
-    ASSERT_TRUE(dx.ok() && df.ok()) << dx.status() << df.status();
-    EXPECT_TENSOR_NEAR(*dx, ToFloat(numeric_dx), 1e-4, 1e-4);
-    EXPECT_TENSOR_NEAR(*df, ToFloat(numeric_df), 1e-4, 1e-4);
+    ExpectGradientsMatchNumeric(c, 41, /*as_float=*/true, 1e-4);
   }
 }
 

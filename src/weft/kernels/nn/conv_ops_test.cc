@@ -128,16 +128,10 @@ TEST(Conv2DTest, HandComputedStrideTwoWithTwoOutputChannels) {
 // them run chunks one at a time. Both must give the same results.
 // float runs both algorithms (oneDNN falls back to im2col where it cannot express the case).
 TEST(Conv2DTest, MatchesReferenceFloat) {
-  for (kernels::ConvAlgorithm algorithm : kConvAlgorithms) {
-    ScopedConvAlgorithm forced(algorithm);
-    for (int blas_threads : {1, 2}) {
-      SCOPED_TRACE(
-          StrCat(kernels::ConvAlgorithmName(algorithm), ", OpenBLAS threads ", blas_threads));
-      ScopedBlasThreads blas(blas_threads);
-      uint32_t seed = 1;
-      for (const ConvCase& c : SmallCases()) CheckAgainstReference<float>(c, seed += 2, 1e-4);
-    }
-  }
+  ForEachConvAlgorithmAndBlasThreads([] {
+    uint32_t seed = 1;
+    for (const ConvCase& c : SmallCases()) CheckAgainstReference<float>(c, seed += 2, 1e-4);
+  });
 }
 
 // oneDNN splits the batch into one shard per intra-op thread: uneven shards (two primitives of

@@ -135,6 +135,21 @@ class ScopedConvAlgorithm {
 inline constexpr kernels::ConvAlgorithm kConvAlgorithms[] = {kernels::ConvAlgorithm::kIm2ColGemm,
                                                              kernels::ConvAlgorithm::kOneDnn};
 
+// Runs `check` under both convolution algorithms, each with OpenBLAS single-threaded (chunks as
+// concurrent tasks) and multi-threaded (chunks one at a time).
+template <typename Check>
+void ForEachConvAlgorithmAndBlasThreads(Check&& check) {
+  for (kernels::ConvAlgorithm algorithm : kConvAlgorithms) {
+    ScopedConvAlgorithm forced(algorithm);
+    for (int blas_threads : {1, 2}) {
+      SCOPED_TRACE(
+          StrCat(kernels::ConvAlgorithmName(algorithm), ", OpenBLAS threads ", blas_threads));
+      ScopedBlasThreads blas(blas_threads);
+      check();
+    }
+  }
+}
+
 // Runs `op_name`'s kernel without its shape function, so tests reach the checks a kernel makes
 // itself. The node is named like KernelRunner's, "test_<op>".
 inline StatusOr<std::vector<Tensor>> RunKernelOnly(const std::string& op_name,
