@@ -116,6 +116,32 @@ proto::NodeDef MakeFused(const proto::NodeDef& producer, const proto::NodeDef& b
   return fused;
 }
 
+// Whether two input strings name the same tensor ("x" and "x:0" do).
+bool SameTensor(const std::string& a, const std::string& b) {
+  const InputRef x = ParseInput(a), y = ParseInput(b);
+  return !x.control && !y.control && x.node == y.node && x.index == y.index && x.index >= 0;
+}
+
+// The fused node standing for MaxPoolGrad -> ReluGrad, named like the ReluGrad.
+proto::NodeDef MakeFusedPoolGrad(const proto::NodeDef& pool_grad, const proto::NodeDef& relu_grad) {
+  proto::NodeDef fused;
+  fused.set_name(relu_grad.name());
+  fused.set_op("_FusedMaxPoolGrad");
+  fused.set_device(relu_grad.device());
+  for (int i = 0; i < 3; ++i) fused.add_input(pool_grad.input(i));
+  std::set<std::string> controls;
+  for (const proto::NodeDef* node : {&pool_grad, &relu_grad}) {
+    for (const std::string& input : node->input()) {
+      if (!input.empty() && input[0] == '^' && controls.insert(input).second) {
+        fused.add_input(input);
+      }
+    }
+  }
+  *fused.mutable_attr() = pool_grad.attr();
+  (*fused.mutable_attr())["activation"].set_s("Relu");
+  return fused;
+}
+
 }  // namespace
 
 int FuseOps(const KernelRegistry& kernels, std::string_view device_type, proto::GraphDef* graph) {
@@ -123,6 +149,19 @@ int FuseOps(const KernelRegistry& kernels, std::string_view device_type, proto::
   std::map<std::string, proto::NodeDef> replaced;  // by the name of the chain's last node
   std::set<std::string> removed;
   for (const proto::NodeDef& node : graph->node()) {
+    // ReluGrad of a max pool's gradient, where the features are the pooled Relu output.
+    if (node.op() == "ReluGrad" && node.input_size() >= 2) {
+      const proto::NodeDef* pool_grad = fuser.SoleProducer(node, "MaxPoolGrad");
+      if (pool_grad != nullptr && pool_grad->input_size() >= 3 &&
+          SameTensor(node.input(1), pool_grad->input(0))) {
+        proto::NodeDef fused = MakeFusedPoolGrad(*pool_grad, node);
+        if (kernels.HasKernel(fused, device_type)) {
+          removed.insert(pool_grad->name());
+          replaced[fused.name()] = std::move(fused);
+        }
+      }
+      continue;
+    }
     const proto::NodeDef* relu = nullptr;
     const proto::NodeDef* bias_add = nullptr;
     if (node.op() == "Relu") {

@@ -1,6 +1,7 @@
 // Fuses what one device's step runs back to back into single kernels, the way the reference
 // system's remapper does: Conv2D -> BiasAdd (-> Relu) becomes _FusedConv2D and MatMul -> BiasAdd
-// (-> Relu) becomes _FusedMatMul, when each intermediate result has no other consumer (training
+// (-> Relu) becomes _FusedMatMul, and MaxPoolGrad -> ReluGrad (whose features are the pooled
+// input) becomes _FusedMaxPoolGrad, when each intermediate result has no other consumer (training
 // graphs qualify: ReluGrad reads the Relu's output, which the fused node produces under the Relu's
 // name). Saves a pass over memory per fused op and a node per step; on oneDNN the bias and ReLU
 // are applied as the convolution writes its output. Runs on a partition's GraphDef (every node on

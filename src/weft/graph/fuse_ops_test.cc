@@ -109,6 +109,40 @@ TEST(FuseOpsTest, LeavesChainsWhoseMiddleResultsAreReadElsewhere) {
   }
 }
 
+// The gradient of Relu -> MaxPool: MaxPoolGrad -> ReluGrad over the pooled Relu output fuses;
+// a ReluGrad whose features are another tensor does not.
+TEST(FuseOpsTest, FusesTheReluGradientIntoTheMaxPoolGradient) {
+  for (bool same_features : {true, false}) {
+    SCOPED_TRACE(same_features ? "features: the pooled input" : "features: another tensor");
+    Scope root = Scope::NewRootScope();
+    Output activations = ops::Relu(root.WithOpName("relu"),
+                                   ops::Placeholder(root.WithOpName("x"), DataType::kFloat));
+    Output pooled =
+        ops::MaxPool(root.WithOpName("pool"), activations, {1, 2, 2, 1}, {1, 2, 2, 1}, "SAME");
+    Output grad = ops::MaxPoolGrad(root.WithOpName("pool_grad"), activations, pooled,
+                                   ops::Placeholder(root.WithOpName("dy"), DataType::kFloat),
+                                   {1, 2, 2, 1}, {1, 2, 2, 1}, "SAME");
+    Output other = ops::Placeholder(root.WithOpName("other"), DataType::kFloat);
+    ops::ReluGrad(root.WithOpName("relu_grad"), grad, same_features ? activations : other);
+    proto::GraphDef graph = root.ToGraphDef().value();
+    Fuse(&graph);
+    const proto::NodeDef* relu_grad = Find(graph, "relu_grad");
+    ASSERT_NE(relu_grad, nullptr);
+    if (same_features) {
+      EXPECT_EQ(relu_grad->op(), "_FusedMaxPoolGrad");
+      EXPECT_EQ(Find(graph, "pool_grad"), nullptr);
+      ASSERT_EQ(relu_grad->input_size(), 3);
+      EXPECT_EQ(relu_grad->input(0), "relu");
+      EXPECT_EQ(relu_grad->input(1), "pool");
+      EXPECT_EQ(relu_grad->input(2), "dy");
+      EXPECT_EQ(relu_grad->attr().at("ksize").list().i_size(), 4);
+    } else {
+      EXPECT_EQ(relu_grad->op(), "ReluGrad");
+      EXPECT_EQ(Find(graph, "pool_grad")->op(), "MaxPoolGrad");
+    }
+  }
+}
+
 TEST(FuseOpsTest, IntegerMatMulHasNoFusedKernel) {
   Scope root = Scope::NewRootScope();
   Output product =

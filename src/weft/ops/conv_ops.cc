@@ -276,6 +276,18 @@ void RegisterConvOps(OpRegistry& registry) {
                              .SetIsInternal()
                              .SetShapeFn(MaxPoolGradShape)
                              .Doc("Routes each grad value to the first maximum of its window."));
+
+  // What graph/fuse_ops.h makes of MaxPoolGrad -> ReluGrad over the Relu output that was pooled.
+  OpDefBuilder fused_pool_grad("_FusedMaxPoolGrad");
+  fused_pool_grad.Input("orig_input: T")
+      .Input("orig_output: T")
+      .Input("grad: T")
+      .Output("output: T");
+  registry.RegisterOrDie(AddPoolAttrs(fused_pool_grad)
+                             .Attr("activation: {'Relu'} = 'Relu'")
+                             .SetIsInternal()
+                             .SetShapeFn(MaxPoolGradShape)
+                             .Doc("MaxPoolGrad, then ReluGrad with orig_input as the features."));
 }
 
 }  // namespace weft::ops

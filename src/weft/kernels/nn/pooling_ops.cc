@@ -87,7 +87,7 @@ class MaxPoolOp final : public OpKernel {
 // the gradient to the first cell equal to it, all in loops over channels the compiler vectorises.
 template <typename T>
 void NonOverlappingGrad(OpKernelContext* context, const SpatialGeometry& g, const T* in,
-                        const T* dy, T* dx) {
+                        const T* dy, bool relu, T* dx) {
   const int64_t depth = g.in_depth;
   const bool covers_input =
       g.stride_rows == g.window_rows && g.stride_cols == g.window_cols && g.pad_top >= 0 &&
@@ -126,16 +126,29 @@ void NonOverlappingGrad(OpKernelContext* context, const SpatialGeometry& g, cons
             const int64_t cell = (r * g.in_cols + c) * depth;
             const T* src = image_in + cell;
             T* dst = image_dx + cell;
-            for (int64_t d = 0; d < depth; ++d) {
-              const bool take = src[d] == m[d] && done[d] == T(0);
-              dst[d] = take ? g_out[d] : T(0);
-              done[d] = take ? T(1) : done[d];
+            if (relu) {  // ReluGrad: only where the pooled input was positive
+              for (int64_t d = 0; d < depth; ++d) {
+                const bool take = src[d] == m[d] && done[d] == T(0);
+                dst[d] = take && src[d] > T(0) ? g_out[d] : T(0);
+                done[d] = take ? T(1) : done[d];
+              }
+            } else {
+              for (int64_t d = 0; d < depth; ++d) {
+                const bool take = src[d] == m[d] && done[d] == T(0);
+                dst[d] = take ? g_out[d] : T(0);
+                done[d] = take ? T(1) : done[d];
+              }
             }
           }
         }
-        // A NaN first cell stays the maximum but equals nothing: it takes the gradient.
-        T* first_dx = image_dx + first;
-        for (int64_t d = 0; d < depth; ++d) first_dx[d] = done[d] == T(0) ? g_out[d] : first_dx[d];
+        // A NaN first cell stays the maximum but equals nothing: it takes the gradient (which
+        // ReluGrad then drops: NaN is not positive).
+        if (!relu) {
+          T* first_dx = image_dx + first;
+          for (int64_t d = 0; d < depth; ++d) {
+            first_dx[d] = done[d] == T(0) ? g_out[d] : first_dx[d];
+          }
+        }
       }
     }
   });
@@ -144,7 +157,7 @@ void NonOverlappingGrad(OpKernelContext* context, const SpatialGeometry& g, cons
 // Overlapping windows: whole images per shard, gradients added where windows share cells.
 template <typename T>
 void OverlappingGrad(OpKernelContext* context, const SpatialGeometry& g, const T* in, const T* dy,
-                     T* dx) {
+                     bool relu, T* dx) {
   const int64_t depth = g.in_depth;
   const int64_t image_size = g.in_rows * g.in_cols * depth;
   const double cost = static_cast<double>(
@@ -179,14 +192,22 @@ void OverlappingGrad(OpKernelContext* context, const SpatialGeometry& g, const T
           for (int64_t d = 0; d < depth; ++d) image_dx[best_cell[d] * depth + d] += g_out[d];
         }
       }
+      if (relu) {  // ReluGrad: only where the pooled input was positive
+        for (int64_t i = 0; i < image_size; ++i) {
+          image_dx[i] = image_in[i] > T(0) ? image_dx[i] : T(0);
+        }
+      }
     }
   });
 }
 
+// Also serves _FusedMaxPoolGrad (graph/fuse_ops.h): the gradient then passes only where
+// orig_input, the Relu output that was pooled, is positive, as a following ReluGrad would.
 template <typename T>
 class MaxPoolGradOp final : public OpKernel {
  public:
-  explicit MaxPoolGradOp(OpKernelConstruction* context) : OpKernel(context) {
+  explicit MaxPoolGradOp(OpKernelConstruction* context)
+      : OpKernel(context), relu_(def().op() == "_FusedMaxPoolGrad") {
     context->SetStatus(ReadPoolAttrs(*context, &attrs_));
   }
 
@@ -211,14 +232,15 @@ class MaxPoolGradOp final : public OpKernel {
     const T* dy = grad.data<T>();
     T* dx = output->data<T>();
     if (g.stride_rows >= g.window_rows && g.stride_cols >= g.window_cols) {
-      NonOverlappingGrad(context, g, in, dy, dx);
+      NonOverlappingGrad(context, g, in, dy, relu_, dx);
     } else {
-      OverlappingGrad(context, g, in, dy, dx);
+      OverlappingGrad(context, g, in, dy, relu_, dx);
     }
     return Status::OK();
   }
 
  private:
+  const bool relu_;
   WindowAttrs attrs_;
 };
 
@@ -226,6 +248,7 @@ template <typename T>
 void RegisterForType(KernelRegistry& registry) {
   registry.Register<MaxPoolOp<T>>(KernelDef("MaxPool", "CPU").TypeConstraint<T>("T"));
   registry.Register<MaxPoolGradOp<T>>(KernelDef("MaxPoolGrad", "CPU").TypeConstraint<T>("T"));
+  registry.Register<MaxPoolGradOp<T>>(KernelDef("_FusedMaxPoolGrad", "CPU").TypeConstraint<T>("T"));
 }
 
 }  // namespace

@@ -106,6 +106,30 @@ const std::vector<PoolCase>& Cases() {
   return cases;
 }
 
+// _FusedMaxPoolGrad (graph/fuse_ops.h's MaxPoolGrad -> ReluGrad) against the two kernels, with
+// ties, zeros and negative inputs, overlapping windows or not.
+TEST(MaxPoolTest, FusedGradEqualsReluGradOfMaxPoolGrad) {
+  KernelRunner runner;
+  uint32_t seed = 500;
+  for (const PoolCase& c : Cases()) {
+    SCOPED_TRACE(StrCat("input ", c.input, " window ", c.window_rows, "x", c.window_cols,
+                        " strides ", c.stride_rows, "x", c.stride_cols, " ", c.padding));
+    Tensor input = RandomIntegers<float>(c.input, seed += 2, -3, 3);
+    AttrMap attrs =
+        PoolAttrs(c.window_rows, c.window_cols, c.stride_rows, c.stride_cols, c.padding);
+    StatusOr<Tensor> pooled = runner.RunOne("MaxPool", {input}, attrs);
+    ASSERT_TRUE(pooled.ok()) << pooled.status();
+    Tensor grad = RandomIntegers<float>(pooled->shape(), seed + 1, -9, 9);
+    StatusOr<Tensor> pool_grad = runner.RunOne("MaxPoolGrad", {input, *pooled, grad}, attrs);
+    ASSERT_TRUE(pool_grad.ok()) << pool_grad.status();
+    StatusOr<Tensor> expected = runner.RunOne("ReluGrad", {*pool_grad, input});
+    ASSERT_TRUE(expected.ok()) << expected.status();
+    StatusOr<Tensor> fused = runner.RunOne("_FusedMaxPoolGrad", {input, *pooled, grad}, attrs);
+    ASSERT_TRUE(fused.ok()) << fused.status();
+    EXPECT_TENSOR_EQ(*fused, *expected);
+  }
+}
+
 TEST(MaxPoolTest, HandComputed) {
   Tensor input = Tensor::FromVector<float>({1, 2, 5, 3,  //
                                             4, 0, 6, 1,  //
