@@ -78,26 +78,23 @@ std::string StepBreakdown::ToString(int top_ops) const {
     std::vector<std::pair<std::string, OpTotal>> ops(device.ops.begin(), device.ops.end());
     std::sort(ops.begin(), ops.end(),
               [](const auto& a, const auto& b) { return a.second.nanos > b.second.nanos; });
+    auto add_line = [&](const std::string& op, const OpTotal& total) {
+      char line[160];
+      std::snprintf(line, sizeof(line), "  %-32s %10s  %5.1f per step\n", op.c_str(),
+                    Milliseconds(static_cast<double>(total.nanos) / steps).c_str(),
+                    static_cast<double>(total.count) / steps);
+      text += line;
+    };
     OpTotal rest;
     for (size_t i = 0; i < ops.size(); ++i) {
-      if (static_cast<int>(i) >= top_ops) {
+      if (static_cast<int>(i) < top_ops) {
+        add_line(ops[i].first, ops[i].second);
+      } else {
         rest.nanos += ops[i].second.nanos;
         rest.count += ops[i].second.count;
-        continue;
       }
-      char line[160];
-      std::snprintf(line, sizeof(line), "  %-32s %10s  %5.1f per step\n", ops[i].first.c_str(),
-                    Milliseconds(static_cast<double>(ops[i].second.nanos) / steps).c_str(),
-                    static_cast<double>(ops[i].second.count) / steps);
-      text += line;
     }
-    if (rest.count > 0) {
-      char line[160];
-      std::snprintf(line, sizeof(line), "  %-32s %10s  %5.1f per step\n", "(other ops)",
-                    Milliseconds(static_cast<double>(rest.nanos) / steps).c_str(),
-                    static_cast<double>(rest.count) / steps);
-      text += line;
-    }
+    if (rest.count > 0) add_line("(other ops)", rest);
   }
   return text;
 }

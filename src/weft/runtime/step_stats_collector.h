@@ -2,6 +2,8 @@
 // RunOptions asks for a trace, and hands them over as a StepStats proto. Thread-safe.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -10,6 +12,14 @@
 #include "weft/step_stats.pb.h"
 
 namespace weft {
+
+// The clock of step stats (NodeExecStats::all_start_nanos): wall time in nanoseconds since the
+// epoch, comparable across devices and with a Run's own start and end.
+inline int64_t StepStatsNowNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 
 class StepStatsCollector {
  public:

@@ -11,6 +11,7 @@
 #include "weft/runtime/cpu_device.h"
 #include "weft/runtime/session.h"
 #include "weft/runtime/step_breakdown.h"
+#include "weft/runtime/step_stats_collector.h"
 #include "weft/train/data/batch_iterator.h"
 #include "weft/train/data/fashion_mnist.h"
 #include "weft/train/optimizer.h"
@@ -241,13 +242,6 @@ StatusOr<TrainGraph> BuildReplicatedGraph(const TrainOptions& options,
   return result;
 }
 
-// The wall clock of step stats (all_start_nanos), in nanoseconds since the epoch.
-int64_t WallNanos() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 }  // namespace
 
 StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& callbacks) {
@@ -413,10 +407,10 @@ StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& 
                           summary.steps < kStepBreakdownWarmup + options.step_breakdown_steps;
       if (traced) {
         proto::RunMetadata metadata;
-        const int64_t run_start = WallNanos();
+        const int64_t run_start = StepStatsNowNanos();
         WEFT_RETURN_IF_ERROR(session->Run(trace_options, feeds, global ? global_fetches : fetches,
                                           graph.targets, &outputs, &metadata));
-        breakdown.AddStep(metadata.step_stats(), run_start, WallNanos());
+        breakdown.AddStep(metadata.step_stats(), run_start, StepStatsNowNanos());
       } else {
         WEFT_RETURN_IF_ERROR(
             session->Run(feeds, global ? global_fetches : fetches, graph.targets, &outputs));

@@ -20,8 +20,6 @@ namespace {
 using dnnl::memory;
 using Tag = memory::format_tag;
 
-dnnl::engine& CpuEngine() { return OneDnnCpuEngine(); }
-
 int64_t PadBottom(const SpatialGeometry& g) {
   return (g.out_rows - 1) * g.stride_rows + g.window_rows - g.in_rows - g.pad_top;
 }
@@ -93,7 +91,7 @@ struct OneDnnConvolution::Primitives {
   // Runs the convolution on this thread with `args` plus a scratchpad of its own.
   Status Execute(std::unordered_map<int, memory> args) const {
     WEFT_ASSIGN_OR_RETURN(Tensor scratchpad, AllocateBytes(scratchpad_md.get_size()));
-    dnnl::engine& engine = CpuEngine();
+    dnnl::engine& engine = OneDnnCpuEngine();
     args.emplace(DNNL_ARG_SCRATCHPAD, memory(scratchpad_md, engine, scratchpad.data<float>()));
     dnnl::stream stream(engine);
     convolution.execute(stream, args);
@@ -130,7 +128,8 @@ StatusOr<std::shared_ptr<const OneDnnConvolution::Primitives>> OneDnnConvolution
                    g.stride_cols,
                    g.pad_top,
                    g.pad_left,
-                   g.out_rows * (int64_t{1} << 32) + g.out_cols,
+                   g.out_rows,
+                   g.out_cols,
                    out_depth};
   {
     MutexLock lock(mu_);
@@ -140,7 +139,7 @@ StatusOr<std::shared_ptr<const OneDnnConvolution::Primitives>> OneDnnConvolution
   UseOneOpenMpThread();
   auto made = std::make_shared<Primitives>();
   try {
-    dnnl::engine& engine = CpuEngine();
+    dnnl::engine& engine = OneDnnCpuEngine();
     const memory::dims data_dims = {batch, g.in_depth, g.in_rows, g.in_cols};
     const memory::dims out_dims = {batch, out_depth, g.out_rows, g.out_cols};
     const memory::dims weights_dims = {out_depth, g.in_depth, g.window_rows, g.window_cols};
@@ -154,39 +153,34 @@ StatusOr<std::shared_ptr<const OneDnnConvolution::Primitives>> OneDnnConvolution
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
 
+    // A fused forward adds the bias and applies ReLU as it writes each output block; the plain
+    // forward is also the hint the backward passes are built from.
+    dnnl::primitive_attr forward_attr = attr;
+    if (fusion == ConvFusion::kBiasRelu) {
+      dnnl::post_ops post_ops;
+      post_ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+      forward_attr.set_post_ops(post_ops);
+    }
+    if (fusion != ConvFusion::kNone) {
+      made->bias_md = memory::desc({out_depth}, memory::data_type::f32, Tag::a);
+    }
     const dnnl::convolution_forward::primitive_desc forward(
-        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
-                                        dnnl::algorithm::convolution_direct, made->data_md,
-                                        any_weights, made->out_md, strides, pad_before, pad_after),
-        attr, engine);
+        fusion == ConvFusion::kNone
+            ? dnnl::convolution_forward::desc(
+                  dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+                  made->data_md, any_weights, made->out_md, strides, pad_before, pad_after)
+            : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
+                                              dnnl::algorithm::convolution_direct, made->data_md,
+                                              any_weights, made->bias_md, made->out_md, strides,
+                                              pad_before, pad_after),
+        forward_attr, engine);
     memory::desc& scratchpad_md = made->scratchpad_md;
     switch (pass) {
-      case ConvPass::kForward: {
-        if (fusion == ConvFusion::kNone) {
-          made->convolution = dnnl::convolution_forward(forward);
-          made->weights_md = forward.weights_desc();
-          scratchpad_md = forward.scratchpad_desc();
-          break;
-        }
-        // The bias and ReLU applied by the convolution as it writes each output block.
-        made->bias_md = memory::desc({out_depth}, memory::data_type::f32, Tag::a);
-        dnnl::primitive_attr fused_attr = attr;
-        if (fusion == ConvFusion::kBiasRelu) {
-          dnnl::post_ops post_ops;
-          post_ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-          fused_attr.set_post_ops(post_ops);
-        }
-        const dnnl::convolution_forward::primitive_desc fused(
-            dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
-                                            dnnl::algorithm::convolution_direct, made->data_md,
-                                            any_weights, made->bias_md, made->out_md, strides,
-                                            pad_before, pad_after),
-            fused_attr, engine);
-        made->convolution = dnnl::convolution_forward(fused);
-        made->weights_md = fused.weights_desc();
-        scratchpad_md = fused.scratchpad_desc();
+      case ConvPass::kForward:
+        made->convolution = dnnl::convolution_forward(forward);
+        made->weights_md = forward.weights_desc();
+        scratchpad_md = forward.scratchpad_desc();
         break;
-      }
       case ConvPass::kBackpropInput: {
         const dnnl::convolution_backward_data::primitive_desc backward(
             dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct,
@@ -244,30 +238,41 @@ OneDnnConvolution::GetForShards(ConvPass pass, ConvFusion fusion, const SpatialG
 
 namespace {
 
-// For the forward and backprop-input passes: the filter in each shard's primitive layout,
-// reordered once per distinct primitive. `storage` keeps the reordered copies.
-template <typename Primitives>
-Status PrepareWeights(const std::vector<std::shared_ptr<const Primitives>>& primitives,
-                      const float* filter, std::vector<Tensor>* storage,
-                      std::vector<const float*>* weights) {
-  weights->assign(primitives.size(), filter);
-  storage->resize(primitives.size());
-  dnnl::stream stream(CpuEngine());
-  for (size_t s = 0; s < primitives.size(); ++s) {
-    const Primitives& p = *primitives[s];
-    if (!p.NeedsReorder()) continue;
-    if (s > 0 && primitives[s] == primitives[s - 1]) {
-      (*weights)[s] = (*weights)[s - 1];
-      continue;
+// The forward and backprop-input passes: puts the filter in each distinct primitive's layout once,
+// then runs every shard with the filter and the arguments shard_args(primitives, shard) gives.
+template <typename Primitives, typename ShardArgs>
+Status RunWithFilter(OpKernelContext* context, const BatchShards& shards, ConvPass pass,
+                     const SpatialGeometry& g,
+                     const std::vector<std::shared_ptr<const Primitives>>& primitives,
+                     const float* filter, ShardArgs&& shard_args) {
+  std::vector<Tensor> reordered(primitives.size());
+  std::vector<const float*> weights(primitives.size(), filter);
+  try {
+    dnnl::stream stream(OneDnnCpuEngine());
+    for (size_t s = 0; s < primitives.size(); ++s) {
+      const Primitives& p = *primitives[s];
+      if (!p.NeedsReorder()) continue;
+      if (s > 0 && primitives[s] == primitives[s - 1]) {
+        weights[s] = weights[s - 1];
+        continue;
+      }
+      WEFT_ASSIGN_OR_RETURN(reordered[s], AllocateBytes(p.weights_md.get_size()));
+      memory from(p.user_weights_md, OneDnnCpuEngine(), const_cast<float*>(filter));
+      memory to(p.weights_md, OneDnnCpuEngine(), reordered[s].template data<float>());
+      p.weights_reorder->execute(stream, from, to);
+      stream.wait();
+      weights[s] = reordered[s].template data<float>();
     }
-    WEFT_ASSIGN_OR_RETURN((*storage)[s], AllocateBytes(p.weights_md.get_size()));
-    memory from(p.user_weights_md, CpuEngine(), const_cast<float*>(filter));
-    memory to(p.weights_md, CpuEngine(), (*storage)[s].template data<float>());
-    p.weights_reorder->execute(stream, from, to);
-    stream.wait();
-    (*weights)[s] = (*storage)[s].template data<float>();
+  } catch (const dnnl::error& e) {
+    return DnnlError(e, pass, g);
   }
-  return Status::OK();
+  return ForEachShard(context, shards, pass, g, [&](int64_t s) {
+    const Primitives& p = *primitives[s];
+    std::unordered_map<int, memory> args = shard_args(p, s);
+    args.emplace(DNNL_ARG_WEIGHTS,
+                 memory(p.weights_md, OneDnnCpuEngine(), const_cast<float*>(weights[s])));
+    return p.Execute(std::move(args));
+  });
 }
 
 }  // namespace
@@ -278,29 +283,22 @@ Status OneDnnConvolution::Forward(OpKernelContext* context, const SpatialGeometr
   const BatchShards shards = ShardBatch(context, g.batch);
   WEFT_ASSIGN_OR_RETURN(auto primitives,
                         GetForShards(ConvPass::kForward, fusion, g, out_depth, shards.count));
-  std::vector<Tensor> storage;
-  std::vector<const float*> weights;
-  try {
-    WEFT_RETURN_IF_ERROR(PrepareWeights(primitives, filter, &storage, &weights));
-  } catch (const dnnl::error& e) {
-    return DnnlError(e, ConvPass::kForward, g);
-  }
   const int64_t in_image = g.in_rows * g.in_cols * g.in_depth;
   const int64_t out_image = g.out_rows * g.out_cols * out_depth;
-  return ForEachShard(context, shards, ConvPass::kForward, g, [&](int64_t s) {
-    const Primitives& p = *primitives[s];
-    dnnl::engine& engine = CpuEngine();
-    std::unordered_map<int, memory> args = {
-        {DNNL_ARG_SRC,
-         memory(p.data_md, engine, const_cast<float*>(input + shards.First(s) * in_image))},
-        {DNNL_ARG_WEIGHTS, memory(p.weights_md, engine, const_cast<float*>(weights[s]))},
-        {DNNL_ARG_DST, memory(p.out_md, engine, output + shards.First(s) * out_image)},
-    };
-    if (fusion != ConvFusion::kNone) {
-      args.emplace(DNNL_ARG_BIAS, memory(p.bias_md, engine, const_cast<float*>(bias)));
-    }
-    return p.Execute(std::move(args));
-  });
+  return RunWithFilter(
+      context, shards, ConvPass::kForward, g, primitives, filter,
+      [&](const Primitives& p, int64_t s) {
+        dnnl::engine& engine = OneDnnCpuEngine();
+        std::unordered_map<int, memory> args = {
+            {DNNL_ARG_SRC,
+             memory(p.data_md, engine, const_cast<float*>(input + shards.First(s) * in_image))},
+            {DNNL_ARG_DST, memory(p.out_md, engine, output + shards.First(s) * out_image)},
+        };
+        if (fusion != ConvFusion::kNone) {
+          args.emplace(DNNL_ARG_BIAS, memory(p.bias_md, engine, const_cast<float*>(bias)));
+        }
+        return args;
+      });
 }
 
 Status OneDnnConvolution::BackpropInput(OpKernelContext* context, const SpatialGeometry& g,
@@ -309,25 +307,19 @@ Status OneDnnConvolution::BackpropInput(OpKernelContext* context, const SpatialG
   const BatchShards shards = ShardBatch(context, g.batch);
   WEFT_ASSIGN_OR_RETURN(auto primitives, GetForShards(ConvPass::kBackpropInput, ConvFusion::kNone,
                                                       g, out_depth, shards.count));
-  std::vector<Tensor> storage;
-  std::vector<const float*> weights;
-  try {
-    WEFT_RETURN_IF_ERROR(PrepareWeights(primitives, filter, &storage, &weights));
-  } catch (const dnnl::error& e) {
-    return DnnlError(e, ConvPass::kBackpropInput, g);
-  }
   const int64_t in_image = g.in_rows * g.in_cols * g.in_depth;
   const int64_t out_image = g.out_rows * g.out_cols * out_depth;
-  return ForEachShard(context, shards, ConvPass::kBackpropInput, g, [&](int64_t s) {
-    const Primitives& p = *primitives[s];
-    dnnl::engine& engine = CpuEngine();
-    return p.Execute({
-        {DNNL_ARG_DIFF_DST,
-         memory(p.out_md, engine, const_cast<float*>(out_backprop + shards.First(s) * out_image))},
-        {DNNL_ARG_WEIGHTS, memory(p.weights_md, engine, const_cast<float*>(weights[s]))},
-        {DNNL_ARG_DIFF_SRC, memory(p.data_md, engine, input_grad + shards.First(s) * in_image)},
-    });
-  });
+  return RunWithFilter(
+      context, shards, ConvPass::kBackpropInput, g, primitives, filter,
+      [&](const Primitives& p, int64_t s) {
+        dnnl::engine& engine = OneDnnCpuEngine();
+        return std::unordered_map<int, memory>{
+            {DNNL_ARG_DIFF_DST,
+             memory(p.out_md, engine,
+                    const_cast<float*>(out_backprop + shards.First(s) * out_image))},
+            {DNNL_ARG_DIFF_SRC, memory(p.data_md, engine, input_grad + shards.First(s) * in_image)},
+        };
+      });
 }
 
 Status OneDnnConvolution::BackpropFilter(OpKernelContext* context, const SpatialGeometry& g,
@@ -347,7 +339,7 @@ Status OneDnnConvolution::BackpropFilter(OpKernelContext* context, const Spatial
   WEFT_RETURN_IF_ERROR(
       ForEachShard(context, shards, ConvPass::kBackpropFilter, g, [&](int64_t s) -> Status {
         const Primitives& p = *primitives[s];
-        dnnl::engine& engine = CpuEngine();
+        dnnl::engine& engine = OneDnnCpuEngine();
         float* sum = s == 0 ? filter_grad : partial.data<float>() + (s - 1) * filter_size;
         Tensor blocked;
         if (p.NeedsReorder()) {

@@ -47,7 +47,7 @@ class OneDnnConvolution {
  private:
   struct Primitives;
   // pass, fusion, shard batch, then the geometry and out_depth.
-  using Key = std::array<int64_t, 14>;
+  using Key = std::array<int64_t, 15>;
 
   // The primitives for `pass` (with `fusion`, forward only) over `batch` images of geometry g,
   // built on first use.

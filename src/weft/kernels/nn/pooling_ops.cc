@@ -126,18 +126,11 @@ void NonOverlappingGrad(OpKernelContext* context, const SpatialGeometry& g, cons
             const int64_t cell = (r * g.in_cols + c) * depth;
             const T* src = image_in + cell;
             T* dst = image_dx + cell;
-            if (relu) {  // ReluGrad: only where the pooled input was positive
-              for (int64_t d = 0; d < depth; ++d) {
-                const bool take = src[d] == m[d] && done[d] == T(0);
-                dst[d] = take && src[d] > T(0) ? g_out[d] : T(0);
-                done[d] = take ? T(1) : done[d];
-              }
-            } else {
-              for (int64_t d = 0; d < depth; ++d) {
-                const bool take = src[d] == m[d] && done[d] == T(0);
-                dst[d] = take ? g_out[d] : T(0);
-                done[d] = take ? T(1) : done[d];
-              }
+            for (int64_t d = 0; d < depth; ++d) {
+              const bool take = src[d] == m[d] && done[d] == T(0);
+              // Fused ReluGrad: the gradient passes only where the pooled input was positive.
+              dst[d] = take && (!relu || src[d] > T(0)) ? g_out[d] : T(0);
+              done[d] = take ? T(1) : done[d];
             }
           }
         }

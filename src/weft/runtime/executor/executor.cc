@@ -7,6 +7,7 @@
 #include "weft/core/notification.h"
 #include "weft/framework/node_def_util.h"
 #include "weft/runtime/executor/executor_graph.h"
+#include "weft/runtime/step_stats_collector.h"
 
 namespace weft {
 namespace internal {
@@ -36,12 +37,6 @@ using internal::NodeItem;
 int64_t NowNanos() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-int64_t WallNanos() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
@@ -114,7 +109,7 @@ class StepState : public std::enable_shared_from_this<StepState> {
         RunAsyncNode(id, params, std::move(inputs));
         continue;
       }
-      int64_t start_wall = args_.stats ? WallNanos() : 0;
+      int64_t start_wall = args_.stats ? StepStatsNowNanos() : 0;
       int64_t start = NowNanos();
       OpKernelContext context(params);
       Status status = item.kernel->Compute(&context);
@@ -135,7 +130,7 @@ class StepState : public std::enable_shared_from_this<StepState> {
                     std::unique_ptr<std::vector<Tensor>> inputs) {
     const NodeItem& item = graph_.items[id];
     auto context = std::make_shared<OpKernelContext>(params);
-    int64_t start_wall = args_.stats ? WallNanos() : 0;
+    int64_t start_wall = args_.stats ? StepStatsNowNanos() : 0;
     int64_t start = NowNanos();
     auto self = shared_from_this();
     std::shared_ptr<std::vector<Tensor>> held_inputs = std::move(inputs);
