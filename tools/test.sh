@@ -2,8 +2,9 @@
 # The README's second command (and CI's): installs dependencies, builds, runs every test.
 #   tools/test.sh              optimised build in build/, the whole suite
 #   tools/test.sh --sanitize   the whole suite under AddressSanitizer + UndefinedBehaviorSanitizer
-#                              (gcc, build-asan/), then the concurrent targets (runtime, distribute,
-#                              distributed, cluster) under ThreadSanitizer in a clang build
+#                              (gcc, build-asan/), then the concurrent targets (nn kernels,
+#                              runtime, distribute, distributed, cluster) under ThreadSanitizer
+#                              in a clang build
 #                              (build-tsan/) that also checks the lock annotations
 #                              (-Wthread-safety -Werror)
 set -euo pipefail
