@@ -208,6 +208,19 @@ def main():
               f"{mirrored['train_images_per_sec']:.0f} images/s")
         print(f"RATIO multiworker2_vs_mirrored2_mlp "
               f"{multiworker['train_images_per_sec'] / mirrored['train_images_per_sec']:.3f}")
+    elif kind == "checkpoint":
+        # W2 saving every 50 steps: the longest a save held training up (its call, plus what the
+        # next step took beyond the mean), in the background against synchronously.
+        sync = load_json(f"{path}/checkpoint_sync.json")
+        async_ = load_json(f"{path}/checkpoint_async.json")
+        for label, run in (("sync", sync), ("async", async_)):
+            print(f"METRIC checkpoint_w2_{label}_max_stall_ms "
+                  f"{run['max_save_stall_seconds'] * 1000:.1f} ms")
+            print(f"METRIC checkpoint_w2_{label}_images_per_sec "
+                  f"{run['train_images_per_sec']:.0f} images/s")
+        print(f"RATIO async_save_stall_vs_sync "
+              f"{async_['max_save_stall_seconds'] / sync['max_save_stall_seconds']:.3f} "
+              "(smaller is better)")
     else:
         raise SystemExit(f"unknown kind {kind}")
 

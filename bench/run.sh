@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs Weft's benchmarks and prints `METRIC <name> <value> <unit>` and `RATIO <name> <value>` lines
 # (a RATIO above 1 means Weft is better). Usage: bench/run.sh [executor] [matmul] [conv] [train]
-# [allreduce] [mirrored] [rpc] [cluster] [collective] [multiworker] (all when none). `train`,
+# [allreduce] [mirrored] [rpc] [cluster] [collective] [multiworker] [checkpoint] (all when none). `train`,
 # `mirrored`, `conv`, `cluster` and `multiworker` need PyTorch (Debian's python3-torch) for the peer side,
 # `collective` needs Gloo (libgloo-dev). A benchmark whose Weft side is missing from the build says
 # so on stderr; the others still run, and the script then exits 1.
@@ -15,7 +15,7 @@ fi
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build --target executor_bench matmul_bench weft >/dev/null
 names=("$@")
-known=(executor matmul conv train allreduce mirrored rpc cluster collective multiworker)
+known=(executor matmul conv train allreduce mirrored rpc cluster collective multiworker checkpoint)
 [[ ${#names[@]} -eq 0 ]] && names=("${known[@]}")
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -154,6 +154,23 @@ for name in "${names[@]}"; do
       build/bin/weft train --model mlp --devices 2 --epochs 1 --json | tail -n 1 \
         >"$out/weft_mirrored2.json"
       python3 bench/report.py multiworker "$out"
+      ;;
+    checkpoint)
+      # A 256 MB model saved and restored against plain write+fsync and read of the same bytes in
+      # the same directory (on disk, under build/); then W2 (200 steps) saving every 50 steps,
+      # synchronously and in the background: the longest a save held training up.
+      cmake --build build --target checkpoint_bench >/dev/null
+      build/bench/checkpoint_bench build/checkpoint_bench_scratch
+      for mode in sync async; do
+        flags=()
+        if [[ $mode == async ]]; then flags=(--async-save); fi
+        rm -rf "build/checkpoint_bench_$mode"
+        build/bin/weft train --model cnn --epochs 1 --max-steps 200 --save-every-steps 50 \
+          --checkpoint-dir "build/checkpoint_bench_$mode" "${flags[@]}" --json | tail -n 1 \
+          >"$out/checkpoint_$mode.json"
+        rm -rf "build/checkpoint_bench_$mode"
+      done
+      python3 bench/report.py checkpoint "$out"
       ;;
     *) echo "unknown benchmark '$name' (known: ${known[*]})" >&2
        exit 2 ;;

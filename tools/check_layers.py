@@ -9,16 +9,18 @@ import sys
 
 ALLOWED = {
     "core": {"core"},
-    "framework": {"framework", "core"},
-    "ops": {"ops", "framework", "core"},
-    "kernels": {"kernels", "ops", "framework", "core"},
-    "graph": {"graph", "ops", "framework", "core"},
-    "runtime": {"runtime", "graph", "kernels", "ops", "framework", "core"},
-    "distributed": {"distributed", "runtime", "graph", "kernels", "ops", "framework", "core"},
+    "io": {"io", "core"},
+    "framework": {"framework", "io", "core"},
+    "ops": {"ops", "framework", "io", "core"},
+    "kernels": {"kernels", "ops", "framework", "io", "core"},
+    "graph": {"graph", "ops", "framework", "io", "core"},
+    "runtime": {"runtime", "graph", "kernels", "ops", "framework", "io", "core"},
+    "distributed": {"distributed", "runtime", "graph", "kernels", "ops", "framework", "io",
+                    "core"},
     "distribute": {"distribute", "distributed", "runtime", "graph", "kernels", "ops", "framework",
-                   "core"},
+                   "io", "core"},
     "train": {"train", "distribute", "distributed", "runtime", "graph", "kernels", "ops",
-              "framework", "core"},
+              "framework", "io", "core"},
 }
 # The transport binds the transport-neutral server (distributed/server.h), which picks the op and
 # kernel registries: distributed/rpc itself uses neither.

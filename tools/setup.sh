@@ -3,6 +3,7 @@
 set -euo pipefail
 packages=(
   cmake ninja-build g++ pkg-config clang-format python3
+  python3-numpy python3-crc32c
   clang libclang-rt-14-dev
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   libeigen3-dev libopenblas-dev libdnnl-dev zlib1g-dev

@@ -3,8 +3,12 @@
 // ChildProcess even when a test fails. Checks that every worker ends with bitwise the same weights
 // (shared memory, TCP forced, two devices per worker, eight oversubscribed workers), that the same
 // seed gives the same loss twice, that a killed worker fails the others within 10 s naming it, and
-// that a worker that never starts is named once the group's deadline passes.
+// that a worker that never starts is named once the group's deadline passes; and that the chief's
+// checkpoints resume a killed job, restored on every worker.
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -214,6 +218,96 @@ TEST(MultiWorkerTest, WeftLaunchRunsTheJob) {
   EXPECT_EQ(*code, 0) << (*launch)->output();
   EXPECT_THAT((*launch)->output(), HasSubstr("\"workers\":2"));
   EXPECT_THAT((*launch)->output(), HasSubstr("worker 1 of 2 done"));
+}
+
+// The pids of `parent`'s children (the workers `weft launch` started), from /proc.
+std::vector<pid_t> ChildrenOf(pid_t parent) {
+  std::vector<pid_t> children;
+  std::ifstream list(StrCat("/proc/", parent, "/task/", parent, "/children"));
+  for (pid_t pid = 0; list >> pid;) children.push_back(pid);
+  return children;
+}
+
+// A fresh directory for one test's checkpoints, removed afterwards.
+struct CheckpointDir {
+  CheckpointDir() {
+    char pattern[] = "/tmp/weft_multi_worker_ckpt_XXXXXX";
+    path = mkdtemp(pattern) != nullptr ? pattern : "";
+  }
+  ~CheckpointDir() { std::filesystem::remove_all(path); }
+  std::string path;
+};
+
+int64_t ResumedFromStep(const std::string& output) {
+  const std::string marker = "\"resumed_from_step\":";
+  const size_t at = output.rfind(marker);
+  return at == std::string::npos ? -2 : std::atoll(output.c_str() + at + marker.size());
+}
+
+// The chief saves; after a worker is killed the job fails, and the same `weft launch` command
+// resumes it from the last checkpoint, every worker restoring it, and finishes it.
+TEST(MultiWorkerTest, AKilledJobResumesFromItsLastCheckpointUnderWeftLaunch) {
+  CheckpointDir dir;
+  ASSERT_FALSE(dir.path.empty());
+  const std::vector<std::string> command = {WEFT_BINARY,
+                                            "launch",
+                                            "--workers",
+                                            "2",
+                                            "--",
+                                            WEFT_BINARY,
+                                            "train",
+                                            "--strategy",
+                                            "multi_worker_mirrored",
+                                            "--model",
+                                            "mlp",
+                                            "--epochs",
+                                            "1",
+                                            "--max-steps",
+                                            "400",
+                                            "--checkpoint-dir",
+                                            dir.path,
+                                            "--save-every-steps",
+                                            "20",
+                                            "--json"};
+  auto first = ChildProcess::Start(command);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE((*first)->WaitForOutput("saved checkpoint", kExitMs).ok()) << (*first)->output();
+  const std::vector<pid_t> workers = ChildrenOf((*first)->pid());
+  ASSERT_EQ(workers.size(), 2u) << (*first)->output();
+  kill(workers[1], SIGKILL);
+  StatusOr<int> code = (*first)->WaitForExit(60000);
+  ASSERT_TRUE(code.ok()) << code.status() << "\n" << (*first)->output();
+  EXPECT_NE(*code, 0) << (*first)->output();
+
+  auto second = ChildProcess::Start(command);
+  ASSERT_TRUE(second.ok()) << second.status();
+  code = (*second)->WaitForExit(kExitMs);
+  ASSERT_TRUE(code.ok()) << code.status() << "\n" << (*second)->output();
+  ASSERT_EQ(*code, 0) << (*second)->output();
+  const std::string& output = (*second)->output();
+  EXPECT_THAT(output, HasSubstr("resumed from checkpoint"));
+  const int64_t resumed = ResumedFromStep(output);
+  EXPECT_GE(resumed, 20) << output;
+  EXPECT_EQ(resumed % 20, 0) << output;
+  EXPECT_THAT(output, HasSubstr("\"steps\":400"));
+  EXPECT_THAT(output, HasSubstr("worker 1 of 2 done: 400 steps"));
+}
+
+// A checkpoint written by one process on one device restores into two workers.
+TEST(MultiWorkerTest, AOneDeviceCheckpointResumesOnTwoWorkers) {
+  CheckpointDir dir;
+  ASSERT_FALSE(dir.path.empty());
+  auto single =
+      ChildProcess::Start({WEFT_BINARY, "train", "--model", "mlp", "--epochs", "1", "--max-steps",
+                           "10", "--threads", "1", "--checkpoint-dir", dir.path});
+  ASSERT_TRUE(single.ok()) << single.status();
+  StatusOr<int> code = (*single)->WaitForExit(kExitMs);
+  ASSERT_TRUE(code.ok() && *code == 0) << (*single)->output();
+  auto children = StartWorkers(2, {"--max-steps", "20", "--json", "--checkpoint-dir", dir.path});
+  ExpectIdenticalWorkers(children);
+  ASSERT_EQ(children.size(), 2u);
+  EXPECT_EQ(ResumedFromStep(children[0]->output()), 10) << children[0]->output();
+  EXPECT_THAT(children[1]->output(), HasSubstr("resumed from checkpoint"));
 }
 
 }  // namespace

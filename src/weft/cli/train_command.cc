@@ -128,6 +128,20 @@ CLI::App* AddTrainCommand(CLI::App& app, TrainFlags& flags) {
                    "op ran (traced steps run a little slower)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  train->add_option("--checkpoint-dir", flags.checkpoint_dir,
+                    "Save checkpoints here (ckpt-<step>, checkpoint.json); when it already "
+                    "holds one, resume from it");
+  train
+      ->add_option("--save-every-steps", flags.save_every_steps,
+                   "With --checkpoint-dir: save every N global steps (0: only at the end)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  train->add_option("--keep", flags.keep, "With --checkpoint-dir: checkpoints to keep")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  train->add_flag("--async-save", flags.async_save,
+                  "With --checkpoint-dir: write checkpoints in the background (the variables "
+                  "are snapshotted at the step boundary; the last save is synchronous)");
   train->add_flag("--json", flags.json, "End with one JSON summary line");
   return train;
 }
@@ -157,6 +171,14 @@ int RunTrainCommand(const TrainFlags& flags) {
   if (const char* host = std::getenv("WEFT_HOST"); host != nullptr) options.hostname = host;
   options.collective_timeout_ms = flags.collective_timeout_ms;
   options.step_breakdown_steps = flags.step_breakdown;
+  options.checkpoint_dir = flags.checkpoint_dir;
+  options.save_every_steps = flags.save_every_steps;
+  options.keep_checkpoints = flags.keep;
+  options.async_checkpoints = flags.async_save;
+  if (options.checkpoint_dir.empty() && (flags.save_every_steps > 0 || flags.async_save)) {
+    std::fprintf(stderr, "weft train: --save-every-steps and --async-save need --checkpoint-dir\n");
+    return 2;
+  }
   // A worker of a multi-worker job: the cluster from the environment (weft launch, WEFT_CONFIG,
   // TF_CONFIG, Slurm, Open MPI). Rank 0 of a rendezvous keeps hosting the coordinator meanwhile.
   WorkerCluster worker_cluster;
@@ -191,6 +213,10 @@ int RunTrainCommand(const TrainFlags& flags) {
   } else {
     callbacks.on_epoch_end = PrintEpochLine;
   }
+  callbacks.on_checkpoint = [terminal](const std::string& line) {
+    std::fprintf(stdout, "%sweft train: %s\n", terminal ? "\n" : "", line.c_str());
+    std::fflush(stdout);
+  };
   if (options.worker_cluster.has_value()) {
     // One line once the workers have met and stepped together (tests and launchers wait for it).
     auto user_on_step = callbacks.on_step;
@@ -235,7 +261,10 @@ int RunTrainCommand(const TrainFlags& flags) {
                            {"collective_transport", summary->collective_transport},
                            {"wall_seconds", summary->wall_seconds},
                            {"batch_size", flags.batch_size},
-                           {"optimizer", flags.optimizer}};
+                           {"optimizer", flags.optimizer},
+                           {"resumed_from_step", summary->resumed_from_step},
+                           {"checkpoints_saved", summary->checkpoints_saved},
+                           {"max_save_stall_seconds", summary->max_save_stall_seconds}};
     std::fprintf(stdout, "%s\n", json.dump().c_str());
   }
   return 0;

@@ -28,7 +28,11 @@ struct TrainFlags {
   std::string coordinator;  // Slurm / Open MPI ranks meet here ("": WEFT_COORDINATOR)
   bool force_tcp = false;   // TCP between the workers even on one host
   int64_t collective_timeout_ms = 300000;
-  int64_t step_breakdown = 0;  // steps to trace and break down (0: none)
+  int64_t step_breakdown = 0;    // steps to trace and break down (0: none)
+  std::string checkpoint_dir;    // "": no checkpoints
+  int64_t save_every_steps = 0;  // 0: only at the end
+  int keep = 3;
+  bool async_save = false;
 };
 
 // Declares the subcommand and its flags on `app`; the flags are written into `flags`.

@@ -10,11 +10,12 @@
 //   auto losses = strategy->Run(root, [&](ReplicaContext& ctx, const weft::Scope& s)
 //                                         -> StatusOr<std::vector<Output>> { ... });
 //
-// Run calls fn once per replica, replica r under device devices()[r] and name scope "replica_<r>"
-// (replica 0 too, so names never clash). Like the reference's MirroredStrategy, each replica runs
-// on a thread of its own but the threads take turns — exactly one builds the graph at a time —
-// and a replica that reaches ReplicaContext::MergeCall pauses until every replica has reached it
-// (see replica_context.h). Run itself must not be called concurrently on graphs sharing a Scope.
+// Run calls fn once per replica, replica r under device devices()[r], replica 0 in the caller's
+// name scope (so its variables are named as on one device) and replica r > 0 under "replica_<r>".
+// Like the reference's MirroredStrategy, each replica runs on a thread of its own but the threads
+// take turns — exactly one builds the graph at a time — and a replica that reaches
+// ReplicaContext::MergeCall pauses until every replica has reached it (see replica_context.h). Run
+// itself must not be called concurrently on graphs sharing a Scope.
 //
 // Scope() (the reference's `with strategy.scope()`): while the returned StrategyScope lives, every
 // Variable::Create on this thread — and on the replica threads of a Run started from it — makes a

@@ -77,7 +77,7 @@ TEST(StrategyTest, RunBuildsEachReplicaInItsScopeAndDeviceOneAtATime) {
   EXPECT_EQ(seen, (std::vector<int>{0, 1}));
   ASSERT_EQ(result->size(), 2u);
   const PerReplica& x = (*result)[0];
-  EXPECT_EQ(x.value(0).node()->name(), "replica_0/x");
+  EXPECT_EQ(x.value(0).node()->name(), "x");
   EXPECT_EQ(x.value(1).node()->name(), "replica_1/x");
   EXPECT_EQ(x.value(1).node()->requested_device(), CpuDevice(1));
   EXPECT_EQ(x.device(1), CpuDevice(1));
@@ -233,8 +233,8 @@ TEST(StrategyScopeTest, ReplicasShareReplicaZerosVariablesAndSeeTheirContext) {
       EXPECT_EQ(made[r][k].handle().node()->requested_device(), CpuDevice(r));
     }
   }
-  EXPECT_EQ(variables[0]->name(), "replica_0/dense/w");
-  EXPECT_EQ(variables[2]->name(), "replica_0/late");
+  EXPECT_EQ(variables[0]->name(), "dense/w");
+  EXPECT_EQ(variables[2]->name(), "late");
   auto values = InitializedComponents(*strategy, root);
   ASSERT_EQ(values.size(), 3u);
   for (const auto& components : values) EXPECT_TENSOR_EQ(components[1], components[0]);

@@ -68,6 +68,19 @@ proto::AttrValue MakeAttrValue(const std::vector<DataType>& value) {
   return out;
 }
 
+proto::AttrValue MakeAttrValue(const std::vector<std::string>& value) {
+  proto::AttrValue out;
+  auto* list = out.mutable_list();
+  for (const std::string& v : value) list->add_s(v);
+  return out;
+}
+proto::AttrValue MakeAttrValue(const std::vector<TensorShape>& value) {
+  proto::AttrValue out;
+  auto* list = out.mutable_list();
+  for (const TensorShape& v : value) *list->add_shape() = ToProto(v);
+  return out;
+}
+
 std::string AttrValueKind(const proto::AttrValue& value) {
   switch (value.value_case()) {
     case proto::AttrValue::kS:
@@ -249,6 +262,26 @@ Status GetNodeAttr(const proto::NodeDef& node, std::string_view name,
     StatusOr<DataType> type = FromProto(static_cast<proto::DataType>(t));
     if (!type.ok()) return type.status().WithContext(StrCat("attr '", name, "' of ", node.name()));
     value->push_back(*type);
+  }
+  return Status::OK();
+}
+
+Status GetNodeAttr(const proto::NodeDef& node, std::string_view name,
+                   std::vector<std::string>* value) {
+  WEFT_ASSIGN_OR_RETURN(const proto::AttrValue* attr, FindAttrOfKind(node, name, "list(string)"));
+  value->assign(attr->list().s().begin(), attr->list().s().end());
+  return Status::OK();
+}
+Status GetNodeAttr(const proto::NodeDef& node, std::string_view name,
+                   std::vector<TensorShape>* value) {
+  WEFT_ASSIGN_OR_RETURN(const proto::AttrValue* attr, FindAttrOfKind(node, name, "list(shape)"));
+  value->clear();
+  for (const proto::TensorShapeProto& proto : attr->list().shape()) {
+    StatusOr<TensorShape> shape = TensorShapeFromProto(proto);
+    if (!shape.ok()) {
+      return shape.status().WithContext(StrCat("attr '", name, "' of ", node.name()));
+    }
+    value->push_back(*shape);
   }
   return Status::OK();
 }

@@ -29,6 +29,8 @@ proto::AttrValue MakeAttrValue(const std::vector<int64_t>& value);
 proto::AttrValue MakeAttrValue(const std::vector<int>& value);
 proto::AttrValue MakeAttrValue(const std::vector<float>& value);
 proto::AttrValue MakeAttrValue(const std::vector<DataType>& value);
+proto::AttrValue MakeAttrValue(const std::vector<std::string>& value);
+proto::AttrValue MakeAttrValue(const std::vector<TensorShape>& value);
 
 // The kind stored in `value` as an AttrDef kind string ("int", "list(type)", ...); an empty list
 // matches every list kind, reported as "list(?)".
@@ -54,5 +56,10 @@ Status GetNodeAttr(const proto::NodeDef& node, std::string_view name, std::vecto
 Status GetNodeAttr(const proto::NodeDef& node, std::string_view name, std::vector<int>* value);
 Status GetNodeAttr(const proto::NodeDef& node, std::string_view name, std::vector<float>* value);
 Status GetNodeAttr(const proto::NodeDef& node, std::string_view name, std::vector<DataType>* value);
+Status GetNodeAttr(const proto::NodeDef& node, std::string_view name,
+                   std::vector<std::string>* value);
+// Every shape fully known (a "list(shape)" attr of static shapes).
+Status GetNodeAttr(const proto::NodeDef& node, std::string_view name,
+                   std::vector<TensorShape>* value);
 
 }  // namespace weft

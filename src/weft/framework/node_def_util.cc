@@ -96,6 +96,12 @@ Status CheckAttr(const proto::NodeDef& node, const AttrDef& attr) {
 
 // Appends the dtypes of one arg (several for a list arg).
 Status AddArgTypes(const proto::NodeDef& node, const ArgDef& arg, std::vector<DataType>* types) {
+  if (!arg.type_list_attr.empty()) {
+    std::vector<DataType> list;
+    WEFT_RETURN_IF_ERROR(GetNodeAttr(node, arg.type_list_attr, &list));
+    types->insert(types->end(), list.begin(), list.end());
+    return Status::OK();
+  }
   DataType type = arg.type;
   if (!arg.type_attr.empty()) {
     Status status = GetNodeAttr(node, arg.type_attr, &type);

@@ -174,8 +174,8 @@ StatusOr<AttrDef> ParseAttrSpec(std::string_view spec) {
     }
   } else {
     static const std::set<std::string_view> kKinds = {
-        "int",    "float",     "bool",        "string",     "type",       "shape",
-        "tensor", "list(int)", "list(float)", "list(type)", "list(shape)"};
+        "int",    "float",     "bool",        "string",     "type",        "shape",
+        "tensor", "list(int)", "list(float)", "list(type)", "list(shape)", "list(string)"};
     if (!kKinds.contains(rest)) return InvalidArgument("attr spec '", spec, "': unknown kind");
     attr.kind = std::string(rest);
   }
@@ -241,8 +241,13 @@ StatusOr<ArgDef> OpDefBuilder::ParseArg(std::string_view spec) const {
     return arg;
   }
   const AttrDef* type_attr = op_.FindAttr(rest);
+  if (type_attr != nullptr && type_attr->kind == "list(type)" && arg.number_attr.empty()) {
+    arg.type_list_attr = std::string(rest);
+    return arg;
+  }
   if (type_attr == nullptr || type_attr->kind != "type") {
-    return InvalidArgument("arg '", spec, "': '", rest, "' is neither a type nor a type attr");
+    return InvalidArgument("arg '", spec, "': '", rest,
+                           "' is neither a type, a type attr nor a list(type) attr");
   }
   arg.type_attr = std::string(rest);
   return arg;

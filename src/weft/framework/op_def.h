@@ -34,6 +34,9 @@ struct ArgDef {
   DataType type = DataType::kInvalid;
   std::string type_attr;
   std::string number_attr;
+  // A list of tensors whose dtypes are this list(type) attr, one tensor per entry
+  // ("tensors: dtypes"); set instead of type / type_attr / number_attr.
+  std::string type_list_attr;
   bool host_memory = false;  // in host memory even on a device with memory of its own
 };
 

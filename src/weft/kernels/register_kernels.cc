@@ -10,6 +10,7 @@ void RegisterAllKernels(KernelRegistry& registry) {
   RegisterStateKernels(registry);
   RegisterSendRecvKernels(registry);
   RegisterCollectiveKernels(registry);
+  RegisterIoKernels(registry);
 }
 
 const KernelRegistry& AllKernels() {

@@ -12,6 +12,7 @@ void RegisterAllOps(OpRegistry& registry) {
   RegisterTrainingOps(registry);
   RegisterSendRecvOps(registry);
   RegisterCollectiveOps(registry);
+  RegisterIoOps(registry);
 }
 
 const OpRegistry& AllOps() {

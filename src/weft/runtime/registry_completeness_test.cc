@@ -31,6 +31,7 @@ bool IsFloating(DataType type) { return type == DataType::kFloat || type == Data
 // Whether some node of `op` can have a float output.
 bool CanOutputFloat(const OpDef& op) {
   for (const ArgDef& output : op.outputs) {
+    if (!output.type_list_attr.empty()) return true;  // its dtypes are the node's to choose
     if (output.type_attr.empty()) {
       if (IsFloating(output.type)) return true;
       continue;
@@ -268,6 +269,12 @@ const std::vector<std::pair<std::string, BuildFn>>& BuilderTable() {
        [](const Scope& s) { ops::AssignSubVariableOp(s, Handle(s), F(s)); }},
       {"VarIsInitializedOp", [](const Scope& s) { ops::VarIsInitializedOp(s, Handle(s)); }},
       {"DestroyResourceOp", [](const Scope& s) { ops::DestroyResourceOp(s, Handle(s)); }},
+      // io_ops.h
+      {"SaveV2", [](const Scope& s) { ops::SaveV2(s, ops::PathTensor("/tmp"), {"x"}, "a", {F(s)}); }},
+      {"RestoreV2",
+       [](const Scope& s) {
+         ops::RestoreV2(s, ops::PathTensor("/tmp"), {"x"}, {DataType::kFloat}, {TensorShape({2})});
+       }},
       // training_ops.h
       {"ResourceApplyGradientDescent",
        [](const Scope& s) { ops::ResourceApplyGradientDescent(s, Handle(s), 0.1f, F(s)); }},

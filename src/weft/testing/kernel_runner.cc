@@ -15,6 +15,18 @@ void InferAttrsFromInputs(const OpDef& op, const std::vector<Tensor>& inputs,
   size_t next = 0;
   for (const ArgDef& arg : op.inputs) {
     size_t count = 1;
+    if (!arg.type_list_attr.empty()) {
+      // A dtype list takes every remaining input but one per later arg.
+      const size_t later = op.inputs.size() - 1 - (&arg - op.inputs.data());
+      count = inputs.size() - next - later;
+      if (!attrs.contains(arg.type_list_attr)) {
+        std::vector<DataType> dtypes;
+        for (size_t j = next; j < next + count; ++j) dtypes.push_back(inputs[j].dtype());
+        attrs[arg.type_list_attr] = MakeAttrValue(dtypes);
+      }
+      next += count;
+      continue;
+    }
     if (!arg.number_attr.empty()) {
       if (!attrs.contains(arg.number_attr)) {
         // A list arg takes every remaining input but one per later arg.

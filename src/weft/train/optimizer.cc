@@ -194,18 +194,39 @@ std::vector<Output> Optimizer::Finish(const Scope&, const std::vector<Output>&) 
 
 Variable Optimizer::CreateSlot(const Scope& scope, const Variable& variable,
                                const std::string& slot) {
-  Variable created = Variable::Create(scope.WithNoControlDependencies(), slot, variable.shape(),
+  // Named after the variable, from the root ("dense1/kernel/Momentum"), as in the reference: the
+  // name a checkpoint stores it under, the same for every strategy and replica count.
+  Variable created = Variable::Create(scope.WithRootNameScope().WithNoControlDependencies(),
+                                      StrCat(LogicalName(variable), "/", slot), variable.shape(),
                                       variable.dtype(), Initializer::Zeros());
-  if (created) initializers_.push_back(created.initializer());
+  Record(created);
   return created;
 }
 
 Variable Optimizer::CreateScalar(const Scope& scope, const std::string& name, DataType dtype,
                                  double value) {
-  Variable created = Variable::Create(scope.WithNoControlDependencies(), name, TensorShape(), dtype,
-                                      Initializer::Constant(value));
-  if (created) initializers_.push_back(created.initializer());
+  Variable created = Variable::Create(scope.WithRootNameScope().WithNoControlDependencies(), name,
+                                      TensorShape(), dtype, Initializer::Constant(value));
+  Record(created);
   return created;
+}
+
+void Optimizer::Record(const Variable& created) {
+  if (!created) return;
+  initializers_.push_back(created.initializer());
+  variables_.push_back(created);
+}
+
+std::string Optimizer::LogicalName(const Variable& variable) {
+  const distribute::ReplicaContext* context = distribute::CurrentReplicaContext();
+  if (context == nullptr) return variable.name();
+  const int r = context->replica_id();
+  for (const auto& distributed : context->strategy().variables()) {
+    if (r < distributed->num_components() && distributed->component(r).name() == variable.name()) {
+      return distributed->name();
+    }
+  }
+  return variable.name();
 }
 
 std::unique_ptr<Optimizer> NewGradientDescentOptimizer(double learning_rate) {

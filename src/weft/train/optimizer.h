@@ -53,6 +53,11 @@ class Optimizer {
 
   // The initializers of the slot variables created so far.
   const std::vector<Output>& initializers() const { return initializers_; }
+  // The slot variables created so far (inside Strategy::Run, the components this optimizer was
+  // handed; the strategy's variables() lists the distributed ones). Slots are named after their
+  // variable from the root name scope, as in the reference: "dense1/kernel/Momentum",
+  // "beta1_power".
+  const std::vector<Variable>& variables() const { return variables_; }
   virtual std::string name() const = 0;
 
  protected:
@@ -68,7 +73,13 @@ class Optimizer {
   Variable CreateScalar(const Scope& scope, const std::string& name, DataType dtype, double value);
 
  private:
+  void Record(const Variable& created);
+  // `variable`'s name, or inside Strategy::Run the name of the distributed variable it is a
+  // component of (so every replica asks for a slot of the same name).
+  static std::string LogicalName(const Variable& variable);
+
   std::vector<Output> initializers_;
+  std::vector<Variable> variables_;
 };
 
 std::unique_ptr<Optimizer> NewGradientDescentOptimizer(double learning_rate);

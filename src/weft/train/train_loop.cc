@@ -15,22 +15,20 @@
 #include "weft/train/data/batch_iterator.h"
 #include "weft/train/data/fashion_mnist.h"
 #include "weft/train/optimizer.h"
+#include "weft/train/train_checkpoints.h"
+#include "weft/train/train_graph.h"
 
 namespace weft::train {
 namespace {
+
+using internal::BuildPlainGraph;
+using internal::BuildReplicatedGraph;
+using internal::TrainGraph;
 
 using Clock = std::chrono::steady_clock;
 
 double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-StatusOr<std::unique_ptr<Optimizer>> MakeOptimizer(const TrainOptions& options) {
-  if (options.optimizer == "sgd") return NewGradientDescentOptimizer(options.learning_rate);
-  if (options.optimizer == "momentum") return NewMomentumOptimizer(options.learning_rate, 0.9);
-  if (options.optimizer == "adam") return NewAdamOptimizer(options.learning_rate);
-  return InvalidArgument("unknown optimizer '", options.optimizer,
-                         "' (expected sgd, momentum or adam)");
 }
 
 // Counts the test examples the model classifies correctly, in large batches.
@@ -52,24 +50,6 @@ StatusOr<double> Evaluate(Session& session, const Model& model, const Dataset& t
   return static_cast<double>(correct) / static_cast<double>(test.NumExamples());
 }
 
-// The graph of a training run and how to feed it: one replica per device.
-struct TrainGraph {
-  std::shared_ptr<Graph> owner;  // keeps the nodes the Outputs below point to
-  proto::GraphDef graph;
-  std::string init;
-  std::vector<Model> replicas;  // replica r's placeholders, loss and metrics
-  std::vector<std::string> targets;
-  std::unique_ptr<distribute::Strategy> strategy;  // null on the plain single-device path
-  // Multi-worker only: the chief's initial values to every replica (run once after init), and the
-  // mean loss over every worker's replicas (fetched instead of the local losses).
-  std::string broadcast;
-  std::string global_loss;
-  // `strategy` when it is a MultiWorkerMirroredStrategy; else null.
-  const distribute::MultiWorkerMirroredStrategy* multi_worker = nullptr;
-  // Reads of every replica's variables, for the fingerprint of the trained weights.
-  std::vector<std::string> variable_reads;
-};
-
 // FNV-1a over the bytes of `tensors`: equal on two workers exactly when their weights are
 // bitwise equal (up to hash collisions).
 uint64_t Fingerprint(const std::vector<Tensor>& tensors) {
@@ -81,81 +61,6 @@ uint64_t Fingerprint(const std::vector<Tensor>& tensors) {
     }
   }
   return hash;
-}
-
-void AddVariableReads(const Scope& scope, const Model& model, TrainGraph* graph) {
-  for (const Variable& variable : model.variables) {
-    graph->variable_reads.push_back(variable.Read(scope.NewSubScope("fingerprint")).name());
-  }
-}
-
-// Today's single-device graph: the model in the root scope, no strategy.
-StatusOr<TrainGraph> BuildPlainGraph(const TrainOptions& options) {
-  Scope root = Scope::NewRootScope();
-  WEFT_ASSIGN_OR_RETURN(Model model, BuildModel(root, options.model, options.seed));
-  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer, MakeOptimizer(options));
-  WEFT_ASSIGN_OR_RETURN(Output train_op, optimizer->Minimize(root, model.loss, model.variables));
-  std::vector<Output> initializers = model.initializers;
-  initializers.insert(initializers.end(), optimizer->initializers().begin(),
-                      optimizer->initializers().end());
-  Output init = ops::NoOp(root.WithOpName("init").WithControlDependencies(initializers));
-  TrainGraph result;
-  AddVariableReads(root, model, &result);
-  WEFT_ASSIGN_OR_RETURN(result.graph, root.ToGraphDef());
-  result.owner = root.graph_as_shared_ptr();
-  result.init = init.name();
-  result.replicas.push_back(std::move(model));
-  result.targets.push_back(train_op.name());
-  return result;
-}
-
-// This worker's share of the host's cores: the workers of one host (same address host) split
-// them, since each one's threads would otherwise fight the others' (measured with W1 on 2 workers
-// of the 2-core machine: ~110k images/s at 1 thread each, ~70-95k at 2).
-int CoresPerLocalWorker(const ServerConfig& config) {
-  auto host_of = [&](int task) {
-    StatusOr<std::string> address = config.cluster.TaskAddress(config.task.job, task);
-    return address.ok() ? address->substr(0, address->rfind(':')) : std::string();
-  };
-  const std::string mine = host_of(config.task.index);
-  int local = 0;
-  for (int t = 0; t < config.cluster.NumTasks(config.task.job); ++t) local += host_of(t) == mine;
-  return std::max(1, NumSchedulableCpus() / std::max(1, local));
-}
-
-StatusOr<std::unique_ptr<distribute::Strategy>> MakeStrategy(
-    const TrainOptions& options, const std::vector<std::string>& devices) {
-  if (options.strategy == "multi_worker_mirrored") {
-    if (!options.worker_cluster.has_value()) {
-      return InvalidArgument(
-          "strategy multi_worker_mirrored needs a cluster of workers: run under ",
-          "`weft launch`, or set WEFT_CONFIG or TF_CONFIG");
-    }
-    distribute::MultiWorkerOptions multi;
-    multi.server = *options.worker_cluster;
-    multi.devices_per_worker = static_cast<int>(devices.size());
-    multi.force_tcp_collectives = options.force_tcp_collectives;
-    multi.hostname = options.hostname;
-    multi.collective_timeout = std::chrono::milliseconds(options.collective_timeout_ms);
-    multi.intra_op_threads = options.intra_op_threads > 0
-                                 ? options.intra_op_threads
-                                 : CoresPerLocalWorker(*options.worker_cluster);
-    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<distribute::MultiWorkerMirroredStrategy> strategy,
-                          distribute::MultiWorkerMirroredStrategy::Create(std::move(multi)));
-    return std::unique_ptr<distribute::Strategy>(std::move(strategy));
-  }
-  if (options.strategy == "one_device") {
-    if (devices.size() != 1) {
-      return InvalidArgument("strategy one_device runs on 1 device, not ", devices.size(),
-                             " (use mirrored for several)");
-    }
-    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<distribute::OneDeviceStrategy> strategy,
-                          distribute::OneDeviceStrategy::Create(devices[0]));
-    return std::unique_ptr<distribute::Strategy>(std::move(strategy));
-  }
-  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<distribute::MirroredStrategy> strategy,
-                        distribute::MirroredStrategy::Create(devices));
-  return std::unique_ptr<distribute::Strategy>(std::move(strategy));
 }
 
 // The session's options: in-process devices, or the cluster behind options.target.
@@ -192,54 +97,6 @@ StatusOr<std::vector<std::string>> ClusterCpuDevices(Session& session) {
   }
   if (devices.empty()) return FailedPrecondition("the cluster has no CPU devices");
   return devices;
-}
-
-// The model once per replica through the strategy, written as for one device: inside
-// strategy.Scope() every Variable::Create (the model's and the optimizer's slots) makes a mirrored
-// variable — replica 0 creates it, every replica uses its component — and Minimize all-reduces the
-// gradients through the replica's current context.
-StatusOr<TrainGraph> BuildReplicatedGraph(const TrainOptions& options,
-                                          const std::vector<std::string>& devices) {
-  TrainGraph result;
-  WEFT_ASSIGN_OR_RETURN(result.strategy, MakeStrategy(options, devices));
-  const distribute::Strategy& strategy = *result.strategy;
-  const int n = strategy.num_local_replicas();
-  Scope root = Scope::NewRootScope();
-  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer, MakeOptimizer(options));
-  result.replicas.resize(n);
-  std::vector<Output> train_ops(n);
-  auto replica_fn = [&](distribute::ReplicaContext& context,
-                        const Scope& replica_scope) -> StatusOr<std::vector<Output>> {
-    const int r = context.replica_id();
-    WEFT_ASSIGN_OR_RETURN(result.replicas[r],
-                          BuildModel(replica_scope, options.model, options.seed));
-    const Model& model = result.replicas[r];
-    WEFT_ASSIGN_OR_RETURN(train_ops[r],
-                          optimizer->Minimize(replica_scope, model.loss, model.variables));
-    WEFT_RETURN_IF_ERROR(replica_scope.status());
-    AddVariableReads(replica_scope, model, &result);
-    return std::vector<Output>{model.loss};
-  };
-  distribute::StrategyScope in_scope = strategy.Scope();
-  WEFT_ASSIGN_OR_RETURN(std::vector<distribute::PerReplica> losses, strategy.Run(root, replica_fn));
-  result.multi_worker = dynamic_cast<const distribute::MultiWorkerMirroredStrategy*>(&strategy);
-  if (const auto* multi = result.multi_worker) {
-    WEFT_ASSIGN_OR_RETURN(Output loss, strategy.Reduce(root.NewSubScope("global_loss"),
-                                                       distribute::ReduceOp::kMean, losses[0]));
-    result.global_loss = loss.name();
-    WEFT_ASSIGN_OR_RETURN(Output broadcast, multi->BroadcastVariablesFromChief(root));
-    result.broadcast = broadcast.name();
-  }
-  std::vector<Output> initializers;
-  for (const auto& variable : strategy.variables()) initializers.push_back(variable->initializer());
-  initializers.insert(initializers.end(), optimizer->initializers().begin(),
-                      optimizer->initializers().end());
-  Output init = ops::NoOp(root.WithOpName("init").WithControlDependencies(initializers));
-  WEFT_ASSIGN_OR_RETURN(result.graph, root.ToGraphDef());
-  result.owner = root.graph_as_shared_ptr();
-  result.init = init.name();
-  for (const Output& train_op : train_ops) result.targets.push_back(train_op.name());
-  return result;
 }
 
 }  // namespace
@@ -307,8 +164,13 @@ StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& 
                            " is not divisible by the cluster's ", replicas, " CPU devices");
   }
   const bool replicated = replicas > 1 || !options.strategy.empty() || !options.target.empty();
-  WEFT_ASSIGN_OR_RETURN(TrainGraph graph, replicated ? BuildReplicatedGraph(options, devices)
-                                                     : BuildPlainGraph(options));
+  if (options.save_every_steps < 0) {
+    return InvalidArgument("save every steps must be 0 (only at the end) or positive, got ",
+                           options.save_every_steps);
+  }
+  WEFT_ASSIGN_OR_RETURN(TrainGraph graph, replicated
+                                              ? BuildReplicatedGraph(options, devices, callbacks)
+                                              : BuildPlainGraph(options, callbacks));
   if (session == nullptr) {
     WEFT_ASSIGN_OR_RETURN(SessionOptions session_options, MakeSessionOptions(options, replicas));
     if (graph.multi_worker != nullptr) {
@@ -326,19 +188,32 @@ StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& 
   } close_session{session.get()};
   WEFT_RETURN_IF_ERROR(session->Create(graph.graph));
   std::vector<Tensor> outputs;
-  WEFT_RETURN_IF_ERROR(session->Run({}, {}, {graph.init}, &outputs));
-  if (!graph.broadcast.empty()) {
-    WEFT_RETURN_IF_ERROR(session->Run({}, {}, {graph.broadcast}, &outputs));
+  // A checkpoint, when there is one, replaces the initial values (on every worker alike).
+  TrainPosition position;
+  position.shuffle_seed = options.seed;
+  std::optional<TrainPosition> resumed;
+  if (graph.checkpoints != nullptr) {
+    WEFT_ASSIGN_OR_RETURN(resumed, graph.checkpoints->RestoreLatest(*session));
+  }
+  if (resumed.has_value()) {
+    position = *resumed;
+  } else {
+    WEFT_RETURN_IF_ERROR(session->Run({}, {}, {graph.init}, &outputs));
+    if (!graph.broadcast.empty()) {
+      WEFT_RETURN_IF_ERROR(session->Run({}, {}, {graph.broadcast}, &outputs));
+    }
   }
 
   BatchOptions batches;
   batches.batch_size = options.batch_size;
-  batches.seed = static_cast<uint64_t>(options.seed);
+  batches.seed = static_cast<uint64_t>(position.shuffle_seed);
   batches.num_shards = workers;
   batches.shard_index = task_index;
   WEFT_ASSIGN_OR_RETURN(BatchIterator iterator, BatchIterator::Create(data.train, batches));
 
   TrainSummary summary;
+  summary.steps = position.global_step;
+  summary.resumed_from_step = resumed.has_value() ? resumed->global_step : -1;
   summary.replicas = replicas * workers;
   summary.workers = workers;
   summary.task_index = task_index;
@@ -372,13 +247,18 @@ StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& 
   StepBreakdown breakdown;
   proto::RunOptions trace_options;
   trace_options.set_trace_level(proto::RunOptions::FULL_TRACE);
-  bool stop = false;
-  for (int epoch = 0; epoch < options.epochs && !stop; ++epoch) {
+  int64_t run_steps = 0;  // steps of this run (the global step counts earlier runs' too)
+  bool stop = options.max_steps >= 0 && summary.steps >= options.max_steps;
+  for (int64_t epoch = position.epoch; epoch < options.epochs && !stop; ++epoch) {
     iterator.StartEpoch(epoch);
     TrainProgress progress;
-    progress.epoch = epoch + 1;
+    progress.epoch = static_cast<int>(epoch) + 1;
     progress.epochs = options.epochs;
     progress.steps_in_epoch = iterator.NumBatches();
+    if (epoch == position.epoch && position.batch_index > 0) {
+      iterator.SkipBatches(position.batch_index);
+      progress.step_in_epoch = std::min(position.batch_index, progress.steps_in_epoch);
+    }
     double epoch_seconds = 0;
     int64_t epoch_images = 0;
     Tensor images, labels;
@@ -403,8 +283,8 @@ StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& 
                           ((summary.steps + 1) % kGlobalLossEvery == 0 ||
                            progress.step_in_epoch + 1 == progress.steps_in_epoch ||
                            (options.max_steps >= 0 && summary.steps + 1 >= options.max_steps));
-      const bool traced = summary.steps >= kStepBreakdownWarmup &&
-                          summary.steps < kStepBreakdownWarmup + options.step_breakdown_steps;
+      const bool traced = run_steps >= kStepBreakdownWarmup &&
+                          run_steps < kStepBreakdownWarmup + options.step_breakdown_steps;
       if (traced) {
         proto::RunMetadata metadata;
         const int64_t run_start = StepStatsNowNanos();
@@ -422,6 +302,7 @@ StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& 
       for (const Tensor& replica_loss : outputs) loss += *replica_loss.data<float>();
       summary.final_loss = outputs.size() == 1 ? *outputs[0].data<float>() : loss / outputs.size();
       ++summary.steps;
+      ++run_steps;
       ++progress.step_in_epoch;
       progress.total_steps = summary.steps;
       progress.loss = summary.final_loss;
@@ -430,10 +311,27 @@ StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& 
                              (epoch_seconds / static_cast<double>(progress.step_in_epoch));
       if (callbacks.on_step) callbacks.on_step(progress);
       stop = options.max_steps >= 0 && summary.steps >= options.max_steps;
+      position.global_step = summary.steps;
+      position.epoch = epoch;
+      position.batch_index = progress.step_in_epoch;
+      if (progress.step_in_epoch >= progress.steps_in_epoch) {
+        position.epoch = epoch + 1;
+        position.batch_index = 0;
+      }
+      if (graph.checkpoints != nullptr) {
+        graph.checkpoints->RecordStep(seconds);
+        WEFT_RETURN_IF_ERROR(graph.checkpoints->AfterStep(*session, position, /*final=*/false));
+      }
     }
     training_seconds += epoch_seconds;
     trained_images += epoch_images;
     if (callbacks.on_epoch_end) callbacks.on_epoch_end(progress);
+  }
+  if (graph.checkpoints != nullptr) {
+    WEFT_RETURN_IF_ERROR(graph.checkpoints->AfterStep(*session, position, /*final=*/true));
+    WEFT_RETURN_IF_ERROR(graph.checkpoints->Finish());
+    summary.checkpoints_saved = graph.checkpoints->saves();
+    summary.max_save_stall_seconds = graph.checkpoints->max_stall_seconds();
   }
   summary.train_images_per_sec = trained_images / std::max(training_seconds, 1e-9);
   if (breakdown.steps() > 0) summary.step_breakdown = breakdown.ToString();

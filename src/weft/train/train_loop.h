@@ -59,6 +59,16 @@ struct TrainOptions {
   // Traces this many steps after kStepBreakdownWarmup untraced ones and reports where their time
   // went in TrainSummary::step_breakdown (0: no tracing).
   int64_t step_breakdown_steps = 0;
+  // Checkpoints (train_checkpoints.h): "" saves none. When the directory already holds one, the
+  // run resumes from it (variables, optimizer slots, global step, input position); max_steps and
+  // epochs count from the start of the first run, so a resumed run stops where an uninterrupted
+  // one would. Saves every save_every_steps global steps (0: only at the end) and at the end,
+  // keeping the newest keep_checkpoints; async_checkpoints writes them in the background.
+  // Multi-worker: the chief saves, every worker restores.
+  std::string checkpoint_dir;
+  int64_t save_every_steps = 0;
+  int keep_checkpoints = 3;
+  bool async_checkpoints = false;
 };
 
 // Steps run before the traced ones of TrainOptions::step_breakdown_steps (first-step costs such
@@ -70,7 +80,7 @@ struct TrainProgress {
   int epochs = 0;
   int64_t step_in_epoch = 0;
   int64_t steps_in_epoch = 0;
-  int64_t total_steps = 0;
+  int64_t total_steps = 0;  // the global step (counting the steps of a resumed run's past)
   double loss = 0;
   double images_per_sec = 0;  // over this epoch's steps so far
   double eta_seconds = 0;     // to the end of this epoch
@@ -92,11 +102,18 @@ struct TrainSummary {
   std::string collective_transport;
   // With TrainOptions::step_breakdown_steps: the traced steps' breakdown, a table per device.
   std::string step_breakdown;
+  // With TrainOptions::checkpoint_dir: the global step the run resumed from (-1: started
+  // afresh), the checkpoints this process saved, and the longest a save held training up.
+  int64_t resumed_from_step = -1;
+  int64_t checkpoints_saved = 0;
+  double max_save_stall_seconds = 0;
 };
 
 struct TrainCallbacks {
   std::function<void(const TrainProgress&)> on_step;       // after every step
   std::function<void(const TrainProgress&)> on_epoch_end;  // after each epoch
+  // With checkpoints: one line per resume, save and failed save.
+  std::function<void(const std::string&)> on_checkpoint;
 };
 
 StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& callbacks = {});

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "weft/core/str_util.h"
 #include "weft/train/data/data_test_util.h"
 
 namespace weft::train {
@@ -206,6 +207,103 @@ TEST(TrainLoopTest, BadDeviceOptionsAreRefusedBeforeTraining) {
   EXPECT_TRUE(IsInvalidArgument(s)) << s;
   EXPECT_NE(s.message().find("128"), std::string::npos) << s;
   EXPECT_NE(s.message().find("3 devices"), std::string::npos) << s;
+}
+
+// A run stopped at global step 17 and resumed from its checkpoint ends exactly as one that never
+// stopped: same final loss and weights, bitwise (variables, slots, global step and input position
+// all restored), on one device and mirrored over two, with each optimizer's slots.
+TEST(TrainLoopTest, AResumedRunEndsLikeAnUninterruptedOne) {
+  TempDir dir;
+  TrainOptions options = ToyOptions(dir);
+  options.save_every_steps = 7;
+  for (int devices : {1, 2}) {
+    for (const char* optimizer : {"momentum", "adam"}) {
+      SCOPED_TRACE(StrCat(devices, " devices, ", optimizer));
+      options.devices = devices;
+      options.optimizer = optimizer;
+      options.learning_rate = std::string(optimizer) == "adam" ? 0.001 : 0.05;
+      options.checkpoint_dir = dir.File(StrCat("straight-", devices, optimizer));
+      options.max_steps = -1;
+      auto straight = Train(options);
+      ASSERT_TRUE(straight.ok()) << straight.status();
+      EXPECT_EQ(straight->resumed_from_step, -1);
+      EXPECT_EQ(straight->checkpoints_saved, 6);  // steps 7, 14, ..., 35 and the end (40)
+
+      options.checkpoint_dir = dir.File(StrCat("stopped-", devices, optimizer));
+      options.max_steps = 17;
+      auto first = Train(options);
+      ASSERT_TRUE(first.ok()) << first.status();
+      EXPECT_EQ(first->steps, 17);
+      std::vector<std::string> reports;
+      TrainCallbacks callbacks;
+      callbacks.on_checkpoint = [&](const std::string& line) { reports.push_back(line); };
+      options.max_steps = -1;
+      auto resumed = Train(options, callbacks);
+      ASSERT_TRUE(resumed.ok()) << resumed.status();
+      EXPECT_EQ(resumed->resumed_from_step, 17);
+      EXPECT_EQ(resumed->steps, 40);
+      EXPECT_EQ(resumed->final_loss, straight->final_loss);
+      EXPECT_EQ(resumed->variables_fingerprint, straight->variables_fingerprint);
+      ASSERT_FALSE(reports.empty());
+      EXPECT_NE(reports[0].find("resumed from checkpoint"), std::string::npos) << reports[0];
+      EXPECT_NE(reports[0].find("global step 17"), std::string::npos) << reports[0];
+      // Run again: it resumes at its end and trains no further.
+      auto again = Train(options);
+      ASSERT_TRUE(again.ok()) << again.status();
+      EXPECT_EQ(again->resumed_from_step, 40);
+      EXPECT_EQ(again->variables_fingerprint, straight->variables_fingerprint);
+    }
+  }
+}
+
+// Background saves do not change what is trained, and a checkpoint of one device resumes on two.
+TEST(TrainLoopTest, AsyncSavesAndAnotherReplicaCountResume) {
+  TempDir dir;
+  TrainOptions options = ToyOptions(dir);
+  auto plain = Train(options);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  options.checkpoint_dir = dir.File("async");
+  options.save_every_steps = 5;
+  options.async_checkpoints = true;
+  auto async = Train(options);
+  ASSERT_TRUE(async.ok()) << async.status();
+  EXPECT_EQ(async->final_loss, plain->final_loss);
+  EXPECT_EQ(async->variables_fingerprint, plain->variables_fingerprint);
+  EXPECT_EQ(async->checkpoints_saved, 8);
+
+  options.checkpoint_dir = dir.File("one-then-two");
+  options.async_checkpoints = false;
+  options.max_steps = 10;
+  ASSERT_TRUE(Train(options).ok());
+  options.max_steps = -1;
+  options.devices = 2;
+  auto two = Train(options);
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_EQ(two->resumed_from_step, 10);
+  EXPECT_EQ(two->steps, 40);
+  EXPECT_GT(two->test_accuracy, 0.9);
+}
+
+// A checkpoint of another model is refused naming the tensor and both shapes; a corrupt one
+// names the file.
+TEST(TrainLoopTest, ACheckpointOfAnotherModelIsRefused) {
+  TempDir dir;
+  TrainOptions options = ToyOptions(dir);
+  options.checkpoint_dir = dir.File("mlp");
+  options.max_steps = 2;
+  ASSERT_TRUE(Train(options).ok());
+  options.model = ModelKind::kCnn;
+  options.batch_size = 8;
+  Status refused = Train(options).status();
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find(dir.File("mlp")), std::string::npos) << refused;
+  options.model = ModelKind::kMlp;
+  options.batch_size = 32;
+  WriteBytes(dir.File("mlp/ckpt-2/shard-00000-of-00001.safetensors"), Bytes(64, 7));
+  Status corrupt = Train(options).status();
+  ASSERT_FALSE(corrupt.ok());
+  EXPECT_NE(corrupt.message().find("shard-00000-of-00001.safetensors"), std::string::npos)
+      << corrupt;
 }
 
 }  // namespace

@@ -143,8 +143,11 @@ void Runner::ReplicaMain(int r) {
     }
     replica.phase = Phase::kRunning;
   }
-  Scope replica_scope =
-      scope_.NewSubScope(StrCat("replica_", r)).WithDevice(strategy_.devices()[r]);
+  // As in the reference, replica 0 builds under the caller's name scope, so the variables it
+  // creates carry the names a single-device model gives them ("dense1/kernel", the names a
+  // checkpoint uses); replica r > 0 builds under "replica_<r>".
+  Scope replica_scope = (r == 0 ? scope_ : scope_.NewSubScope(StrCat("replica_", r)))
+                            .WithDevice(strategy_.devices()[r]);
   StatusOr<std::vector<Output>> result = Internal("replica ", r, " did not run");
   {
     std::vector<std::unique_ptr<VariableCreatorScope>> creator_scopes;

@@ -80,6 +80,19 @@ Status NodeBuilder::Build(Node** node) {
                                "' comes from an op that failed to build");
       }
     }
+    if (!arg.type_list_attr.empty()) {
+      if (!group_is_list_[i]) {
+        return InvalidArgument(FormatNodeForError(def_), ": input '", arg.name,
+                               "' is a list; use InputList");
+      }
+      if (attrs.contains(arg.type_list_attr)) continue;
+      std::vector<DataType> dtypes;
+      for (const weft::Input& input : group) {
+        dtypes.push_back(input.is_constant() ? input.value().dtype() : input.output().dtype());
+      }
+      attrs[arg.type_list_attr] = MakeAttrValue(dtypes);
+      continue;
+    }
     if (arg.type_attr.empty() || attrs.contains(arg.type_attr)) continue;
     for (const weft::Input& input : group) {
       if (!input.is_literal()) {
@@ -102,7 +115,13 @@ Status NodeBuilder::Build(Node** node) {
     const ArgDef& arg = op->inputs[i];
     DataType wanted = arg.type;
     if (!arg.type_attr.empty()) WEFT_RETURN_IF_ERROR(GetNodeAttr(def_, arg.type_attr, &wanted));
-    for (const weft::Input& input : groups_[i]) {
+    std::vector<DataType> list_types;
+    if (!arg.type_list_attr.empty()) {
+      WEFT_RETURN_IF_ERROR(GetNodeAttr(def_, arg.type_list_attr, &list_types));
+    }
+    for (size_t j = 0; j < groups_[i].size(); ++j) {
+      const weft::Input& input = groups_[i][j];
+      if (j < list_types.size()) wanted = list_types[j];
       if (!input.is_constant()) {
         inputs.push_back({input.output().node(), input.output().index()});
         continue;

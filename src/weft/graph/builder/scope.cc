@@ -46,6 +46,13 @@ Scope Scope::NewSubScope(std::string_view child) const {
   return scope;
 }
 
+Scope Scope::WithRootNameScope() const {
+  Scope scope = *this;
+  scope.op_name_.clear();
+  scope.prefix_.clear();
+  return scope;
+}
+
 Scope Scope::WithOpName(std::string_view name) const {
   Scope scope = *this;
   scope.op_name_ = std::string(name);

@@ -54,6 +54,11 @@ class Scope {
 
   // Nodes built in the child are named "<prefix>/<child>/..."; the child name is made unique.
   Scope NewSubScope(std::string_view child) const;
+  // The same scope with the name prefix of the root scope: nodes built in it are named as if
+  // built from the root (device and control dependencies are kept). For objects named after
+  // another node rather than after where they are built, such as an optimizer's slot variables
+  // ("dense1/kernel/Momentum").
+  Scope WithRootNameScope() const;
   // The next node built with the returned scope is named `name` (made unique when taken).
   Scope WithOpName(std::string_view name) const;
   // Requests a device ("/device:CPU:1") for nodes built in the returned scope.

@@ -224,6 +224,8 @@ void RegisterArrayGradients(GradientRegistry& registry) {
         "RandomUniform", "RandomStandardNormal", "TruncatedNormal"}) {
     registry.RegisterNoGradient(op);
   }
+  // A checkpoint's values come from a file, not from the graph.
+  registry.RegisterNoGradient("RestoreV2");
 }
 
 }  // namespace weft

@@ -83,6 +83,14 @@ void BatchIterator::StartEpoch(int64_t epoch) {
   }
 }
 
+void BatchIterator::SkipBatches(int64_t batches) {
+  const int64_t n = static_cast<int64_t>(order_.size());
+  const int64_t remaining_batches = (n - position_ + options_.batch_size - 1) / options_.batch_size;
+  position_ = batches >= remaining_batches
+                  ? n
+                  : position_ + std::max<int64_t>(0, batches) * options_.batch_size;
+}
+
 int64_t BatchIterator::NumBatches() const {
   const int64_t n = dataset_.labels.dim_size(0);
   const int64_t b = options_.batch_size;

@@ -36,6 +36,9 @@ class BatchIterator {
 
   // Restarts at the beginning of `epoch` (any value; epochs need not be visited in order).
   void StartEpoch(int64_t epoch);
+  // Moves past the next `batches` batches of this epoch without gathering them (to resume where a
+  // run stopped); past the end, the epoch is exhausted.
+  void SkipBatches(int64_t batches);
 
   // Fills *images (float32 [B, D]) and *labels (int64 [B]) with the next batch of this epoch and
   // returns true; returns false, leaving both empty, once the epoch is exhausted. B is batch_size

@@ -1,0 +1,54 @@
+#include "weft/graph/builder/ops/io_ops.h"
+
+#include <cstring>
+
+#include "weft/framework/attr_value_util.h"
+#include "weft/graph/builder/ops/op_helpers.h"
+
+namespace weft::ops {
+
+Output SaveV2(const Scope& scope, const Input& directory,
+              const std::vector<std::string>& tensor_names, const std::string& shard_file,
+              const std::vector<Output>& tensors) {
+  if (tensor_names.size() != tensors.size()) {
+    scope.UpdateStatus(InvalidArgument("SaveV2: ", tensor_names.size(), " names for ",
+                                       tensors.size(), " tensors"));
+    return Output();
+  }
+  Node* node = NodeBuilder(scope, "SaveV2")
+                   .Input(directory)
+                   .InputList(tensors)
+                   .Attr("tensor_names", tensor_names)
+                   .Attr("shard_file", std::string_view(shard_file))
+                   .Finalize();
+  return node ? Output(node) : Output();
+}
+
+std::vector<Output> RestoreV2(const Scope& scope, const Input& directory,
+                              const std::vector<std::string>& tensor_names,
+                              const std::vector<DataType>& dtypes,
+                              const std::vector<TensorShape>& shapes) {
+  if (tensor_names.size() != dtypes.size() || tensor_names.size() != shapes.size()) {
+    scope.UpdateStatus(InvalidArgument("RestoreV2: ", tensor_names.size(), " names, ",
+                                       dtypes.size(), " dtypes and ", shapes.size(), " shapes"));
+    return {};
+  }
+  Node* node = NodeBuilder(scope, "RestoreV2")
+                   .Input(directory)
+                   .Attr("tensor_names", tensor_names)
+                   .Attr("dtypes", dtypes)
+                   .Attr("shapes", shapes)
+                   .Finalize();
+  if (node == nullptr) return {};
+  std::vector<Output> outputs;
+  for (size_t i = 0; i < tensor_names.size(); ++i) outputs.emplace_back(node, static_cast<int>(i));
+  return outputs;
+}
+
+Tensor PathTensor(const std::string& path) {
+  Tensor bytes(DataType::kUInt8, TensorShape({static_cast<int64_t>(path.size())}));
+  if (!path.empty()) std::memcpy(bytes.raw_data(), path.data(), path.size());
+  return bytes;
+}
+
+}  // namespace weft::ops

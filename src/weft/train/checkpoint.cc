@@ -1,0 +1,373 @@
+#include "weft/train/checkpoint.h"
+
+#include <set>
+
+#include <unistd.h>
+
+#include "weft/core/str_util.h"
+#include "weft/framework/device_name_utils.h"
+#include "weft/io/checkpoint_manifest.h"
+#include "weft/io/durable_file.h"
+#include "weft/io/safetensors.h"
+
+namespace weft::train {
+namespace {
+
+// The task part of a device name ("/job:worker/replica:0/task:1"): tensors of one task go to one
+// shard. "" for an unplaced or unparsable device (one shard for all of those).
+std::string TaskOf(const std::string& device) {
+  if (device.empty()) return "";
+  StatusOr<ParsedDeviceName> parsed = ParseDeviceName(device);
+  if (!parsed.ok()) return "";
+  return StrCat("/job:", parsed->has_job ? parsed->job : "",
+                "/replica:", parsed->has_replica ? parsed->replica : 0,
+                "/task:", parsed->has_task ? parsed->task : 0);
+}
+
+std::string ShardFile(size_t index, size_t count) {
+  char name[64];
+  std::snprintf(name, sizeof(name), "shard-%05zu-of-%05zu.safetensors", index, count);
+  return name;
+}
+
+std::string DeviceOf(const Variable& variable) {
+  return variable.handle().node()->requested_device();
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::Create(const Scope& scope,
+                                                         const CheckpointObjects& objects) {
+  std::unique_ptr<Checkpoint> checkpoint(new Checkpoint());
+  Status status = checkpoint->Build(scope, objects);
+  if (!status.ok()) return status.WithContext("building the checkpoint ops");
+  return checkpoint;
+}
+
+Checkpoint::~Checkpoint() { WaitForSave().IgnoreError(); }
+
+Status Checkpoint::Build(const Scope& scope, const CheckpointObjects& objects) {
+  WEFT_RETURN_IF_ERROR(scope.status());
+  replicas_ = objects.replicas;
+  Scope save = scope.NewSubScope("save");
+  std::set<std::string> names;
+  auto add = [&](Entry entry) -> Status {
+    if (!names.insert(entry.name).second) {
+      return InvalidArgument("two objects to checkpoint are named '", entry.name, "'");
+    }
+    entries_.push_back(std::move(entry));
+    return Status::OK();
+  };
+  for (const Variable& variable : objects.variables) {
+    if (!variable) return InvalidArgument("an empty Variable was given to checkpoint");
+    WEFT_RETURN_IF_ERROR(add({variable.name(), variable.dtype(), variable.shape(),
+                              DeviceOf(variable), variable.Read(save), "", Output()}));
+  }
+  int spread = 0;
+  for (const auto& distributed : objects.distributed_variables) {
+    if (distributed == nullptr) return InvalidArgument("a null DistributedVariable to checkpoint");
+    Entry entry{distributed->name(),
+                distributed->dtype(),
+                distributed->shape(),
+                "",
+                Output(),
+                "",
+                Output()};
+    if (distributed->synchronization() == distribute::VariableSynchronization::kOnRead) {
+      // Saved as the value a cross-replica read gives: the components combined.
+      entry.device = distributed->devices()[0];
+      WEFT_ASSIGN_OR_RETURN(entry.value, distributed->Read(save, nullptr));
+    } else {
+      // Components are equal: read each variable from a different one, spreading the writing
+      // over the tasks that hold them.
+      const int c = spread++ % distributed->num_components();
+      entry.device = distributed->devices()[c];
+      entry.value = distributed->component(c).Read(save);
+    }
+    WEFT_RETURN_IF_ERROR(add(std::move(entry)));
+  }
+  for (const std::string& value : objects.values) {
+    Entry entry{value, DataType::kInt64, TensorShape(), "", Output(), "", Output()};
+    entry.device = entries_.empty() ? "" : entries_[0].device;
+    Output placeholder = ops::Placeholder(save.NewSubScope("values").WithDevice(entry.device),
+                                          DataType::kInt64, PartialShape(TensorShape()));
+    entry.value = placeholder;
+    entry.value_feed = placeholder.name();
+    WEFT_RETURN_IF_ERROR(add(std::move(entry)));
+    value_names_.push_back(value);
+  }
+  WEFT_RETURN_IF_ERROR(save.status());
+  if (entries_.empty()) return InvalidArgument("nothing to checkpoint");
+
+  // One shard per task, in order of first appearance.
+  std::map<std::string, int> shard_of_task;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const std::string task = TaskOf(entries_[i].device);
+    auto [it, inserted] = shard_of_task.emplace(task, static_cast<int>(shards_.size()));
+    if (inserted) shards_.push_back({"", entries_[i].device, {}});
+    shards_[it->second].entries.push_back(static_cast<int>(i));
+  }
+  for (size_t s = 0; s < shards_.size(); ++s) shards_[s].file = ShardFile(s, shards_.size());
+
+  // The synchronous save: every shard's SaveV2 on its task.
+  Output directory =
+      ops::Placeholder(save.WithOpName("directory"), DataType::kUInt8, PartialShape({-1}));
+  save_directory_ = directory.name();
+  auto save_shards = [&](const Scope& in, const Input& target_directory,
+                         const std::vector<Output>& values) {
+    std::vector<Output> saves;
+    for (const Shard& shard : shards_) {
+      std::vector<std::string> shard_names;
+      std::vector<Output> shard_values;
+      for (int e : shard.entries) {
+        shard_names.push_back(entries_[e].name);
+        shard_values.push_back(values[e]);
+      }
+      saves.push_back(ops::SaveV2(in.WithDevice(shard.device), target_directory, shard_names,
+                                  shard.file, shard_values));
+    }
+    return saves;
+  };
+  std::vector<Output> values;
+  for (const Entry& entry : entries_) values.push_back(entry.value);
+  for (const Entry& entry : entries_) {
+    if (!entry.value_feed.empty()) save_value_feeds_.push_back(entry.value_feed);
+  }
+  save_target_ =
+      ops::NoOp(
+          save.WithOpName("save_all").WithControlDependencies(save_shards(save, directory, values)))
+          .name();
+
+  // The asynchronous save: a snapshot step assigns every value to a variable of its own (sharing
+  // the buffer), a write step saves those and destroys them.
+  Scope snapshot = save.NewSubScope("snapshot");
+  Scope async = save.NewSubScope("async");
+  std::vector<Output> handles(entries_.size()), assigns, async_values(entries_.size());
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const Entry& entry = entries_[i];
+    if (!entry.value_feed.empty()) {
+      Output placeholder = ops::Placeholder(async.NewSubScope("values").WithDevice(entry.device),
+                                            DataType::kInt64, PartialShape(TensorShape()));
+      async_value_feeds_.push_back(placeholder.name());
+      async_values[i] = placeholder;
+      continue;
+    }
+    Scope on_device = snapshot.WithDevice(entry.device);
+    handles[i] = ops::VarHandleOp(on_device, entry.dtype, PartialShape(entry.shape));
+    assigns.push_back(ops::AssignVariableOp(on_device, handles[i], entry.value));
+    async_values[i] = ops::ReadVariableOp(async.WithDevice(entry.device), handles[i]);
+  }
+  snapshot_target_ =
+      ops::NoOp(snapshot.WithOpName("snapshot_all").WithControlDependencies(assigns)).name();
+  Output async_directory =
+      ops::Placeholder(async.WithOpName("directory"), DataType::kUInt8, PartialShape({-1}));
+  async_directory_ = async_directory.name();
+  std::vector<Output> async_saves = save_shards(async, async_directory, async_values);
+  std::vector<Output> destroys;
+  Scope after_saves = async.WithControlDependencies(async_saves);
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    if (handles[i]) {
+      destroys.push_back(
+          ops::DestroyResourceOp(after_saves.WithDevice(entries_[i].device), handles[i]));
+    }
+  }
+  destroys.insert(destroys.end(), async_saves.begin(), async_saves.end());
+  async_target_ = ops::NoOp(async.WithOpName("write_all").WithControlDependencies(destroys)).name();
+
+  // The restore: one RestoreV2 per shard, then every variable (every component) assigned.
+  Scope restore = scope.NewSubScope("restore");
+  Output restore_directory =
+      ops::Placeholder(restore.WithOpName("directory"), DataType::kUInt8, PartialShape({-1}));
+  restore_directory_ = restore_directory.name();
+  for (const Shard& shard : shards_) {
+    std::vector<std::string> shard_names;
+    std::vector<DataType> dtypes;
+    std::vector<TensorShape> shapes;
+    for (int e : shard.entries) {
+      shard_names.push_back(entries_[e].name);
+      dtypes.push_back(entries_[e].dtype);
+      shapes.push_back(entries_[e].shape);
+    }
+    std::vector<Output> outputs = ops::RestoreV2(restore.WithDevice(shard.device),
+                                                 restore_directory, shard_names, dtypes, shapes);
+    WEFT_RETURN_IF_ERROR(restore.status());
+    for (size_t k = 0; k < shard.entries.size(); ++k)
+      entries_[shard.entries[k]].restored = outputs[k];
+  }
+  std::vector<Output> restores;
+  size_t next = 0;
+  for (const Variable& variable : objects.variables) {
+    restores.push_back(variable.Assign(restore, entries_[next++].restored));
+  }
+  for (const auto& distributed : objects.distributed_variables) {
+    WEFT_ASSIGN_OR_RETURN(Output assign,
+                          distributed->Assign(restore, entries_[next++].restored, nullptr));
+    restores.push_back(assign);
+  }
+  for (; next < entries_.size(); ++next) {
+    restore_value_fetches_.push_back(
+        ops::Identity(restore.NewSubScope("values").WithDevice(entries_[next].device),
+                      entries_[next].restored)
+            .name());
+  }
+  restore_target_ =
+      ops::NoOp(restore.WithOpName("restore_all").WithControlDependencies(restores)).name();
+  return scope.status();
+}
+
+std::vector<std::string> Checkpoint::tensor_names() const {
+  std::vector<std::string> names;
+  for (const Shard& shard : shards_) {
+    for (int e : shard.entries) names.push_back(entries_[e].name);
+  }
+  return names;
+}
+
+StatusOr<NamedTensorList> Checkpoint::SaveFeeds(const std::string& directory_feed,
+                                                const std::string& directory,
+                                                const std::vector<std::string>& value_feeds,
+                                                const CheckpointValues& values) const {
+  NamedTensorList feeds = {{directory_feed, ops::PathTensor(directory)}};
+  for (size_t i = 0; i < value_names_.size(); ++i) {
+    auto found = values.find(value_names_[i]);
+    if (found == values.end()) {
+      return InvalidArgument("the checkpoint saves the value '", value_names_[i],
+                             "', but the save did not give it");
+    }
+    feeds.emplace_back(value_feeds[i], Tensor::Scalar<int64_t>(found->second));
+  }
+  return feeds;
+}
+
+StatusOr<std::string> Checkpoint::MakeTempDirectory(const std::string& directory) {
+  const std::string temp =
+      StrCat(directory, ".tmp-", static_cast<int64_t>(getpid()), "-", temp_counter_++);
+  WEFT_RETURN_IF_ERROR(io::RemoveAll(temp));
+  WEFT_RETURN_IF_ERROR(io::CreateDirectories(temp));
+  return temp;
+}
+
+Status Checkpoint::Finish(const std::string& temp, const std::string& directory,
+                          int64_t step) const {
+  io::CheckpointManifest manifest;
+  manifest.step = step;
+  manifest.replicas = replicas_;
+  for (const Shard& shard : shards_) {
+    const std::string path = io::JoinPath(temp, shard.file);
+    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<io::SafetensorsReader> reader,
+                          io::SafetensorsReader::Open(path));
+    manifest.shards.push_back({shard.file, reader->file_bytes()});
+    for (int e : shard.entries) {
+      const io::SafetensorsEntry* written = reader->Find(entries_[e].name);
+      if (written == nullptr || !written->has_crc32c) {
+        return Internal("shard ", path, " lacks tensor '", entries_[e].name, "' or its CRC32C");
+      }
+      manifest.tensors[written->name] = {shard.file, written->dtype, written->shape,
+                                         written->crc32c};
+    }
+  }
+  WEFT_RETURN_IF_ERROR(manifest.Write(temp));
+  // Replacing a checkpoint: the old one moves aside first, so a crash leaves one of the two.
+  std::string aside;
+  if (io::PathExists(directory)) {
+    aside = StrCat(temp, ".old");
+    WEFT_RETURN_IF_ERROR(io::RenameDurably(directory, aside));
+  }
+  WEFT_RETURN_IF_ERROR(io::RenameDurably(temp, directory));
+  if (!aside.empty()) WEFT_RETURN_IF_ERROR(io::RemoveAll(aside));
+  return Status::OK();
+}
+
+Status Checkpoint::Save(Session& session, const std::string& directory, int64_t step,
+                        const CheckpointValues& values) {
+  WEFT_RETURN_IF_ERROR(WaitForSave());
+  WEFT_ASSIGN_OR_RETURN(NamedTensorList feeds,
+                        SaveFeeds(save_directory_, "", save_value_feeds_, values));
+  WEFT_ASSIGN_OR_RETURN(std::string temp, MakeTempDirectory(directory));
+  feeds[0].second = ops::PathTensor(temp);
+  std::vector<Tensor> outputs;
+  Status status = session.Run(feeds, {}, {save_target_}, &outputs);
+  if (status.ok()) status = Finish(temp, directory, step);
+  if (!status.ok()) {
+    io::RemoveAll(temp).IgnoreError();
+    return status.WithContext(StrCat("saving checkpoint ", directory));
+  }
+  return Status::OK();
+}
+
+Status Checkpoint::SaveAsync(Session& session, const std::string& directory, int64_t step,
+                             const CheckpointValues& values,
+                             std::function<Status(const Status&)> done) {
+  WEFT_RETURN_IF_ERROR(WaitForSave());
+  WEFT_ASSIGN_OR_RETURN(NamedTensorList feeds,
+                        SaveFeeds(async_directory_, "", async_value_feeds_, values));
+  WEFT_ASSIGN_OR_RETURN(std::string temp, MakeTempDirectory(directory));
+  feeds[0].second = ops::PathTensor(temp);
+  std::vector<Tensor> outputs;
+  Status snapshot = session.Run({}, {}, {snapshot_target_}, &outputs);
+  if (!snapshot.ok()) {
+    io::RemoveAll(temp).IgnoreError();
+    return snapshot.WithContext(StrCat("snapshotting the variables for checkpoint ", directory));
+  }
+  writer_ = std::thread(
+      [this, &session, feeds = std::move(feeds), temp, directory, step, done = std::move(done)]() {
+        std::vector<Tensor> unused;
+        Status status = session.Run(feeds, {}, {async_target_}, &unused);
+        if (status.ok()) status = Finish(temp, directory, step);
+        if (!status.ok()) {
+          io::RemoveAll(temp).IgnoreError();
+          status = status.WithContext(StrCat("saving checkpoint ", directory));
+        }
+        if (done) status = done(status);
+        MutexLock lock(mu_);
+        writer_status_ = status;
+      });
+  return Status::OK();
+}
+
+Status Checkpoint::WaitForSave() {
+  if (!writer_.joinable()) return Status::OK();
+  writer_.join();
+  MutexLock lock(mu_);
+  Status status = writer_status_;
+  writer_status_ = Status::OK();
+  return status;
+}
+
+StatusOr<RestoredCheckpoint> Checkpoint::Restore(Session& session, const std::string& directory) {
+  WEFT_RETURN_IF_ERROR(WaitForSave());
+  StatusOr<io::CheckpointManifest> manifest = io::CheckpointManifest::Read(directory);
+  if (!manifest.ok()) return manifest.status().WithContext(StrCat("restoring ", directory));
+  // Every mismatch the manifest shows, before anything changes.
+  for (const Entry& entry : entries_) {
+    auto found = manifest->tensors.find(entry.name);
+    const std::string where = StrCat(" (checkpoint ", directory, ")");
+    if (found == manifest->tensors.end()) {
+      return NotFound("the checkpoint has no tensor '", entry.name, "'", where);
+    }
+    const std::string path = io::JoinPath(directory, found->second.shard);
+    if (found->second.dtype != entry.dtype) {
+      return InvalidArgument("tensor '", entry.name, "' in ", path, " is ",
+                             DataTypeName(found->second.dtype), " but the model's is ",
+                             DataTypeName(entry.dtype));
+    }
+    if (found->second.shape != entry.shape) {
+      return InvalidArgument("tensor '", entry.name, "' in ", path, " has shape ",
+                             found->second.shape.DebugString(), " but the model's has shape ",
+                             entry.shape.DebugString());
+    }
+  }
+  std::vector<Tensor> outputs;
+  Status status = session.Run({{restore_directory_, ops::PathTensor(directory)}},
+                              restore_value_fetches_, {restore_target_}, &outputs);
+  if (!status.ok()) return status.WithContext(StrCat("restoring ", directory));
+  RestoredCheckpoint restored;
+  restored.step = manifest->step;
+  restored.replicas = manifest->replicas;
+  for (size_t i = 0; i < value_names_.size(); ++i) {
+    restored.values[value_names_[i]] = *outputs[i].data<int64_t>();
+  }
+  return restored;
+}
+
+}  // namespace weft::train

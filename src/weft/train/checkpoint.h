@@ -1,0 +1,154 @@
+// Checkpoint: saves a model's state to a directory in Weft's open checkpoint format (safetensors
+// shards plus a JSON manifest; see docs/checkpoints.md) and restores it, through ops that run on
+// the devices holding the variables (SaveV2 / RestoreV2), so no variable passes through the
+// client. Build it into the graph before the graph goes to the session; then Save / SaveAsync /
+// Restore against that session.
+//
+//   CheckpointObjects objects;
+//   objects.variables = model.variables;                 // plain variables
+//   objects.distributed_variables = strategy.variables(); // or a strategy's
+//   objects.values = {"global_step"};                    // int64 scalars the client owns
+//   auto checkpoint = Checkpoint::Create(root, objects).value();
+//   ... session->Create(root.ToGraphDef()) ...
+//   checkpoint->Save(*session, "/ckpt/ckpt-100", 100, {{"global_step", 100}});
+//   StatusOr<RestoredCheckpoint> restored = checkpoint->Restore(*session, "/ckpt/ckpt-100");
+//
+// Semantics follow the reference: tensors are named like the variables ("dense1/kernel",
+// "dense1/kernel/Momentum"); a mirrored variable is saved once, a sync-on-read variable saved
+// aggregated by its aggregation, and on restore every component gets the value (a SUM variable's
+// components 1/n of it each), so a checkpoint restores into any strategy and replica count of the
+// same model. The tensors of variables on different tasks go to one shard per task; mirrored
+// variables are spread over the tasks that hold their components.
+//
+// Crash safety: Save writes into "<directory>.tmp-<pid>-<n>", each shard durably (temporary name,
+// fsync, rename, directory fsync), then the manifest the same way, then renames the whole
+// directory into place and fsyncs its parent. A process killed at any moment leaves `directory`
+// either as it was or complete.
+//
+// Thread-safety: one Save / SaveAsync / Restore at a time per Checkpoint (SaveAsync's background
+// write excepted, which runs alongside training steps of the same session; a later Save or
+// SaveAsync first waits for it). The session must outlive any save in flight (WaitForSave).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "weft/core/mutex.h"
+#include "weft/distribute/distributed_variable.h"
+#include "weft/graph/builder/ops.h"
+#include "weft/graph/builder/variable.h"
+#include "weft/runtime/session.h"
+
+namespace weft::train {
+
+// The client's own int64 state saved beside the variables (the global step, the input position),
+// by name.
+using CheckpointValues = std::map<std::string, int64_t>;
+
+struct CheckpointObjects {
+  std::vector<Variable> variables;  // plain variables, saved under their names
+  std::vector<std::shared_ptr<distribute::DistributedVariable>> distributed_variables;
+  std::vector<std::string> values;  // names of CheckpointValues every save must give
+  int replicas = 1;                 // written to the manifest
+};
+
+struct RestoredCheckpoint {
+  int64_t step = 0;
+  int replicas = 1;  // of the run that saved it
+  CheckpointValues values;
+};
+
+class Checkpoint {
+ public:
+  // Adds the save, snapshot and restore ops to `scope`'s graph (under "save/" and "restore/").
+  // InvalidArgument for two objects of one name, a name that is also a value's, or a scope error.
+  static StatusOr<std::unique_ptr<Checkpoint>> Create(const Scope& scope,
+                                                      const CheckpointObjects& objects);
+  // Waits for a save in flight.
+  ~Checkpoint();
+  Checkpoint(const Checkpoint&) = delete;
+  Checkpoint& operator=(const Checkpoint&) = delete;
+
+  // Writes a complete checkpoint of step `step` to `directory` (replacing one already there).
+  // `values` must hold every name of CheckpointObjects::values. Errors name the path; after one,
+  // `directory` is as it was.
+  Status Save(Session& session, const std::string& directory, int64_t step,
+              const CheckpointValues& values);
+  // Snapshots the variables now (one short step: the snapshot shares the variables' buffers, and
+  // the next update of a variable copies it first), then writes the checkpoint as Save does on a
+  // background thread while training goes on, and calls `done` there with the result; what
+  // `done` returns is the save's final result (WaitForSave's), so it may add work of its own,
+  // such as moving an index. Waits first for the previous SaveAsync; an error of the snapshot
+  // itself is returned and `done` not called.
+  Status SaveAsync(Session& session, const std::string& directory, int64_t step,
+                   const CheckpointValues& values, std::function<Status(const Status&)> done);
+  // Waits for the SaveAsync in flight, if any; returns its result (OK when none).
+  Status WaitForSave();
+
+  // Restores every object from the checkpoint in `directory`; returns its step and values. A
+  // missing tensor, a dtype or shape that differs from the model, a truncated or corrupt file
+  // fail with the file and the tensor named, before any variable changes when the manifest shows
+  // it (later checks, the data's CRCs, may leave some variables restored and others not: restore
+  // again or start over).
+  StatusOr<RestoredCheckpoint> Restore(Session& session, const std::string& directory);
+
+  // The saved tensors' names, in shard order.
+  std::vector<std::string> tensor_names() const;
+
+ private:
+  // One tensor of the checkpoint and the nodes that save and restore it.
+  struct Entry {
+    std::string name;
+    DataType dtype = DataType::kInvalid;
+    TensorShape shape;
+    std::string device;      // where it is read and restored ("" when unplaced)
+    Output value;            // its current value (a read, or an aggregated read)
+    std::string value_feed;  // for a client value: the placeholder fed at every save
+    Output restored;         // RestoreV2's output
+  };
+  struct Shard {
+    std::string file;
+    std::string device;
+    std::vector<int> entries;
+  };
+
+  Checkpoint() = default;
+  Status Build(const Scope& scope, const CheckpointObjects& objects);
+  // The feeds of a save step writing into `directory` from the value placeholders `feeds`.
+  StatusOr<NamedTensorList> SaveFeeds(const std::string& directory_feed,
+                                      const std::string& directory,
+                                      const std::vector<std::string>& value_feeds,
+                                      const CheckpointValues& values) const;
+  // Manifest of the shards written into `temp`, written there; then `temp` becomes `directory`.
+  Status Finish(const std::string& temp, const std::string& directory, int64_t step) const;
+  // A fresh temporary directory next to `directory`.
+  StatusOr<std::string> MakeTempDirectory(const std::string& directory);
+
+  std::vector<Entry> entries_;
+  std::vector<Shard> shards_;
+  int replicas_ = 1;
+  // Node names of the graph's checkpoint ops.
+  std::string save_directory_;
+  std::string save_target_;
+  std::vector<std::string> save_value_feeds_;
+  std::string snapshot_target_;
+  std::string async_directory_;
+  std::string async_target_;
+  std::vector<std::string> async_value_feeds_;
+  std::string restore_directory_;
+  std::string restore_target_;
+  std::vector<std::string> restore_value_fetches_;
+  std::vector<std::string> value_names_;
+  int64_t temp_counter_ = 0;
+
+  Mutex mu_;
+  std::thread writer_;  // the SaveAsync in flight; joined by WaitForSave
+  Status writer_status_ WEFT_GUARDED_BY(mu_);
+};
+
+}  // namespace weft::train

@@ -1,0 +1,89 @@
+// The checkpoint side of the `weft train` loop: which objects a training run saves (every variable
+// and slot, the global step and the input position), restoring the latest checkpoint of
+// --checkpoint-dir on start, and saving every N global steps and at the end, synchronously or in
+// the background, while measuring how long each save held training up. Not thread-safe (the loop
+// calls it between steps).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "weft/train/checkpoint.h"
+#include "weft/train/checkpoint_manager.h"
+
+namespace weft::train {
+
+// Where a run stands: the next step to run is `global_step` + 1, the next batch is batch
+// `batch_index` of epoch `epoch` of the order drawn from `shuffle_seed`.
+struct TrainPosition {
+  int64_t global_step = 0;
+  int64_t epoch = 0;
+  int64_t batch_index = 0;
+  int64_t shuffle_seed = 0;
+};
+
+// The names the position is saved under beside the variables.
+inline constexpr char kGlobalStepName[] = "global_step";
+inline constexpr char kEpochName[] = "input/epoch";
+inline constexpr char kBatchIndexName[] = "input/batch_index";
+inline constexpr char kShuffleSeedName[] = "input/shuffle_seed";
+
+struct TrainCheckpointOptions {
+  std::string directory;
+  int64_t save_every_steps = 0;  // 0: only at the end
+  int keep = 3;
+  bool async = false;
+  bool writer = true;  // false on the workers of a multi-worker job other than the chief
+  // Told of every save, resume and failed save, in one line each.
+  std::function<void(const std::string&)> report;
+};
+
+class TrainCheckpoints {
+ public:
+  // Builds the checkpoint ops of `objects` (the variables; the position values are added here)
+  // into `scope`.
+  static StatusOr<std::unique_ptr<TrainCheckpoints>> Create(const Scope& scope,
+                                                            CheckpointObjects objects,
+                                                            const TrainCheckpointOptions& options);
+
+  // Restores the latest checkpoint of the directory into the session's variables: the position
+  // it holds, or nullopt when there is none (the caller then initializes the variables).
+  StatusOr<std::optional<TrainPosition>> RestoreLatest(Session& session);
+
+  // After the step that reached `position`: saves when a save is due (every save_every_steps
+  // global steps, or `final`). Only the writer saves. A save that fails (a full disk, an
+  // unwritable directory) is reported and training goes on with the previous checkpoint intact;
+  // only the final save's failure is returned.
+  Status AfterStep(Session& session, const TrainPosition& position, bool final);
+  // The duration of the step after a save: a save's stall is the time its call held the loop
+  // plus what the next step took beyond the mean of the steps not following a save.
+  void RecordStep(double seconds);
+  // Waits for a background save; its error, if any.
+  Status Finish();
+
+  int64_t saves() const { return saves_; }
+  int64_t failed_saves() const { return failed_saves_; }
+  double max_stall_seconds() const { return max_stall_seconds_; }
+
+ private:
+  TrainCheckpoints(std::unique_ptr<Checkpoint> checkpoint, const TrainCheckpointOptions& options);
+  void Report(const std::string& line) const;
+  // A background save's result, once it is known: reported, counted.
+  void Settle(const Status& status);
+
+  std::unique_ptr<Checkpoint> checkpoint_;
+  CheckpointManager manager_;
+  TrainCheckpointOptions options_;
+  int64_t last_saved_step_ = -1;
+  int64_t saves_ = 0;
+  int64_t failed_saves_ = 0;
+  double max_stall_seconds_ = 0;
+  std::optional<double> pending_stall_;  // the last save's call, until the next step is measured
+  double plain_step_seconds_ = 0;        // sum and count of steps not following a save
+  int64_t plain_steps_ = 0;
+};
+
+}  // namespace weft::train
