@@ -135,7 +135,7 @@ DataType DataTypeFromSafetensorsName(std::string_view name) {
 
 StatusOr<SafetensorsFileInfo> WriteSafetensorsFile(
     const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
-    const std::map<std::string, std::string>& metadata) {
+    const std::map<std::string, std::string>& metadata, const SafetensorsWriteOptions& options) {
   Json metadata_json = Json::object();
   for (const auto& [key, value] : metadata) {
     if (key.starts_with(kCrcPrefix)) {
@@ -208,7 +208,13 @@ StatusOr<SafetensorsFileInfo> WriteSafetensorsFile(
   WEFT_RETURN_IF_ERROR(writer->Append(length, sizeof(length)));
   WEFT_RETURN_IF_ERROR(writer->Append(header_text));
   for (const auto& [name, tensor] : tensors) {
-    WEFT_RETURN_IF_ERROR(writer->Append(tensor.raw_data(), tensor.TotalBytes()));
+    const char* data = static_cast<const char*>(tensor.raw_data());
+    const size_t bytes = tensor.TotalBytes();
+    const size_t piece = options.piece_bytes > 0 ? options.piece_bytes : bytes;
+    for (size_t done = 0; done < bytes; done += piece) {
+      WEFT_RETURN_IF_ERROR(writer->Append(data + done, std::min(piece, bytes - done)));
+      if (options.piece_bytes > 0 && options.between_pieces) options.between_pieces();
+    }
   }
   WEFT_RETURN_IF_ERROR(writer->Commit());
   info.file_bytes = sizeof(length) + header_bytes + offset;

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -47,13 +48,23 @@ struct SafetensorsFileInfo {
   std::vector<SafetensorsEntry> tensors;  // in the order given
 };
 
+struct SafetensorsWriteOptions {
+  // When nonzero, the tensor bytes go to the file in pieces of at most this many bytes, and
+  // `between_pieces` runs after each: a writer in the background paces itself with it, so that
+  // the kernel's copying into the page cache is spread out rather than taken from the cores in
+  // one burst.
+  size_t piece_bytes = 0;
+  std::function<void()> between_pieces;
+};
+
 // Writes `tensors` (name, value; names unique and not "__metadata__") in that order to `path`
 // through a DurableFileWriter: the bytes go from each tensor's buffer to the file without a copy,
 // and the file appears under `path` only once complete and synced. `metadata` joins the crc32c
 // entries in "__metadata__". Errors name the path (and the tensor, for a bad name or dtype).
 StatusOr<SafetensorsFileInfo> WriteSafetensorsFile(
     const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
-    const std::map<std::string, std::string>& metadata = {});
+    const std::map<std::string, std::string>& metadata = {},
+    const SafetensorsWriteOptions& options = {});
 
 class SafetensorsReader {
  public:

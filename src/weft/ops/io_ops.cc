@@ -36,11 +36,13 @@ void RegisterIoOps(OpRegistry& registry) {
           .Attr("tensor_names: list(string)")
           .Attr("shard_file: string")
           .Attr("dtypes: list(type)")
+          .Attr("background: bool = false")
           .SetIsStateful()
           .SetShapeFn(SaveShape)
           .Doc("Writes `tensors`, named `tensor_names`, to the safetensors file `shard_file` in "
                "the directory whose path `directory` holds (UTF-8 bytes): under a temporary "
-               "name, fsynced, then renamed. Each tensor's CRC32C goes in the file's metadata."));
+               "name, fsynced, then renamed. Each tensor's CRC32C goes in the file's metadata. "
+               "`background`: written beside training, paced in small pieces."));
   registry.RegisterOrDie(
       OpDefBuilder("RestoreV2")
           .Input("directory: uint8")

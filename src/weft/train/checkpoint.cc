@@ -114,7 +114,7 @@ Status Checkpoint::Build(const Scope& scope, const CheckpointObjects& objects) {
       ops::Placeholder(save.WithOpName("directory"), DataType::kUInt8, PartialShape({-1}));
   save_directory_ = directory.name();
   auto save_shards = [&](const Scope& in, const Input& target_directory,
-                         const std::vector<Output>& values) {
+                         const std::vector<Output>& values, bool background) {
     std::vector<Output> saves;
     for (const Shard& shard : shards_) {
       std::vector<std::string> shard_names;
@@ -124,7 +124,7 @@ Status Checkpoint::Build(const Scope& scope, const CheckpointObjects& objects) {
         shard_values.push_back(values[e]);
       }
       saves.push_back(ops::SaveV2(in.WithDevice(shard.device), target_directory, shard_names,
-                                  shard.file, shard_values));
+                                  shard.file, shard_values, background));
     }
     return saves;
   };
@@ -133,16 +133,22 @@ Status Checkpoint::Build(const Scope& scope, const CheckpointObjects& objects) {
   for (const Entry& entry : entries_) {
     if (!entry.value_feed.empty()) save_value_feeds_.push_back(entry.value_feed);
   }
-  save_target_ =
-      ops::NoOp(
-          save.WithOpName("save_all").WithControlDependencies(save_shards(save, directory, values)))
-          .name();
+  save_target_ = ops::NoOp(save.WithOpName("save_all")
+                               .WithControlDependencies(
+                                   save_shards(save, directory, values, /*background=*/false)))
+                     .name();
 
-  // The asynchronous save: a snapshot step assigns every value to a variable of its own (sharing
-  // the buffer), a write step saves those and destroys them.
+  // The asynchronous save. The snapshot step (at the step boundary) assigns every value to an
+  // alias variable, which shares the variable's buffer: no copy, a fraction of a millisecond. The
+  // write step (on a background thread) first copies each alias into a snapshot variable and
+  // destroys the alias, then saves the snapshots. The copies take a few milliseconds while the
+  // next training step runs its forward pass; an update that comes first finds its buffer shared
+  // and copies it itself (copy-on-write), so a snapshot never sees a later value. The snapshot
+  // variables live as long as the session; PrepareSaveAsync allocates them, so that copies go
+  // into buffers already there.
   Scope snapshot = save.NewSubScope("snapshot");
   Scope async = save.NewSubScope("async");
-  std::vector<Output> handles(entries_.size()), assigns, async_values(entries_.size());
+  std::vector<Output> aliases, allocations, releases, destroys, async_values(entries_.size());
   for (size_t i = 0; i < entries_.size(); ++i) {
     const Entry& entry = entries_[i];
     if (!entry.value_feed.empty()) {
@@ -153,26 +159,32 @@ Status Checkpoint::Build(const Scope& scope, const CheckpointObjects& objects) {
       continue;
     }
     Scope on_device = snapshot.WithDevice(entry.device);
-    handles[i] = ops::VarHandleOp(on_device, entry.dtype, PartialShape(entry.shape));
-    assigns.push_back(ops::AssignVariableOp(on_device, handles[i], entry.value));
-    async_values[i] = ops::ReadVariableOp(async.WithDevice(entry.device), handles[i]);
+    Output alias = ops::VarHandleOp(on_device, entry.dtype, PartialShape(entry.shape));
+    Output kept = ops::VarHandleOp(on_device, entry.dtype, PartialShape(entry.shape));
+    aliases.push_back(ops::AssignVariableOp(on_device, alias, entry.value));
+    releases.push_back(ops::DestroyResourceOp(on_device, alias));
+    allocations.push_back(
+        ops::AssignVariableOp(on_device, kept, ops::ZerosLike(on_device, entry.value)));
+    Scope writing = async.WithDevice(entry.device);
+    Output copy = ops::AssignVariableOp(writing, kept, ops::ReadVariableOp(writing, alias));
+    Scope copied = writing.WithControlDependencies({copy});
+    destroys.push_back(ops::DestroyResourceOp(copied, alias));
+    async_values[i] = ops::ReadVariableOp(copied, kept);
   }
   snapshot_target_ =
-      ops::NoOp(snapshot.WithOpName("snapshot_all").WithControlDependencies(assigns)).name();
+      ops::NoOp(snapshot.WithOpName("snapshot_all").WithControlDependencies(aliases)).name();
+  release_snapshot_target_ =
+      ops::NoOp(snapshot.WithOpName("release_all").WithControlDependencies(releases)).name();
+  allocate_snapshots_target_ =
+      ops::NoOp(snapshot.WithOpName("allocate_all").WithControlDependencies(allocations)).name();
   Output async_directory =
       ops::Placeholder(async.WithOpName("directory"), DataType::kUInt8, PartialShape({-1}));
   async_directory_ = async_directory.name();
-  std::vector<Output> async_saves = save_shards(async, async_directory, async_values);
-  std::vector<Output> destroys;
-  Scope after_saves = async.WithControlDependencies(async_saves);
-  for (size_t i = 0; i < entries_.size(); ++i) {
-    if (handles[i]) {
-      destroys.push_back(
-          ops::DestroyResourceOp(after_saves.WithDevice(entries_[i].device), handles[i]));
-    }
-  }
-  destroys.insert(destroys.end(), async_saves.begin(), async_saves.end());
-  async_target_ = ops::NoOp(async.WithOpName("write_all").WithControlDependencies(destroys)).name();
+  std::vector<Output> async_saves =
+      save_shards(async, async_directory, async_values, /*background=*/true);
+  async_saves.insert(async_saves.end(), destroys.begin(), destroys.end());
+  async_target_ =
+      ops::NoOp(async.WithOpName("write_all").WithControlDependencies(async_saves)).name();
 
   // The restore: one RestoreV2 per shard, then every variable (every component) assigned.
   Scope restore = scope.NewSubScope("restore");
@@ -323,6 +335,17 @@ Status Checkpoint::SaveAsync(Session& session, const std::string& directory, int
         writer_status_ = status;
       });
   return Status::OK();
+}
+
+Status Checkpoint::PrepareSaveAsync(Session& session) {
+  WEFT_RETURN_IF_ERROR(WaitForSave());
+  std::vector<Tensor> outputs;
+  // Allocating, then one snapshot released at once: the snapshot step's executors are built
+  // here rather than at the first save.
+  Status status = session.Run({}, {}, {allocate_snapshots_target_}, &outputs);
+  if (status.ok()) status = session.Run({}, {}, {snapshot_target_}, &outputs);
+  if (status.ok()) status = session.Run({}, {}, {release_snapshot_target_}, &outputs);
+  return status.ok() ? status : status.WithContext("allocating the checkpoint's snapshots");
 }
 
 Status Checkpoint::WaitForSave() {

@@ -79,14 +79,20 @@ class Checkpoint {
   // `directory` is as it was.
   Status Save(Session& session, const std::string& directory, int64_t step,
               const CheckpointValues& values);
-  // Snapshots the variables now (one short step: the snapshot shares the variables' buffers, and
-  // the next update of a variable copies it first), then writes the checkpoint as Save does on a
-  // background thread while training goes on, and calls `done` there with the result; what
-  // `done` returns is the save's final result (WaitForSave's), so it may add work of its own,
-  // such as moving an index. Waits first for the previous SaveAsync; an error of the snapshot
-  // itself is returned and `done` not called.
+  // Snapshots the variables now, in one short step that only takes a reference to each value,
+  // and returns; a background thread then copies the values into snapshot variables of their own
+  // (while the next training step runs its forward pass; an update that comes first copies its
+  // variable itself, so the snapshot always holds this step's values), writes the checkpoint as
+  // Save does, in paced pieces, and calls `done` with the result. What `done` returns is the
+  // save's final result (WaitForSave's), so it may add work of its own, such as moving an index.
+  // The snapshot variables live as long as the session: saving in the background holds a second
+  // copy of the model. Waits first for the previous SaveAsync; an error of the snapshot itself is
+  // returned and `done` not called.
   Status SaveAsync(Session& session, const std::string& directory, int64_t step,
                    const CheckpointValues& values, std::function<Status(const Status&)> done);
+  // Allocates SaveAsync's snapshot variables and builds its snapshot step, so that the first save
+  // does neither inside training; run it once after the variables are initialized or restored.
+  Status PrepareSaveAsync(Session& session);
   // Waits for the SaveAsync in flight, if any; returns its result (OK when none).
   Status WaitForSave();
 
@@ -137,6 +143,8 @@ class Checkpoint {
   std::string save_target_;
   std::vector<std::string> save_value_feeds_;
   std::string snapshot_target_;
+  std::string allocate_snapshots_target_;
+  std::string release_snapshot_target_;
   std::string async_directory_;
   std::string async_target_;
   std::vector<std::string> async_value_feeds_;

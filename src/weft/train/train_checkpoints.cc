@@ -38,6 +38,11 @@ StatusOr<std::optional<TrainPosition>> TrainCheckpoints::RestoreLatest(Session& 
   return std::optional<TrainPosition>(position);
 }
 
+Status TrainCheckpoints::Prepare(Session& session) {
+  if (!options_.writer || !options_.async) return Status::OK();
+  return checkpoint_->PrepareSaveAsync(session);
+}
+
 void TrainCheckpoints::Report(const std::string& line) const {
   if (options_.report) options_.report(line);
 }
@@ -74,12 +79,15 @@ Status TrainCheckpoints::AfterStep(Session& session, const TrainPosition& positi
   Settle(status);
   if (!status.ok()) return Status::OK();
   ++saves_;
+  if (!final) {
+    // The last save holds no training up: only the ones between steps count as stalls.
+    pending_stall_ = seconds;
+    max_stall_seconds_ = std::max(max_stall_seconds_, seconds);
+  }
   if (!options_.async || final) {
     Report(StrCat("saved checkpoint ", options_.directory, "/ckpt-", position.global_step, " in ",
                   seconds, " s"));
   }
-  pending_stall_ = seconds;
-  max_stall_seconds_ = std::max(max_stall_seconds_, seconds);
   return Status::OK();
 }
 

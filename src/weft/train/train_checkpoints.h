@@ -52,6 +52,9 @@ class TrainCheckpoints {
   // Restores the latest checkpoint of the directory into the session's variables: the position
   // it holds, or nullopt when there is none (the caller then initializes the variables).
   StatusOr<std::optional<TrainPosition>> RestoreLatest(Session& session);
+  // Before the first step, once the variables hold their values: what saves need up front (the
+  // snapshot memory of background saves).
+  Status Prepare(Session& session);
 
   // After the step that reached `position`: saves when a save is due (every save_every_steps
   // global steps, or `final`). Only the writer saves. A save that fails (a full disk, an
@@ -59,7 +62,8 @@ class TrainCheckpoints {
   // only the final save's failure is returned.
   Status AfterStep(Session& session, const TrainPosition& position, bool final);
   // The duration of the step after a save: a save's stall is the time its call held the loop
-  // plus what the next step took beyond the mean of the steps not following a save.
+  // plus what the next step took beyond the mean of the steps not following a save (the final
+  // save, after the last step, holds nothing up and is not counted).
   void RecordStep(double seconds);
   // Waits for a background save; its error, if any.
   Status Finish();

@@ -204,6 +204,8 @@ StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& 
     }
   }
 
+  if (graph.checkpoints != nullptr) WEFT_RETURN_IF_ERROR(graph.checkpoints->Prepare(*session));
+
   BatchOptions batches;
   batches.batch_size = options.batch_size;
   batches.seed = static_cast<uint64_t>(position.shuffle_seed);

@@ -9,7 +9,7 @@ namespace weft::ops {
 
 Output SaveV2(const Scope& scope, const Input& directory,
               const std::vector<std::string>& tensor_names, const std::string& shard_file,
-              const std::vector<Output>& tensors) {
+              const std::vector<Output>& tensors, bool background) {
   if (tensor_names.size() != tensors.size()) {
     scope.UpdateStatus(InvalidArgument("SaveV2: ", tensor_names.size(), " names for ",
                                        tensors.size(), " tensors"));
@@ -20,6 +20,7 @@ Output SaveV2(const Scope& scope, const Input& directory,
                    .InputList(tensors)
                    .Attr("tensor_names", tensor_names)
                    .Attr("shard_file", std::string_view(shard_file))
+                   .Attr("background", background)
                    .Finalize();
   return node ? Output(node) : Output();
 }

@@ -11,10 +11,11 @@
 namespace weft::ops {
 
 // Writes `tensors` as `tensor_names` (same length) to `shard_file` in the directory `directory`
-// names (a uint8 vector; see PathTensor). Returns the op, to run as a target.
+// names (a uint8 vector; see PathTensor). `background`: the save runs beside training and paces
+// its writing. Returns the op, to run as a target.
 Output SaveV2(const Scope& scope, const Input& directory,
               const std::vector<std::string>& tensor_names, const std::string& shard_file,
-              const std::vector<Output>& tensors);
+              const std::vector<Output>& tensors, bool background = false);
 // Reads `tensor_names` (with the dtypes and shapes the caller expects) from the checkpoint whose
 // directory `directory` names; one output per name.
 std::vector<Output> RestoreV2(const Scope& scope, const Input& directory,
