@@ -1,9 +1,12 @@
 // Multi-process tests of the distributed runtime: real `weft server` processes on loopback, each on
 // an ephemeral port, joined by the cluster the client sends with its session (ClusterSpec
 // propagation). Covers results across processes, concurrent sessions, a worker killed mid-training,
-// a worker that never comes up, garbage on the wire and a clean SIGTERM. Every server is torn down
+// a worker that never comes up, garbage on the wire, a clean SIGTERM and checkpoints written by
+// every task. Every server is torn down
 // by its ServerProcess, even when a test fails.
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <thread>
 
 #include <gmock/gmock.h>
@@ -21,6 +24,7 @@
 #include "weft/graph/builder/scope.h"
 #include "weft/graph/builder/variable.h"
 #include "weft/master.pb.h"
+#include "weft/testing/child_process.h"
 #include "weft/testing/server_process.h"
 
 namespace weft::cluster_testing {
@@ -276,6 +280,42 @@ TEST(ClusterTest, SigtermStopsTheServerCleanly) {
   StatusOr<int> exit_code = servers[0]->WaitForExit(10000);
   ASSERT_TRUE(exit_code.ok()) << exit_code.status().ToString();
   EXPECT_EQ(*exit_code, 0);
+}
+
+// `weft train --target` with checkpoints: each task writes the shard of the variables it holds
+// into the shared directory (mirrored variables spread over the tasks), and a second run resumes
+// from it through the cluster.
+TEST(ClusterTest, EveryTaskWritesItsShardAndARunResumesThroughTheCluster) {
+  auto servers = StartCluster(2);
+  ASSERT_EQ(servers.size(), 2u);
+  const std::vector<std::string> addresses = Addresses(servers);
+  char pattern[] = "/tmp/weft_cluster_ckpt_XXXXXX";
+  ASSERT_NE(mkdtemp(pattern), nullptr);
+  const std::string dir = pattern;
+  auto train = [&](const std::string& max_steps) {
+    return testing::ChildProcess::Start(
+        {WEFT_BINARY, "train", "--model", "mlp", "--epochs", "1", "--max-steps", max_steps,
+         "--target", "grpc://" + addresses[0], "--cluster",
+         "worker=" + addresses[0] + "," + addresses[1], "--checkpoint-dir", dir, "--json"});
+  };
+  auto first = train("6");
+  ASSERT_TRUE(first.ok()) << first.status();
+  StatusOr<int> code = (*first)->WaitForExit(120000);
+  ASSERT_TRUE(code.ok() && *code == 0) << (*first)->output();
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir + "/ckpt-6")) {
+    files.push_back(entry.path().filename());
+  }
+  std::sort(files.begin(), files.end());
+  EXPECT_EQ(files, (std::vector<std::string>{"manifest.json", "shard-00000-of-00002.safetensors",
+                                             "shard-00001-of-00002.safetensors"}));
+  auto second = train("12");
+  ASSERT_TRUE(second.ok()) << second.status();
+  code = (*second)->WaitForExit(120000);
+  ASSERT_TRUE(code.ok() && *code == 0) << (*second)->output();
+  EXPECT_THAT((*second)->output(), HasSubstr("\"resumed_from_step\":6"));
+  EXPECT_THAT((*second)->output(), HasSubstr("\"steps\":12"));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ClusterTest, BadFlagsAndClustersExitWithUsageErrors) {

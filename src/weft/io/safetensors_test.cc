@@ -376,22 +376,6 @@ TEST(SafetensorsTest, ConcurrentReadsShareOneReader) {
   EXPECT_EQ(failures, std::vector<int>(4, 0));
 }
 
-// The first interpreter that has NumPy and crc32c: $WEFT_PYTHON3, python3 on PATH, or the
-// system's (a pyenv python3 on PATH may lack Debian's python3-numpy).
-std::string FindPython() {
-  std::vector<std::string> candidates;
-  if (const char* env = std::getenv("WEFT_PYTHON3"); env != nullptr && *env != '\0') {
-    candidates.push_back(env);
-  }
-  candidates.push_back("python3");
-  candidates.push_back("/usr/bin/python3");
-  for (const std::string& python : candidates) {
-    const std::string probe = python + " -c 'import numpy, crc32c' >/dev/null 2>&1";
-    if (std::system(probe.c_str()) == 0) return python;
-  }
-  return "python3";  // its output will say what to install
-}
-
 TEST(SafetensorsTest, PythonNumpyReadsTheFile) {
   TempDir dir;
   const std::string path = dir.File("interop.safetensors");
@@ -407,26 +391,17 @@ TEST(SafetensorsTest, PythonNumpyReadsTheFile) {
   StatusOr<SafetensorsFileInfo> info = WriteSafetensorsFile(path, tensors);
   ASSERT_TRUE(info.ok()) << info.status();
 
-  const std::string command = FindPython() + " '" + WEFT_SOURCE_DIR +
-                              "/src/weft/io/read_safetensors.py' '" + path + "' 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr) << command;
-  std::string output;
-  char chunk[4096];
-  for (size_t n; (n = fread(chunk, 1, sizeof(chunk), pipe)) > 0;) output.append(chunk, n);
-  const int status = pclose(pipe);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-      << command << " failed (install python3-numpy and python3-crc32c if missing):\n"
-      << output;
+  StatusOr<std::string> output = RunPythonReader(WEFT_SOURCE_DIR, path);
+  ASSERT_TRUE(output.ok()) << output.status();
 
-  std::istringstream lines(output);
+  std::istringstream lines(*output);
   for (size_t i = 0; i < tensors.size(); ++i) {
     // Named references, not a structured binding: clang 14 cannot capture those in the lambda.
     const std::string& name = tensors[i].first;
     const Tensor& tensor = tensors[i].second;
     SCOPED_TRACE(name);
     std::string line;
-    ASSERT_TRUE(std::getline(lines, line)) << output;
+    ASSERT_TRUE(std::getline(lines, line)) << *output;
     std::istringstream fields(line);
     std::string got_name, dtype, shape, sum, crc;
     ASSERT_TRUE(fields >> got_name >> dtype >> shape >> sum >> crc) << line;

@@ -9,6 +9,7 @@
 #include "weft/io/checkpoint_manifest.h"
 #include "weft/io/durable_file.h"
 #include "weft/io/safetensors.h"
+#include "weft/train/checkpoint_index.h"
 
 namespace weft::train {
 namespace {
@@ -225,6 +226,15 @@ Status Checkpoint::Build(const Scope& scope, const CheckpointObjects& objects) {
   restore_target_ =
       ops::NoOp(restore.WithOpName("restore_all").WithControlDependencies(restores)).name();
   return scope.status();
+}
+
+StatusOr<std::optional<RestoredCheckpoint>> Checkpoint::RestoreLatest(
+    Session& session, const std::string& directory) {
+  WEFT_ASSIGN_OR_RETURN(std::optional<CheckpointIndex> index, ReadCheckpointIndex(directory));
+  if (!index.has_value() || index->latest.empty()) return std::optional<RestoredCheckpoint>();
+  WEFT_ASSIGN_OR_RETURN(RestoredCheckpoint restored,
+                        Restore(session, io::JoinPath(directory, index->latest)));
+  return std::optional<RestoredCheckpoint>(std::move(restored));
 }
 
 std::vector<std::string> Checkpoint::tensor_names() const {

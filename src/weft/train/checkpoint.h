@@ -34,6 +34,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -102,6 +103,10 @@ class Checkpoint {
   // it (later checks, the data's CRCs, may leave some variables restored and others not: restore
   // again or start over).
   StatusOr<RestoredCheckpoint> Restore(Session& session, const std::string& directory);
+  // Restores the latest checkpoint of the checkpoint directory `directory` (the one its
+  // checkpoint.json names, see checkpoint_index.h): its contents, or nullopt when it has none.
+  StatusOr<std::optional<RestoredCheckpoint>> RestoreLatest(Session& session,
+                                                            const std::string& directory);
 
   // The saved tensors' names, in shard order.
   std::vector<std::string> tensor_names() const;

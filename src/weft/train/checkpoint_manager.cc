@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include <nlohmann/json.hpp>
-
 #include "weft/core/str_util.h"
 #include "weft/io/durable_file.h"
 
@@ -12,51 +10,7 @@ namespace {
 
 std::string CheckpointName(int64_t step) { return StrCat("ckpt-", step); }
 
-std::string IndexToJson(const CheckpointIndex& index) {
-  nlohmann::json json;
-  json["latest"] = index.latest;
-  json["checkpoints"] = index.checkpoints;
-  return json.dump(2) + "\n";
-}
-
 }  // namespace
-
-StatusOr<std::optional<CheckpointIndex>> ReadCheckpointIndex(const std::string& directory) {
-  const std::string path = io::JoinPath(directory, kCheckpointIndexName);
-  if (!io::PathExists(path)) return std::optional<CheckpointIndex>();
-  WEFT_ASSIGN_OR_RETURN(std::string text, io::ReadFileToString(path));
-  nlohmann::json json = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  auto bad = [&](std::string_view why) {
-    return DataLoss("checkpoint index ", path, " is corrupt: ", why);
-  };
-  if (json.is_discarded() || !json.is_object()) return bad("not a JSON object");
-  if (!json.contains("latest") || !json["latest"].is_string()) return bad("no string 'latest'");
-  if (!json.contains("checkpoints") || !json["checkpoints"].is_array()) {
-    return bad("no array 'checkpoints'");
-  }
-  CheckpointIndex index;
-  index.latest = json["latest"].get<std::string>();
-  for (const nlohmann::json& name : json["checkpoints"]) {
-    if (!name.is_string()) return bad("a checkpoint name that is not a string");
-    index.checkpoints.push_back(name.get<std::string>());
-  }
-  for (const std::string& name : index.checkpoints) {
-    if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..") {
-      return bad(StrCat("checkpoint name '", name, "' is not a plain directory name"));
-    }
-  }
-  if (!index.latest.empty()) {
-    if (std::find(index.checkpoints.begin(), index.checkpoints.end(), index.latest) ==
-        index.checkpoints.end()) {
-      return bad(StrCat("latest '", index.latest, "' is not among the checkpoints"));
-    }
-    if (!io::PathExists(io::JoinPath(directory, index.latest))) {
-      return DataLoss("checkpoint index ", path, " names ", index.latest, ", but ",
-                      io::JoinPath(directory, index.latest), " is missing");
-    }
-  }
-  return std::optional<CheckpointIndex>(std::move(index));
-}
 
 CheckpointManager::CheckpointManager(Checkpoint* checkpoint, std::string directory, int max_to_keep)
     : checkpoint_(checkpoint), directory_(std::move(directory)), max_to_keep_(max_to_keep) {}
@@ -95,8 +49,7 @@ Status CheckpointManager::Commit(const std::string& name) {
       index.checkpoints.erase(index.checkpoints.begin());
     }
   }
-  WEFT_RETURN_IF_ERROR(
-      io::WriteFileDurably(io::JoinPath(directory_, kCheckpointIndexName), IndexToJson(index)));
+  WEFT_RETURN_IF_ERROR(WriteCheckpointIndex(directory_, index));
   for (const std::string& old : dropped) {
     WEFT_RETURN_IF_ERROR(io::RemoveAll(io::JoinPath(directory_, old)));
   }
@@ -127,11 +80,7 @@ Status CheckpointManager::SaveAsync(Session& session, int64_t step, const Checkp
 Status CheckpointManager::WaitForSave() { return checkpoint_->WaitForSave(); }
 
 StatusOr<std::optional<RestoredCheckpoint>> CheckpointManager::RestoreLatest(Session& session) {
-  WEFT_RETURN_IF_ERROR(checkpoint_->WaitForSave());
-  WEFT_ASSIGN_OR_RETURN(std::string latest, LatestCheckpoint());
-  if (latest.empty()) return std::optional<RestoredCheckpoint>();
-  WEFT_ASSIGN_OR_RETURN(RestoredCheckpoint restored, checkpoint_->Restore(session, latest));
-  return std::optional<RestoredCheckpoint>(std::move(restored));
+  return checkpoint_->RestoreLatest(session, directory_);
 }
 
 }  // namespace weft::train

@@ -16,20 +16,9 @@
 #include <vector>
 
 #include "weft/train/checkpoint.h"
+#include "weft/train/checkpoint_index.h"
 
 namespace weft::train {
-
-inline constexpr char kCheckpointIndexName[] = "checkpoint.json";
-
-// What "<dir>/checkpoint.json" says.
-struct CheckpointIndex {
-  std::string latest;                    // "ckpt-200" ("" when there is none)
-  std::vector<std::string> checkpoints;  // kept, oldest first (latest last)
-};
-
-// Reads the index of `directory`: nullopt when there is none (a fresh directory); DataLoss naming
-// the file when it does not parse, or names a checkpoint that is missing.
-StatusOr<std::optional<CheckpointIndex>> ReadCheckpointIndex(const std::string& directory);
 
 class CheckpointManager {
  public:

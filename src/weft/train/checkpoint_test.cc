@@ -6,10 +6,14 @@
 #include <unistd.h>
 
 #include "weft/core/notification.h"
+#include "weft/core/str_util.h"
 #include "weft/distribute/session_test_util.h"
 #include "weft/distribute/strategy.h"
 #include "weft/io/checkpoint_manifest.h"
+#include "weft/io/crc32c.h"
 #include "weft/io/durable_file.h"
+#include "weft/io/io_test_util.h"
+#include "weft/io/safetensors.h"
 #include "weft/testing/tensor_matchers.h"
 #include "weft/train/checkpoint_manager.h"
 #include "weft/train/checkpoint_test_util.h"
@@ -25,6 +29,7 @@ using testing::BuildTestModel;
 using testing::CheckAll;
 using testing::SmallSpecs;
 using testing::TestModel;
+using testing::TestVariableSpec;
 
 // The small test model on `devices` devices, built and initialized (a test failure otherwise).
 TestModel BuildModel(int devices, bool with_sum = false) {
@@ -66,6 +71,30 @@ TEST(CheckpointTest, SaveThenRestoreRoundTripsEveryVariableAndValue) {
             (std::vector<std::string>{"manifest.json", "shard-00000-of-00001.safetensors"}));
   // No temporary directory is left next to it.
   EXPECT_EQ(*io::ListDirectory(dir.path()), std::vector<std::string>{"ckpt-42"});
+}
+
+// Another tool reads a checkpoint: Python and NumPy, through the safetensors layout alone, find
+// every tensor under its variable's name with its values (and the CRC32C the manifest records).
+TEST(CheckpointTest, PythonAndNumpyReadACheckpointShard) {
+  TempDir dir;
+  TestModel model = BuildModel(2);
+  ASSERT_NE(model.session, nullptr);
+  SetEvery(model, 3);
+  ASSERT_TRUE(model.checkpoint->Save(*model.session, dir.File("c"), 3, {{"global_step", 3}}).ok());
+  StatusOr<io::CheckpointManifest> manifest = io::CheckpointManifest::Read(dir.File("c"));
+  ASSERT_TRUE(manifest.ok()) << manifest.status();
+  StatusOr<std::string> output =
+      io::RunPythonReader(WEFT_SOURCE_DIR, dir.File("c/shard-00000-of-00001.safetensors"));
+  ASSERT_TRUE(output.ok()) << output.status();
+  // "name dtype shape sum crc32c" per tensor.
+  for (const TestVariableSpec& spec : SmallSpecs()) {
+    const io::ManifestTensor& saved = manifest->tensors.at(spec.name);
+    const std::string line =
+        StrCat(spec.name, " ", *io::SafetensorsDtypeName(spec.dtype), " ", spec.shape.DebugString(),
+               " ", 3 * spec.shape.num_elements(), ".0 ", io::Crc32cToHex(saved.crc32c));
+    EXPECT_THAT(*output, HasSubstr(line)) << *output;
+  }
+  EXPECT_THAT(*output, HasSubstr("global_step I64 [] 3.0 "));
 }
 
 TEST(CheckpointTest, RestoresAcrossReplicaCounts) {

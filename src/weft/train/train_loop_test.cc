@@ -1,6 +1,7 @@
 #include "weft/train/train_loop.h"
 
 #include <cmath>
+#include <cstdio>
 
 #include <gtest/gtest.h>
 
@@ -304,6 +305,44 @@ TEST(TrainLoopTest, ACheckpointOfAnotherModelIsRefused) {
   ASSERT_FALSE(corrupt.ok());
   EXPECT_NE(corrupt.message().find("shard-00000-of-00001.safetensors"), std::string::npos)
       << corrupt;
+}
+
+// A save that fails mid-run (here the directory is replaced by a file after the first save) is
+// reported with the path, and training goes on; once the directory is back, later saves land
+// and the run ends with its final checkpoint.
+TEST(TrainLoopTest, AFailedSaveIsReportedAndTrainingGoesOn) {
+  TempDir dir;
+  TrainOptions options = ToyOptions(dir);
+  options.checkpoint_dir = dir.File("run");
+  options.save_every_steps = 5;
+  const std::string run = dir.File("run");
+  const std::string aside = dir.File("aside");
+  std::vector<std::string> failures;
+  int saves = 0;
+  TrainCallbacks callbacks;
+  callbacks.on_checkpoint = [&](const std::string& line) {
+    if (line.find("saved checkpoint") != std::string::npos && ++saves == 1) {
+      ASSERT_EQ(std::rename(run.c_str(), aside.c_str()), 0);
+      WriteBytes(run, Bytes(4, 1));
+    }
+    if (line.find("save failed") != std::string::npos) {
+      failures.push_back(line);
+      if (failures.size() == 2) {
+        ASSERT_EQ(std::remove(run.c_str()), 0);
+        ASSERT_EQ(std::rename(aside.c_str(), run.c_str()), 0);
+      }
+    }
+  };
+  auto summary = Train(options, callbacks);
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_EQ(summary->steps, 40);
+  ASSERT_EQ(failures.size(), 2u);
+  EXPECT_NE(failures[0].find(run), std::string::npos) << failures[0];
+  EXPECT_EQ(summary->checkpoints_saved, 8 - 2);
+  // The last checkpoint is there and resumes at the end.
+  auto again = Train(options);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->resumed_from_step, 40);
 }
 
 }  // namespace

@@ -33,16 +33,15 @@ ThreadPool& CheckpointIoThreads() {
   return *pool;
 }
 
-// Runs `fn` on a checkpoint I/O thread at idle priority (SCHED_IDLE): it gets the cores only when
-// nothing else wants them, so a save written beside training takes the gaps between the training
-// step's kernels instead of slowing them down.
-void RunOnIoThread(std::function<void()> fn) {
-  CheckpointIoThreads().Schedule([fn = std::move(fn)] {
-    thread_local const bool idle = [] {
-      sched_param param{};
-      return sched_setscheduler(0, SCHED_IDLE, &param) == 0;
-    }();
-    (void)idle;  // a failure to lower the priority only costs the training some speed
+// Runs `fn` on a checkpoint I/O thread. `background` (a save written beside training) runs at
+// idle priority (SCHED_IDLE): it gets the cores only when nothing else wants them, so it takes the
+// gaps between the training step's kernels instead of slowing them down. Everything else (a save
+// or restore the caller waits for) runs at normal priority, or a busy machine would starve it.
+void RunOnIoThread(bool background, std::function<void()> fn) {
+  CheckpointIoThreads().Schedule([background, fn = std::move(fn)] {
+    // A failure to change the priority only costs some speed: the work still runs.
+    sched_param param{};
+    (void)sched_setscheduler(0, background ? SCHED_IDLE : SCHED_OTHER, &param);
     fn();
   });
 }
@@ -95,8 +94,8 @@ class SaveV2Op final : public AsyncOpKernel {
     for (size_t i = 0; i < tensor_names_.size(); ++i) {
       tensors.emplace_back(tensor_names_[i], context->input(static_cast<int>(i) + 1));
     }
-    RunOnIoThread([this, context, path = io::JoinPath(*directory, shard_file_),
-                   tensors = std::move(tensors), done = std::move(done)] {
+    RunOnIoThread(background_, [this, context, path = io::JoinPath(*directory, shard_file_),
+                                tensors = std::move(tensors), done = std::move(done)] {
       io::SafetensorsWriteOptions options;
       if (background_) {
         // About a quarter of one core: a piece's copy into the page cache takes ~0.3 ms here.
@@ -138,6 +137,7 @@ class RestoreV2Op final : public AsyncOpKernel {
       return;
     }
     RunOnIoThread(
+        /*background=*/false,
         [this, context, directory = std::move(directory).value(), done = std::move(done)] {
           Status status = Restore(directory, context);
           if (!status.ok()) context->SetStatus(status.WithContext(FormatNodeForError(def())));
