@@ -245,11 +245,12 @@ std::vector<std::string> Checkpoint::tensor_names() const {
   return names;
 }
 
-StatusOr<NamedTensorList> Checkpoint::SaveFeeds(const std::string& directory_feed,
-                                                const std::string& directory,
+StatusOr<NamedTensorList> Checkpoint::StartSave(const std::string& directory_feed,
                                                 const std::vector<std::string>& value_feeds,
-                                                const CheckpointValues& values) const {
-  NamedTensorList feeds = {{directory_feed, ops::PathTensor(directory)}};
+                                                const std::string& directory,
+                                                const CheckpointValues& values, std::string* temp) {
+  WEFT_RETURN_IF_ERROR(WaitForSave());
+  NamedTensorList feeds;
   for (size_t i = 0; i < value_names_.size(); ++i) {
     auto found = values.find(value_names_[i]);
     if (found == values.end()) {
@@ -258,7 +259,20 @@ StatusOr<NamedTensorList> Checkpoint::SaveFeeds(const std::string& directory_fee
     }
     feeds.emplace_back(value_feeds[i], Tensor::Scalar<int64_t>(found->second));
   }
+  WEFT_ASSIGN_OR_RETURN(*temp, MakeTempDirectory(directory));
+  feeds.emplace_back(directory_feed, ops::PathTensor(*temp));
   return feeds;
+}
+
+Status Checkpoint::Write(Session& session, const NamedTensorList& feeds, const std::string& target,
+                         const std::string& temp, const std::string& directory,
+                         int64_t step) const {
+  std::vector<Tensor> outputs;
+  Status status = session.Run(feeds, {}, {target}, &outputs);
+  if (status.ok()) status = Finish(temp, directory, step);
+  if (status.ok()) return status;
+  io::RemoveAll(temp).IgnoreError();
+  return status.WithContext(StrCat("saving checkpoint ", directory));
 }
 
 StatusOr<std::string> Checkpoint::MakeTempDirectory(const std::string& directory) {
@@ -302,29 +316,18 @@ Status Checkpoint::Finish(const std::string& temp, const std::string& directory,
 
 Status Checkpoint::Save(Session& session, const std::string& directory, int64_t step,
                         const CheckpointValues& values) {
-  WEFT_RETURN_IF_ERROR(WaitForSave());
+  std::string temp;
   WEFT_ASSIGN_OR_RETURN(NamedTensorList feeds,
-                        SaveFeeds(save_directory_, "", save_value_feeds_, values));
-  WEFT_ASSIGN_OR_RETURN(std::string temp, MakeTempDirectory(directory));
-  feeds[0].second = ops::PathTensor(temp);
-  std::vector<Tensor> outputs;
-  Status status = session.Run(feeds, {}, {save_target_}, &outputs);
-  if (status.ok()) status = Finish(temp, directory, step);
-  if (!status.ok()) {
-    io::RemoveAll(temp).IgnoreError();
-    return status.WithContext(StrCat("saving checkpoint ", directory));
-  }
-  return Status::OK();
+                        StartSave(save_directory_, save_value_feeds_, directory, values, &temp));
+  return Write(session, feeds, save_target_, temp, directory, step);
 }
 
 Status Checkpoint::SaveAsync(Session& session, const std::string& directory, int64_t step,
                              const CheckpointValues& values,
                              std::function<Status(const Status&)> done) {
-  WEFT_RETURN_IF_ERROR(WaitForSave());
+  std::string temp;
   WEFT_ASSIGN_OR_RETURN(NamedTensorList feeds,
-                        SaveFeeds(async_directory_, "", async_value_feeds_, values));
-  WEFT_ASSIGN_OR_RETURN(std::string temp, MakeTempDirectory(directory));
-  feeds[0].second = ops::PathTensor(temp);
+                        StartSave(async_directory_, async_value_feeds_, directory, values, &temp));
   std::vector<Tensor> outputs;
   Status snapshot = session.Run({}, {}, {snapshot_target_}, &outputs);
   if (!snapshot.ok()) {
@@ -333,13 +336,7 @@ Status Checkpoint::SaveAsync(Session& session, const std::string& directory, int
   }
   writer_ = std::thread(
       [this, &session, feeds = std::move(feeds), temp, directory, step, done = std::move(done)]() {
-        std::vector<Tensor> unused;
-        Status status = session.Run(feeds, {}, {async_target_}, &unused);
-        if (status.ok()) status = Finish(temp, directory, step);
-        if (!status.ok()) {
-          io::RemoveAll(temp).IgnoreError();
-          status = status.WithContext(StrCat("saving checkpoint ", directory));
-        }
+        Status status = Write(session, feeds, async_target_, temp, directory, step);
         if (done) status = done(status);
         MutexLock lock(mu_);
         writer_status_ = status;

@@ -130,11 +130,16 @@ class Checkpoint {
 
   Checkpoint() = default;
   Status Build(const Scope& scope, const CheckpointObjects& objects);
-  // The feeds of a save step writing into `directory` from the value placeholders `feeds`.
-  StatusOr<NamedTensorList> SaveFeeds(const std::string& directory_feed,
-                                      const std::string& directory,
+  // Waits for a save in flight, makes the temporary directory of a save to `directory` (in
+  // *temp) and returns the save step's feeds: the values into `value_feeds`, the temporary
+  // directory into `directory_feed`.
+  StatusOr<NamedTensorList> StartSave(const std::string& directory_feed,
                                       const std::vector<std::string>& value_feeds,
-                                      const CheckpointValues& values) const;
+                                      const std::string& directory, const CheckpointValues& values,
+                                      std::string* temp);
+  // Runs the save step `target` with `feeds`, then Finish; on an error removes `temp`.
+  Status Write(Session& session, const NamedTensorList& feeds, const std::string& target,
+               const std::string& temp, const std::string& directory, int64_t step) const;
   // Manifest of the shards written into `temp`, written there; then `temp` becomes `directory`.
   Status Finish(const std::string& temp, const std::string& directory, int64_t step) const;
   // A fresh temporary directory next to `directory`.

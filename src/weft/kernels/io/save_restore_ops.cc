@@ -63,18 +63,42 @@ StatusOr<std::string> PathInput(const OpKernel& kernel, const Tensor& bytes) {
                      static_cast<size_t>(bytes.NumElements()));
 }
 
-class SaveV2Op final : public AsyncOpKernel {
+// What SaveV2 and RestoreV2 share: the tensor names and dtypes attrs, and the directory input
+// parsed before the file I/O starts.
+class CheckpointOpKernel : public AsyncOpKernel {
  public:
-  explicit SaveV2Op(OpKernelConstruction* context) : AsyncOpKernel(context) {
+  explicit CheckpointOpKernel(OpKernelConstruction* context) : AsyncOpKernel(context) {
     context->SetStatus(context->GetAttr("tensor_names", &tensor_names_));
+    context->SetStatus(context->GetAttr("dtypes", &dtypes_));
+    if (dtypes_.size() != tensor_names_.size()) {
+      context->SetStatus(InvalidArgument(FormatNodeForError(def()), ": ", tensor_names_.size(),
+                                         " tensor names for ", dtypes_.size(), " dtypes"));
+    }
+  }
+
+  void ComputeAsync(OpKernelContext* context, DoneCallback done) final {
+    StatusOr<std::string> directory = PathInput(*this, context->input(0));
+    if (!directory.ok()) {
+      context->SetStatus(directory.status());
+      done();
+      return;
+    }
+    StartIo(context, std::move(directory).value(), std::move(done));
+  }
+
+ protected:
+  // Starts the file I/O in `directory` on a checkpoint I/O thread; calls `done` there.
+  virtual void StartIo(OpKernelContext* context, std::string directory, DoneCallback done) = 0;
+
+  std::vector<std::string> tensor_names_;
+  std::vector<DataType> dtypes_;
+};
+
+class SaveV2Op final : public CheckpointOpKernel {
+ public:
+  explicit SaveV2Op(OpKernelConstruction* context) : CheckpointOpKernel(context) {
     context->SetStatus(context->GetAttr("shard_file", &shard_file_));
     context->SetStatus(context->GetAttr("background", &background_));
-    std::vector<DataType> dtypes;
-    context->SetStatus(context->GetAttr("dtypes", &dtypes));
-    if (dtypes.size() != tensor_names_.size()) {
-      context->SetStatus(InvalidArgument(FormatNodeForError(def()), ": ", tensor_names_.size(),
-                                         " tensor names for ", dtypes.size(), " tensors"));
-    }
     if (shard_file_.empty() || shard_file_.find('/') != std::string::npos || shard_file_ == "." ||
         shard_file_ == "..") {
       context->SetStatus(InvalidArgument(FormatNodeForError(def()), ": shard_file '", shard_file_,
@@ -82,19 +106,13 @@ class SaveV2Op final : public AsyncOpKernel {
     }
   }
 
-  void ComputeAsync(OpKernelContext* context, DoneCallback done) override {
-    StatusOr<std::string> directory = PathInput(*this, context->input(0));
-    if (!directory.ok()) {
-      context->SetStatus(directory.status());
-      done();
-      return;
-    }
+  void StartIo(OpKernelContext* context, std::string directory, DoneCallback done) override {
     std::vector<std::pair<std::string, Tensor>> tensors;
     tensors.reserve(tensor_names_.size());
     for (size_t i = 0; i < tensor_names_.size(); ++i) {
       tensors.emplace_back(tensor_names_[i], context->input(static_cast<int>(i) + 1));
     }
-    RunOnIoThread(background_, [this, context, path = io::JoinPath(*directory, shard_file_),
+    RunOnIoThread(background_, [this, context, path = io::JoinPath(directory, shard_file_),
                                 tensors = std::move(tensors), done = std::move(done)] {
       io::SafetensorsWriteOptions options;
       if (background_) {
@@ -111,34 +129,24 @@ class SaveV2Op final : public AsyncOpKernel {
   }
 
  private:
-  std::vector<std::string> tensor_names_;
   std::string shard_file_;
   bool background_ = false;
 };
 
-class RestoreV2Op final : public AsyncOpKernel {
+class RestoreV2Op final : public CheckpointOpKernel {
  public:
-  explicit RestoreV2Op(OpKernelConstruction* context) : AsyncOpKernel(context) {
-    context->SetStatus(context->GetAttr("tensor_names", &tensor_names_));
-    context->SetStatus(context->GetAttr("dtypes", &dtypes_));
+  explicit RestoreV2Op(OpKernelConstruction* context) : CheckpointOpKernel(context) {
     context->SetStatus(context->GetAttr("shapes", &shapes_));
-    if (dtypes_.size() != tensor_names_.size() || shapes_.size() != tensor_names_.size()) {
+    if (shapes_.size() != tensor_names_.size()) {
       context->SetStatus(InvalidArgument(FormatNodeForError(def()), ": ", tensor_names_.size(),
-                                         " tensor names, ", dtypes_.size(), " dtypes and ",
-                                         shapes_.size(), " shapes"));
+                                         " tensor names for ", shapes_.size(), " shapes"));
     }
   }
 
-  void ComputeAsync(OpKernelContext* context, DoneCallback done) override {
-    StatusOr<std::string> directory = PathInput(*this, context->input(0));
-    if (!directory.ok()) {
-      context->SetStatus(directory.status());
-      done();
-      return;
-    }
+  void StartIo(OpKernelContext* context, std::string directory, DoneCallback done) override {
     RunOnIoThread(
         /*background=*/false,
-        [this, context, directory = std::move(directory).value(), done = std::move(done)] {
+        [this, context, directory = std::move(directory), done = std::move(done)] {
           Status status = Restore(directory, context);
           if (!status.ok()) context->SetStatus(status.WithContext(FormatNodeForError(def())));
           done();
@@ -220,8 +228,6 @@ class RestoreV2Op final : public AsyncOpKernel {
     Status status;
   };
 
-  std::vector<std::string> tensor_names_;
-  std::vector<DataType> dtypes_;
   std::vector<TensorShape> shapes_;
 };
 
