@@ -1,8 +1,8 @@
 // `bench/run.sh checkpoint`: saving and restoring a 256 MB model (64 float32 variables of
-// 1024x1024) through train::Checkpoint against the floor of the same bytes written with a plain
-// write+fsync loop and read back with a plain read loop, in the same directory. Each side runs
-// kRepeats times, interleaved; the best run of each counts. Prints METRIC and RATIO lines (a RATIO
-// above 1 means Weft is faster). Usage: checkpoint_bench DIR (a scratch directory, emptied).
+// 1024x1024) through checkpoint::Checkpoint against the floor of the same bytes written with a
+// plain write+fsync loop and read back with a plain read loop, in the same directory. Each side
+// runs kRepeats times, interleaved; the best run of each counts. Prints METRIC and RATIO lines (a
+// RATIO above 1 means Weft is faster). Usage: checkpoint_bench DIR (a scratch directory, emptied).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -13,11 +13,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "weft/checkpoint/checkpoint.h"
 #include "weft/core/str_util.h"
 #include "weft/graph/builder/ops.h"
 #include "weft/io/durable_file.h"
 #include "weft/runtime/session.h"
-#include "weft/train/checkpoint.h"
 
 namespace weft {
 namespace {
@@ -42,7 +42,7 @@ void Check(const Status& status, const char* what) {
 // The model: its graph, its checkpoint ops, and the names to initialize and read it.
 struct BenchModel {
   proto::GraphDef graph;
-  std::unique_ptr<train::Checkpoint> checkpoint;
+  std::unique_ptr<checkpoint::Checkpoint> checkpoint;
   std::string init;
   std::vector<std::string> reads;
 };
@@ -50,7 +50,7 @@ struct BenchModel {
 BenchModel BuildBenchModel() {
   BenchModel model;
   Scope root = Scope::NewRootScope();
-  train::CheckpointObjects objects;
+  checkpoint::CheckpointObjects objects;
   std::vector<Output> initializers;
   for (int i = 0; i < kVariables; ++i) {
     Variable v =
@@ -61,10 +61,10 @@ BenchModel BuildBenchModel() {
     model.reads.push_back(v.Read(root).name());
   }
   model.init = ops::NoOp(root.WithOpName("init").WithControlDependencies(initializers)).name();
-  StatusOr<std::unique_ptr<train::Checkpoint>> checkpoint =
-      train::Checkpoint::Create(root, objects);
-  Check(checkpoint.status(), "building the checkpoint");
-  model.checkpoint = std::move(checkpoint).value();
+  StatusOr<std::unique_ptr<checkpoint::Checkpoint>> created =
+      checkpoint::Checkpoint::Create(root, objects);
+  Check(created.status(), "building the checkpoint");
+  model.checkpoint = std::move(created).value();
   StatusOr<proto::GraphDef> graph = root.ToGraphDef();
   Check(graph.status(), "building the graph");
   model.graph = std::move(graph).value();
@@ -128,22 +128,22 @@ int Main(int argc, char** argv) {
   for (const Tensor& value : values) bytes += value.TotalBytes();
 
   const std::string raw = io::JoinPath(dir, "raw.bin");
-  const std::string checkpoint = io::JoinPath(dir, "ckpt-1");
+  const std::string saved = io::JoinPath(dir, "ckpt-1");
   std::vector<char> read_buffer(bytes, 1);
   double raw_write = 1e9, save = 1e9, raw_read = 1e9, restore = 1e9;
   for (int repeat = 0; repeat < kRepeats; ++repeat) {
     Check(io::RemoveAll(raw), "removing the raw file");
     raw_write = std::min(raw_write, RawWrite(raw, values));
-    Check(io::RemoveAll(checkpoint), "removing the checkpoint");
+    Check(io::RemoveAll(saved), "removing the checkpoint");
     auto start = Clock::now();
-    Check(model.checkpoint->Save(*session, checkpoint, 1, {}), "saving");
+    Check(model.checkpoint->Save(*session, saved, 1, {}), "saving");
     save = std::min(save, Since(start));
 
     raw_read = std::min(raw_read, RawRead(raw, bytes, read_buffer.data()));
     // Restored into a fresh session, as `weft train` resumes: the restore replaces initialization.
     std::unique_ptr<Session> fresh = NewModelSession(model);
     start = Clock::now();
-    Check(model.checkpoint->Restore(*fresh, checkpoint).status(), "restoring");
+    Check(model.checkpoint->Restore(*fresh, saved).status(), "restoring");
     restore = std::min(restore, Since(start));
   }
   const double megabytes = static_cast<double>(bytes) / (1 << 20);

@@ -10,6 +10,7 @@ import sys
 ALLOWED = {
     "core": {"core"},
     "io": {"io", "core"},
+    "data": {"data", "core"},
     "framework": {"framework", "io", "core"},
     "ops": {"ops", "framework", "io", "core"},
     "kernels": {"kernels", "ops", "framework", "io", "core"},
@@ -19,8 +20,10 @@ ALLOWED = {
                     "core"},
     "distribute": {"distribute", "distributed", "runtime", "graph", "kernels", "ops", "framework",
                    "io", "core"},
-    "train": {"train", "distribute", "distributed", "runtime", "graph", "kernels", "ops",
-              "framework", "io", "core"},
+    "checkpoint": {"checkpoint", "distribute", "distributed", "runtime", "graph", "kernels",
+                   "ops", "framework", "io", "core"},
+    "train": {"train", "checkpoint", "data", "distribute", "distributed", "runtime", "graph",
+              "kernels", "ops", "framework", "io", "core"},
 }
 # The transport binds the transport-neutral server (distributed/server.h), which picks the op and
 # kernel registries: distributed/rpc itself uses neither.

@@ -37,7 +37,7 @@ tsan_targets=(core_test io_test framework_rendezvous_test kernels_sendrecv_test 
               runtime_rendezvous_test runtime_collective_test runtime_multi_device_test
               distribute_test distributed_test distributed_worker_test distributed_master_test
               distributed_rpc_test distributed_collective_test
-              distributed_collective_transport_test train_checkpoint_test cluster_test
+              distributed_collective_transport_test checkpoint_test cluster_test
               multi_worker_test weft)
 CC=clang CXX=clang++ cmake -S . -B build-tsan -G Ninja "${sanitizer_flags[@]}" -DWEFT_TSAN=ON \
   >/dev/null

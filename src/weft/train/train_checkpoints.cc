@@ -8,22 +8,24 @@
 namespace weft::train {
 
 StatusOr<std::unique_ptr<TrainCheckpoints>> TrainCheckpoints::Create(
-    const Scope& scope, CheckpointObjects objects, const TrainCheckpointOptions& options) {
+    const Scope& scope, checkpoint::CheckpointObjects objects,
+    const TrainCheckpointOptions& options) {
   for (const char* name : {kGlobalStepName, kEpochName, kBatchIndexName, kShuffleSeedName}) {
     objects.values.push_back(name);
   }
-  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::Create(scope, objects));
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<checkpoint::Checkpoint> checkpoint,
+                        checkpoint::Checkpoint::Create(scope, objects));
   return std::unique_ptr<TrainCheckpoints>(new TrainCheckpoints(std::move(checkpoint), options));
 }
 
-TrainCheckpoints::TrainCheckpoints(std::unique_ptr<Checkpoint> checkpoint,
+TrainCheckpoints::TrainCheckpoints(std::unique_ptr<checkpoint::Checkpoint> checkpoint,
                                    const TrainCheckpointOptions& options)
     : checkpoint_(std::move(checkpoint)),
       manager_(checkpoint_.get(), options.directory, options.keep),
       options_(options) {}
 
 StatusOr<std::optional<TrainPosition>> TrainCheckpoints::RestoreLatest(Session& session) {
-  WEFT_ASSIGN_OR_RETURN(std::optional<RestoredCheckpoint> restored,
+  WEFT_ASSIGN_OR_RETURN(std::optional<checkpoint::RestoredCheckpoint> restored,
                         manager_.RestoreLatest(session));
   if (!restored.has_value()) return std::optional<TrainPosition>();
   TrainPosition position;
@@ -59,10 +61,10 @@ Status TrainCheckpoints::AfterStep(Session& session, const TrainPosition& positi
   const bool due =
       options_.save_every_steps > 0 && position.global_step % options_.save_every_steps == 0;
   if (!due && !final) return Status::OK();
-  const CheckpointValues values = {{kGlobalStepName, position.global_step},
-                                   {kEpochName, position.epoch},
-                                   {kBatchIndexName, position.batch_index},
-                                   {kShuffleSeedName, position.shuffle_seed}};
+  const checkpoint::CheckpointValues values = {{kGlobalStepName, position.global_step},
+                                               {kEpochName, position.epoch},
+                                               {kBatchIndexName, position.batch_index},
+                                               {kShuffleSeedName, position.shuffle_seed}};
   const auto start = std::chrono::steady_clock::now();
   Settle(manager_.WaitForSave());
   Status status;

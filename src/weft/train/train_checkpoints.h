@@ -11,8 +11,8 @@
 #include <optional>
 #include <string>
 
-#include "weft/train/checkpoint.h"
-#include "weft/train/checkpoint_manager.h"
+#include "weft/checkpoint/checkpoint.h"
+#include "weft/checkpoint/checkpoint_manager.h"
 
 namespace weft::train {
 
@@ -46,7 +46,7 @@ class TrainCheckpoints {
   // Builds the checkpoint ops of `objects` (the variables; the position values are added here)
   // into `scope`.
   static StatusOr<std::unique_ptr<TrainCheckpoints>> Create(const Scope& scope,
-                                                            CheckpointObjects objects,
+                                                            checkpoint::CheckpointObjects objects,
                                                             const TrainCheckpointOptions& options);
 
   // Restores the latest checkpoint of the directory into the session's variables: the position
@@ -73,13 +73,14 @@ class TrainCheckpoints {
   double max_stall_seconds() const { return max_stall_seconds_; }
 
  private:
-  TrainCheckpoints(std::unique_ptr<Checkpoint> checkpoint, const TrainCheckpointOptions& options);
+  TrainCheckpoints(std::unique_ptr<checkpoint::Checkpoint> checkpoint,
+                   const TrainCheckpointOptions& options);
   void Report(const std::string& line) const;
   // A background save's result, once it is known: reported, counted.
   void Settle(const Status& status);
 
-  std::unique_ptr<Checkpoint> checkpoint_;
-  CheckpointManager manager_;
+  std::unique_ptr<checkpoint::Checkpoint> checkpoint_;
+  checkpoint::CheckpointManager manager_;
   TrainCheckpointOptions options_;
   int64_t last_saved_step_ = -1;
   int64_t saves_ = 0;

@@ -19,8 +19,9 @@ StatusOr<std::unique_ptr<Optimizer>> MakeOptimizer(const TrainOptions& options) 
 }
 
 // Adds the checkpoint ops of `objects` to the graph when the run saves checkpoints.
-Status AddCheckpoints(const Scope& root, CheckpointObjects objects, const TrainOptions& options,
-                      const TrainCallbacks& callbacks, TrainGraph* graph) {
+Status AddCheckpoints(const Scope& root, checkpoint::CheckpointObjects objects,
+                      const TrainOptions& options, const TrainCallbacks& callbacks,
+                      TrainGraph* graph) {
   if (options.checkpoint_dir.empty()) return Status::OK();
   TrainCheckpointOptions checkpoint_options;
   checkpoint_options.directory = options.checkpoint_dir;
@@ -104,7 +105,7 @@ StatusOr<TrainGraph> BuildPlainGraph(const TrainOptions& options, const TrainCal
   Output init = ops::NoOp(root.WithOpName("init").WithControlDependencies(initializers));
   TrainGraph result;
   AddVariableReads(root, model, &result);
-  CheckpointObjects objects;
+  checkpoint::CheckpointObjects objects;
   objects.variables = model.variables;
   objects.variables.insert(objects.variables.end(), optimizer->variables().begin(),
                            optimizer->variables().end());
@@ -159,7 +160,7 @@ StatusOr<TrainGraph> BuildReplicatedGraph(const TrainOptions& options,
   initializers.insert(initializers.end(), optimizer->initializers().begin(),
                       optimizer->initializers().end());
   Output init = ops::NoOp(root.WithOpName("init").WithControlDependencies(initializers));
-  CheckpointObjects objects;
+  checkpoint::CheckpointObjects objects;
   objects.distributed_variables = strategy.variables();
   objects.replicas = strategy.num_replicas_in_sync();
   WEFT_RETURN_IF_ERROR(AddCheckpoints(root, std::move(objects), options, callbacks, &result));

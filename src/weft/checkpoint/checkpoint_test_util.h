@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "weft/checkpoint/checkpoint.h"
 #include "weft/distribute/strategy.h"
-#include "weft/train/checkpoint.h"
 
-namespace weft::train::testing {
+namespace weft::checkpoint::testing {
 
 struct TestVariableSpec {
   std::string name;
@@ -50,4 +50,4 @@ Status CheckAll(TestModel& model, int64_t value);
 // The components' values (every read, in order).
 StatusOr<std::vector<Tensor>> ReadAll(TestModel& model);
 
-}  // namespace weft::train::testing
+}  // namespace weft::checkpoint::testing

@@ -1,10 +1,12 @@
-#include "weft/train/checkpoint.h"
+#include "weft/checkpoint/checkpoint.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "weft/checkpoint/checkpoint_manager.h"
+#include "weft/checkpoint/checkpoint_test_util.h"
 #include "weft/core/notification.h"
 #include "weft/core/str_util.h"
 #include "weft/distribute/session_test_util.h"
@@ -15,11 +17,8 @@
 #include "weft/io/io_test_util.h"
 #include "weft/io/safetensors.h"
 #include "weft/testing/tensor_matchers.h"
-#include "weft/train/checkpoint_manager.h"
-#include "weft/train/checkpoint_test_util.h"
-#include "weft/train/data/data_test_util.h"
 
-namespace weft::train {
+namespace weft::checkpoint {
 namespace {
 
 using distribute::testing::MakeSession;
@@ -49,7 +48,7 @@ void ExpectAll(TestModel& model, int64_t value) {
 }
 
 TEST(CheckpointTest, SaveThenRestoreRoundTripsEveryVariableAndValue) {
-  TempDir dir;
+  io::TempDir dir;
   TestModel model = BuildModel(1);
   ASSERT_NE(model.session, nullptr);
   SetEvery(model, 42);
@@ -76,7 +75,7 @@ TEST(CheckpointTest, SaveThenRestoreRoundTripsEveryVariableAndValue) {
 // Another tool reads a checkpoint: Python and NumPy, through the safetensors layout alone, find
 // every tensor under its variable's name with its values (and the CRC32C the manifest records).
 TEST(CheckpointTest, PythonAndNumpyReadACheckpointShard) {
-  TempDir dir;
+  io::TempDir dir;
   TestModel model = BuildModel(2);
   ASSERT_NE(model.session, nullptr);
   SetEvery(model, 3);
@@ -98,7 +97,7 @@ TEST(CheckpointTest, PythonAndNumpyReadACheckpointShard) {
 }
 
 TEST(CheckpointTest, RestoresAcrossReplicaCounts) {
-  TempDir dir;
+  io::TempDir dir;
   TestModel two = BuildModel(2);
   ASSERT_NE(two.session, nullptr);
   SetEvery(two, 7);
@@ -122,7 +121,7 @@ TEST(CheckpointTest, RestoresAcrossReplicaCounts) {
 }
 
 TEST(CheckpointTest, ASyncOnReadSumIsSavedAggregatedAndSplitOnRestore) {
-  TempDir dir;
+  io::TempDir dir;
   TestModel two = BuildModel(2, /*with_sum=*/true);
   ASSERT_NE(two.session, nullptr);
   // Each of the 2 components holds 1 (Ones): the checkpoint holds their sum, 2.
@@ -137,7 +136,7 @@ TEST(CheckpointTest, ASyncOnReadSumIsSavedAggregatedAndSplitOnRestore) {
 }
 
 TEST(CheckpointTest, MismatchedModelsAreErrorsNamingTheTensorAndShapes) {
-  TempDir dir;
+  io::TempDir dir;
   TestModel model = BuildModel(1);
   ASSERT_NE(model.session, nullptr);
   ASSERT_TRUE(model.checkpoint->Save(*model.session, dir.File("c"), 1, {{"global_step", 1}}).ok());
@@ -187,7 +186,7 @@ TEST(CheckpointTest, ADuplicateNameIsRefusedAtBuildTime) {
 }
 
 TEST(CheckpointTest, AsyncSaveWritesTheValuesOfItsStepBoundary) {
-  TempDir dir;
+  io::TempDir dir;
   TestModel model = BuildModel(2);
   ASSERT_NE(model.session, nullptr);
   SetEvery(model, 5);
@@ -211,7 +210,7 @@ TEST(CheckpointTest, AsyncSaveWritesTheValuesOfItsStepBoundary) {
 }
 
 TEST(CheckpointManagerTest, KeepsTheNewestAndIndexesTheLatest) {
-  TempDir dir;
+  io::TempDir dir;
   TestModel model = BuildModel(1);
   ASSERT_NE(model.session, nullptr);
   CheckpointManager manager(model.checkpoint.get(), dir.File("run"), /*max_to_keep=*/2);
@@ -238,7 +237,7 @@ TEST(CheckpointManagerTest, KeepsTheNewestAndIndexesTheLatest) {
 }
 
 TEST(CheckpointManagerTest, ACorruptIndexIsAnErrorNamingIt) {
-  TempDir dir;
+  io::TempDir dir;
   ASSERT_TRUE(io::CreateDirectories(dir.File("run")).ok());
   for (const std::string& text :
        {std::string("{not json"), std::string("{\"latest\": 3, \"checkpoints\": []}"),
@@ -255,7 +254,7 @@ TEST(CheckpointManagerTest, ACorruptIndexIsAnErrorNamingIt) {
 // permissions) or, for anyone, replaced by a file. The save fails naming the path; the index
 // still names the previous checkpoint, which restores.
 TEST(CheckpointManagerTest, AFailedSaveNamesThePathAndKeepsThePrevious) {
-  TempDir dir;
+  io::TempDir dir;
   TestModel model = BuildModel(1);
   ASSERT_NE(model.session, nullptr);
   const std::string run = dir.File("run");
@@ -283,4 +282,4 @@ TEST(CheckpointManagerTest, AFailedSaveNamesThePathAndKeepsThePrevious) {
 }
 
 }  // namespace
-}  // namespace weft::train
+}  // namespace weft::checkpoint

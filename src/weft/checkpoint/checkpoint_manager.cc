@@ -1,11 +1,11 @@
-#include "weft/train/checkpoint_manager.h"
+#include "weft/checkpoint/checkpoint_manager.h"
 
 #include <algorithm>
 
 #include "weft/core/str_util.h"
 #include "weft/io/durable_file.h"
 
-namespace weft::train {
+namespace weft::checkpoint {
 namespace {
 
 std::string CheckpointName(int64_t step) { return StrCat("ckpt-", step); }
@@ -83,4 +83,4 @@ StatusOr<std::optional<RestoredCheckpoint>> CheckpointManager::RestoreLatest(Ses
   return checkpoint_->RestoreLatest(session, directory_);
 }
 
-}  // namespace weft::train
+}  // namespace weft::checkpoint

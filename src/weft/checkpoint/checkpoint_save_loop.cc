@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "weft/train/checkpoint_manager.h"
-#include "weft/train/checkpoint_test_util.h"
+#include "weft/checkpoint/checkpoint_manager.h"
+#include "weft/checkpoint/checkpoint_test_util.h"
 
 namespace {
 
@@ -21,7 +21,7 @@ int Fail(const weft::Status& status) {
 
 int main(int argc, char** argv) {
   using namespace weft;
-  using namespace weft::train;
+  using namespace weft::checkpoint;
   if (argc != 3) {
     std::fprintf(stderr, "usage: checkpoint_save_loop DIR STEPS\n");
     return 2;

@@ -1,10 +1,10 @@
-#include "weft/train/checkpoint_test_util.h"
+#include "weft/checkpoint/checkpoint_test_util.h"
 
 #include "weft/core/str_util.h"
 #include "weft/graph/builder/ops.h"
 #include "weft/runtime/session.h"
 
-namespace weft::train::testing {
+namespace weft::checkpoint::testing {
 
 std::vector<TestVariableSpec> SmallSpecs() {
   return {{"dense1/kernel", TensorShape({3, 4}), DataType::kFloat},
@@ -139,4 +139,4 @@ Status CheckAll(TestModel& model, int64_t value) {
   return Status::OK();
 }
 
-}  // namespace weft::train::testing
+}  // namespace weft::checkpoint::testing

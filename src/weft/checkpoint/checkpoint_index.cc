@@ -1,4 +1,4 @@
-#include "weft/train/checkpoint_index.h"
+#include "weft/checkpoint/checkpoint_index.h"
 
 #include <algorithm>
 
@@ -7,7 +7,7 @@
 #include "weft/core/str_util.h"
 #include "weft/io/durable_file.h"
 
-namespace weft::train {
+namespace weft::checkpoint {
 namespace {
 
 std::string IndexToJson(const CheckpointIndex& index) {
@@ -60,4 +60,4 @@ Status WriteCheckpointIndex(const std::string& directory, const CheckpointIndex&
   return io::WriteFileDurably(io::JoinPath(directory, kCheckpointIndexName), IndexToJson(index));
 }
 
-}  // namespace weft::train
+}  // namespace weft::checkpoint

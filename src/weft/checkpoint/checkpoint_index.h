@@ -9,7 +9,7 @@
 
 #include "weft/core/statusor.h"
 
-namespace weft::train {
+namespace weft::checkpoint {
 
 inline constexpr char kCheckpointIndexName[] = "checkpoint.json";
 
@@ -26,4 +26,4 @@ StatusOr<std::optional<CheckpointIndex>> ReadCheckpointIndex(const std::string& 
 // Writes the index of `directory` durably (temporary name, fsync, rename, directory fsync).
 Status WriteCheckpointIndex(const std::string& directory, const CheckpointIndex& index);
 
-}  // namespace weft::train
+}  // namespace weft::checkpoint

@@ -11,12 +11,12 @@
 
 #include <gtest/gtest.h>
 
+#include "weft/checkpoint/checkpoint_manager.h"
+#include "weft/checkpoint/checkpoint_test_util.h"
+#include "weft/io/io_test_util.h"
 #include "weft/testing/child_process.h"
-#include "weft/train/checkpoint_manager.h"
-#include "weft/train/checkpoint_test_util.h"
-#include "weft/train/data/data_test_util.h"
 
-namespace weft::train {
+namespace weft::checkpoint {
 namespace {
 
 // The last "saved <step>" in `output`; 0 when none.
@@ -30,7 +30,7 @@ int64_t LastSaved(const std::string& output) {
 }
 
 TEST(CheckpointCrashTest, AKilledSaveAlwaysLeavesTheNewestCompleteCheckpoint) {
-  TempDir dir;
+  io::TempDir dir;
   const std::string run = dir.File("run");
   std::mt19937 random(20261203);
   int64_t reported = 0;
@@ -67,4 +67,4 @@ TEST(CheckpointCrashTest, AKilledSaveAlwaysLeavesTheNewestCompleteCheckpoint) {
 }
 
 }  // namespace
-}  // namespace weft::train
+}  // namespace weft::checkpoint

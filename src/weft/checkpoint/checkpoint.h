@@ -45,7 +45,7 @@
 #include "weft/graph/builder/variable.h"
 #include "weft/runtime/session.h"
 
-namespace weft::train {
+namespace weft::checkpoint {
 
 // The client's own int64 state saved beside the variables (the global step, the input position),
 // by name.
@@ -169,4 +169,4 @@ class Checkpoint {
   Status writer_status_ WEFT_GUARDED_BY(mu_);
 };
 
-}  // namespace weft::train
+}  // namespace weft::checkpoint

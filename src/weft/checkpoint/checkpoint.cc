@@ -1,17 +1,17 @@
-#include "weft/train/checkpoint.h"
+#include "weft/checkpoint/checkpoint.h"
 
 #include <set>
 
 #include <unistd.h>
 
+#include "weft/checkpoint/checkpoint_index.h"
 #include "weft/core/str_util.h"
 #include "weft/framework/device_name_utils.h"
 #include "weft/io/checkpoint_manifest.h"
 #include "weft/io/durable_file.h"
 #include "weft/io/safetensors.h"
-#include "weft/train/checkpoint_index.h"
 
-namespace weft::train {
+namespace weft::checkpoint {
 namespace {
 
 // The task part of a device name ("/job:worker/replica:0/task:1"): tensors of one task go to one
@@ -400,4 +400,4 @@ StatusOr<RestoredCheckpoint> Checkpoint::Restore(Session& session, const std::st
   return restored;
 }
 
-}  // namespace weft::train
+}  // namespace weft::checkpoint

@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "weft/train/checkpoint.h"
-#include "weft/train/checkpoint_index.h"
+#include "weft/checkpoint/checkpoint.h"
+#include "weft/checkpoint/checkpoint_index.h"
 
-namespace weft::train {
+namespace weft::checkpoint {
 
 class CheckpointManager {
  public:
@@ -57,4 +57,4 @@ class CheckpointManager {
   bool prepared_ = false;
 };
 
-}  // namespace weft::train
+}  // namespace weft::checkpoint
