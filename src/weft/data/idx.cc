@@ -1,0 +1,114 @@
+// ReadIdxFile through zlib's gz* interface, which inflates gzip input and passes plain input
+// through unchanged, so one code path serves both. The header is checked before any payload is
+// allocated, so a lying header cannot make us allocate more than kMaxIdxBytes.
+#include "weft/data/idx.h"
+
+#include <algorithm>
+#include <climits>
+#include <filesystem>
+#include <memory>
+#include <system_error>
+#include <vector>
+
+#include <zlib.h>
+
+#include "weft/core/str_util.h"
+
+namespace weft::data {
+namespace {
+
+constexpr uint8_t kUnsignedByteCode = 0x08;
+
+struct GzCloser {
+  void operator()(gzFile_s* file) const { gzclose(file); }
+};
+using GzPtr = std::unique_ptr<gzFile_s, GzCloser>;
+
+// Reads up to `size` bytes; fewer only at the end of the (inflated) stream.
+StatusOr<size_t> ReadBytes(gzFile file, const std::string& path, uint8_t* out, size_t size) {
+  size_t filled = 0;
+  while (filled < size) {
+    const unsigned step = static_cast<unsigned>(std::min<size_t>(size - filled, INT_MAX / 2));
+    const int got = gzread(file, out + filled, step);
+    if (got < 0) {
+      int code = 0;
+      const char* message = gzerror(file, &code);
+      return DataLoss("corrupt gzip stream in '", path, "': ", message);
+    }
+    if (got == 0) break;
+    filled += static_cast<size_t>(got);
+  }
+  return filled;
+}
+
+uint32_t BigEndian32(const uint8_t* bytes) {
+  return (uint32_t{bytes[0]} << 24) | (uint32_t{bytes[1]} << 16) | (uint32_t{bytes[2]} << 8) |
+         uint32_t{bytes[3]};
+}
+
+}  // namespace
+
+StatusOr<Tensor> ReadIdxFile(const std::string& path) {
+  std::error_code error;
+  const std::filesystem::file_status status = std::filesystem::status(path, error);
+  if (status.type() == std::filesystem::file_type::not_found) {
+    return NotFound("IDX file '", path, "' does not exist");
+  }
+  if (status.type() == std::filesystem::file_type::directory) {
+    return InvalidArgument("'", path, "' is a directory, not an IDX file");
+  }
+  GzPtr file(gzopen(path.c_str(), "rb"));
+  if (file == nullptr) return Unavailable("cannot open IDX file '", path, "'");
+
+  uint8_t magic[4];
+  WEFT_ASSIGN_OR_RETURN(size_t got, ReadBytes(file.get(), path, magic, sizeof(magic)));
+  if (got < sizeof(magic)) {
+    return DataLoss("'", path, "' ends after ", got, " bytes, inside its 4-byte IDX magic");
+  }
+  if (magic[0] != 0 || magic[1] != 0) {
+    return InvalidArgument("'", path,
+                           "' is not an IDX file: its magic does not start with two "
+                           "zero bytes");
+  }
+  if (magic[2] != kUnsignedByteCode) {
+    return Unimplemented("'", path, "' holds IDX dtype code ", int{magic[2]},
+                         "; only unsigned byte (8) is supported");
+  }
+  const int rank = magic[3];
+  if (rank == 0 || rank > kMaxIdxRank) {
+    return InvalidArgument("'", path, "' has IDX rank ", rank, "; expected 1 to ", kMaxIdxRank);
+  }
+  uint8_t dim_bytes[4 * kMaxIdxRank];
+  const size_t want = 4 * static_cast<size_t>(rank);
+  WEFT_ASSIGN_OR_RETURN(got, ReadBytes(file.get(), path, dim_bytes, want));
+  if (got < want) {
+    return DataLoss("'", path, "' ends inside its IDX header: ", got, " of ", want,
+                    " dimension bytes");
+  }
+  std::vector<int64_t> dims(rank);
+  uint64_t total = 1;
+  for (int i = 0; i < rank; ++i) {
+    dims[i] = BigEndian32(dim_bytes + 4 * i);
+    // total <= 2^30 before each step and a dim < 2^32, so the product cannot overflow.
+    total *= static_cast<uint64_t>(dims[i]);
+    if (total > static_cast<uint64_t>(kMaxIdxBytes)) {
+      return InvalidArgument("'", path, "' has IDX dims whose product exceeds ", kMaxIdxBytes,
+                             " bytes (corrupt header?)");
+    }
+  }
+  Tensor out(DataType::kUInt8, TensorShape(dims));
+  WEFT_ASSIGN_OR_RETURN(got, ReadBytes(file.get(), path, out.data<uint8_t>(), total));
+  if (got < total) {
+    return DataLoss("'", path, "' ends after ", got, " of the ", total,
+                    " data bytes its IDX dims call for (truncated file?)");
+  }
+  uint8_t extra;
+  WEFT_ASSIGN_OR_RETURN(got, ReadBytes(file.get(), path, &extra, 1));
+  if (got != 0) {
+    return InvalidArgument("'", path, "' has bytes after the ", total,
+                           " data bytes its IDX dims call for");
+  }
+  return out;
+}
+
+}  // namespace weft::data
