@@ -3,8 +3,8 @@
 #   tools/test.sh              optimised build in build/, the whole suite
 #   tools/test.sh --sanitize   the whole suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #                              (gcc, build-asan/), then the concurrent targets (nn kernels,
-#                              runtime, distribute, distributed, checkpoints, cluster) under
-#                              ThreadSanitizer
+#                              input pipelines, runtime, distribute, distributed, checkpoints,
+#                              cluster) under ThreadSanitizer
 #                              in a clang build
 #                              (build-tsan/) that also checks the lock annotations
 #                              (-Wthread-safety -Werror)
@@ -32,13 +32,12 @@ UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
   ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 1200
 
 echo "== ThreadSanitizer: the concurrent targets (build-tsan/, clang -Wthread-safety -Werror)"
-tsan_targets=(core_test io_test framework_rendezvous_test kernels_sendrecv_test kernels_nn_test
-              kernels_io_test runtime_test
-              runtime_rendezvous_test runtime_collective_test runtime_multi_device_test
-              distribute_test distributed_test distributed_worker_test distributed_master_test
-              distributed_rpc_test distributed_collective_test
-              distributed_collective_transport_test checkpoint_test cluster_test
-              multi_worker_test weft)
+tsan_targets=(core_test io_test data_test framework_rendezvous_test kernels_sendrecv_test
+              kernels_nn_test kernels_io_test runtime_test runtime_rendezvous_test
+              runtime_collective_test runtime_multi_device_test distribute_test distributed_test
+              distributed_worker_test distributed_master_test distributed_rpc_test
+              distributed_collective_test distributed_collective_transport_test checkpoint_test
+              cluster_test multi_worker_test weft)
 CC=clang CXX=clang++ cmake -S . -B build-tsan -G Ninja "${sanitizer_flags[@]}" -DWEFT_TSAN=ON \
   >/dev/null
 cmake --build build-tsan --target "${tsan_targets[@]}"
