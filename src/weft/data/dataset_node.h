@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "weft/data/dataset.h"
@@ -25,6 +27,34 @@ class DatasetNode {
 };
 
 using NodePtr = std::shared_ptr<const DatasetNode>;
+
+// The node of a transformation whose iterator is IteratorT(iterator of the input, args...): it
+// keeps the input and the arguments, and passes the context on to the input.
+template <typename IteratorT, typename... Args>
+class TransformationNode final : public DatasetNode {
+ public:
+  explicit TransformationNode(NodePtr input, Args... args)
+      : input_(std::move(input)), args_(std::move(args)...) {}
+
+  StatusOr<std::unique_ptr<Iterator>> MakeIterator(const IteratorContext& ctx) const override {
+    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Iterator> input, input_->MakeIterator(ctx));
+    return std::apply(
+        [&input](const Args&... args) -> std::unique_ptr<Iterator> {
+          return std::make_unique<IteratorT>(std::move(input), args...);
+        },
+        args_);
+  }
+
+ private:
+  NodePtr input_;
+  std::tuple<Args...> args_;
+};
+
+template <typename IteratorT, typename... Args>
+NodePtr MakeTransformationNode(NodePtr input, Args... args) {
+  return std::make_shared<TransformationNode<IteratorT, Args...>>(std::move(input),
+                                                                  std::move(args)...);
+}
 
 // SplitMix64's finaliser: spreads a seed so that nearby seeds give unrelated generator states.
 uint64_t MixSeed(uint64_t value);

@@ -83,25 +83,10 @@ class PrefetchIterator final : public Iterator {
   std::thread thread_;  // started last, after every member it uses exists
 };
 
-class PrefetchNode final : public DatasetNode {
- public:
-  PrefetchNode(NodePtr input, int64_t buffer_size)
-      : input_(std::move(input)), buffer_size_(buffer_size) {}
-
-  StatusOr<IteratorPtr> MakeIterator(const IteratorContext& ctx) const override {
-    WEFT_ASSIGN_OR_RETURN(IteratorPtr input, input_->MakeIterator(ctx));
-    return IteratorPtr(std::make_unique<PrefetchIterator>(std::move(input), buffer_size_));
-  }
-
- private:
-  NodePtr input_;
-  int64_t buffer_size_;
-};
-
 }  // namespace
 
 NodePtr MakePrefetchNode(NodePtr input, int64_t buffer_size) {
-  return std::make_shared<PrefetchNode>(std::move(input), buffer_size);
+  return MakeTransformationNode<PrefetchIterator>(std::move(input), buffer_size);
 }
 
 }  // namespace weft::data

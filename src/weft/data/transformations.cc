@@ -135,23 +135,6 @@ class BatchIterator final : public Iterator {
   bool input_done_ = false;
 };
 
-class BatchNode final : public DatasetNode {
- public:
-  BatchNode(NodePtr input, int64_t batch_size, bool drop_remainder)
-      : input_(std::move(input)), batch_size_(batch_size), drop_remainder_(drop_remainder) {}
-
-  StatusOr<IteratorPtr> MakeIterator(const IteratorContext& ctx) const override {
-    WEFT_ASSIGN_OR_RETURN(IteratorPtr input, input_->MakeIterator(ctx));
-    return IteratorPtr(
-        std::make_unique<BatchIterator>(std::move(input), batch_size_, drop_remainder_));
-  }
-
- private:
-  NodePtr input_;
-  int64_t batch_size_;
-  bool drop_remainder_;
-};
-
 // ---- Repeat -----------------------------------------------------------------------------------
 
 class RepeatIterator final : public Iterator {
@@ -232,21 +215,6 @@ class MapIterator final : public Iterator {
   int64_t position_ = 0;
 };
 
-class MapNode final : public DatasetNode {
- public:
-  MapNode(NodePtr input, Dataset::MapFn fn)
-      : input_(std::move(input)), fn_(std::make_shared<const Dataset::MapFn>(std::move(fn))) {}
-
-  StatusOr<IteratorPtr> MakeIterator(const IteratorContext& ctx) const override {
-    WEFT_ASSIGN_OR_RETURN(IteratorPtr input, input_->MakeIterator(ctx));
-    return IteratorPtr(std::make_unique<MapIterator>(std::move(input), fn_));
-  }
-
- private:
-  NodePtr input_;
-  std::shared_ptr<const Dataset::MapFn> fn_;
-};
-
 // ---- Shard and Take ---------------------------------------------------------------------------
 
 // Input errors are passed on whichever shard's position they fall on: a shard cannot tell
@@ -272,22 +240,6 @@ class ShardIterator final : public Iterator {
   int64_t position_ = 0;
 };
 
-class ShardNode final : public DatasetNode {
- public:
-  ShardNode(NodePtr input, int64_t num_shards, int64_t index)
-      : input_(std::move(input)), num_shards_(num_shards), index_(index) {}
-
-  StatusOr<IteratorPtr> MakeIterator(const IteratorContext& ctx) const override {
-    WEFT_ASSIGN_OR_RETURN(IteratorPtr input, input_->MakeIterator(ctx));
-    return IteratorPtr(std::make_unique<ShardIterator>(std::move(input), num_shards_, index_));
-  }
-
- private:
-  NodePtr input_;
-  int64_t num_shards_;
-  int64_t index_;
-};
-
 class TakeIterator final : public Iterator {
  public:
   TakeIterator(IteratorPtr input, int64_t count) : input_(std::move(input)), left_(count) {}
@@ -307,39 +259,26 @@ class TakeIterator final : public Iterator {
   int64_t left_;  // -1: no limit
 };
 
-class TakeNode final : public DatasetNode {
- public:
-  TakeNode(NodePtr input, int64_t count) : input_(std::move(input)), count_(count) {}
-
-  StatusOr<IteratorPtr> MakeIterator(const IteratorContext& ctx) const override {
-    WEFT_ASSIGN_OR_RETURN(IteratorPtr input, input_->MakeIterator(ctx));
-    return IteratorPtr(std::make_unique<TakeIterator>(std::move(input), count_));
-  }
-
- private:
-  NodePtr input_;
-  int64_t count_;
-};
-
 }  // namespace
 
 NodePtr MakeShuffleNode(NodePtr input, int64_t buffer_size, uint64_t seed) {
   return std::make_shared<ShuffleNode>(std::move(input), buffer_size, seed);
 }
 NodePtr MakeBatchNode(NodePtr input, int64_t batch_size, bool drop_remainder) {
-  return std::make_shared<BatchNode>(std::move(input), batch_size, drop_remainder);
+  return MakeTransformationNode<BatchIterator>(std::move(input), batch_size, drop_remainder);
 }
 NodePtr MakeRepeatNode(NodePtr input, int64_t count) {
   return std::make_shared<RepeatNode>(std::move(input), count);
 }
 NodePtr MakeMapNode(NodePtr input, Dataset::MapFn fn) {
-  return std::make_shared<MapNode>(std::move(input), std::move(fn));
+  return MakeTransformationNode<MapIterator>(std::move(input),
+                                             std::make_shared<const Dataset::MapFn>(std::move(fn)));
 }
 NodePtr MakeShardNode(NodePtr input, int64_t num_shards, int64_t index) {
-  return std::make_shared<ShardNode>(std::move(input), num_shards, index);
+  return MakeTransformationNode<ShardIterator>(std::move(input), num_shards, index);
 }
 NodePtr MakeTakeNode(NodePtr input, int64_t count) {
-  return std::make_shared<TakeNode>(std::move(input), count);
+  return MakeTransformationNode<TakeIterator>(std::move(input), count);
 }
 
 }  // namespace weft::data
