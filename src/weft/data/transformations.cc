@@ -14,6 +14,22 @@ using IteratorPtr = std::unique_ptr<Iterator>;
 
 // ---- Shuffle ----------------------------------------------------------------------------------
 
+// Moves elements of `input` into `elements` until it holds `size` or the input ends (then
+// *input_done is set); an input error is returned as is.
+Status FillFrom(Iterator& input, int64_t size, std::vector<Element>* elements, bool* input_done) {
+  while (!*input_done && static_cast<int64_t>(elements->size()) < size) {
+    Element next;
+    bool end = false;
+    WEFT_RETURN_IF_ERROR(input.GetNext(&next, &end));
+    if (end) {
+      *input_done = true;
+    } else {
+      elements->push_back(std::move(next));
+    }
+  }
+  return Status::OK();
+}
+
 // tf.data's reservoir: fill a buffer, then repeatedly emit a random slot and refill it from the
 // input. The slot is the generator's raw output modulo the buffer size (not a
 // std::uniform_int_distribution, whose algorithm differs between standard libraries), so a seed
@@ -24,16 +40,7 @@ class ShuffleIterator final : public Iterator {
       : input_(std::move(input)), buffer_size_(buffer_size), rng_(seed) {}
 
   Status GetNext(Element* element, bool* end_of_sequence) override {
-    while (!input_done_ && static_cast<int64_t>(buffer_.size()) < buffer_size_) {
-      Element next;
-      bool end = false;
-      WEFT_RETURN_IF_ERROR(input_->GetNext(&next, &end));
-      if (end) {
-        input_done_ = true;
-      } else {
-        buffer_.push_back(std::move(next));
-      }
-    }
+    WEFT_RETURN_IF_ERROR(FillFrom(*input_, buffer_size_, &buffer_, &input_done_));
     *end_of_sequence = buffer_.empty();
     if (*end_of_sequence) return Status::OK();
     const size_t slot = static_cast<size_t>(rng_() % buffer_.size());
@@ -110,17 +117,8 @@ class BatchIterator final : public Iterator {
 
   Status GetNext(Element* element, bool* end_of_sequence) override {
     std::vector<Element> pending;
-    while (!input_done_ && static_cast<int64_t>(pending.size()) < batch_size_) {
-      Element next;
-      bool end = false;
-      // An input error drops the partial batch, as in tf.data.
-      WEFT_RETURN_IF_ERROR(input_->GetNext(&next, &end));
-      if (end) {
-        input_done_ = true;
-      } else {
-        pending.push_back(std::move(next));
-      }
-    }
+    // An input error drops the partial batch, as in tf.data.
+    WEFT_RETURN_IF_ERROR(FillFrom(*input_, batch_size_, &pending, &input_done_));
     const bool short_batch = static_cast<int64_t>(pending.size()) < batch_size_;
     *end_of_sequence = pending.empty() || (short_batch && drop_remainder_);
     if (*end_of_sequence) return Status::OK();
