@@ -392,6 +392,7 @@ StatusOr<RestoredCheckpoint> Checkpoint::Restore(Session& session, const std::st
                               restore_value_fetches_, {restore_target_}, &outputs);
   if (!status.ok()) return status.WithContext(StrCat("restoring ", directory));
   RestoredCheckpoint restored;
+  restored.directory = directory;
   restored.step = manifest->step;
   restored.replicas = manifest->replicas;
   for (size_t i = 0; i < value_names_.size(); ++i) {

@@ -59,6 +59,7 @@ struct CheckpointObjects {
 };
 
 struct RestoredCheckpoint {
+  std::string directory;  // the checkpoint restored
   int64_t step = 0;
   int replicas = 1;  // of the run that saved it
   CheckpointValues values;

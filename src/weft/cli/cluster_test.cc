@@ -4,9 +4,7 @@
 // a worker that never comes up, garbage on the wire, a clean SIGTERM and checkpoints written by
 // every task. Every server is torn down
 // by its ServerProcess, even when a test fails.
-#include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <thread>
 
 #include <gmock/gmock.h>
@@ -23,6 +21,7 @@
 #include "weft/graph/builder/ops.h"
 #include "weft/graph/builder/scope.h"
 #include "weft/graph/builder/variable.h"
+#include "weft/io/io_test_util.h"
 #include "weft/master.pb.h"
 #include "weft/testing/child_process.h"
 #include "weft/testing/server_process.h"
@@ -289,9 +288,8 @@ TEST(ClusterTest, EveryTaskWritesItsShardAndARunResumesThroughTheCluster) {
   auto servers = StartCluster(2);
   ASSERT_EQ(servers.size(), 2u);
   const std::vector<std::string> addresses = Addresses(servers);
-  char pattern[] = "/tmp/weft_cluster_ckpt_XXXXXX";
-  ASSERT_NE(mkdtemp(pattern), nullptr);
-  const std::string dir = pattern;
+  io::TempDir temp_dir;
+  const std::string dir = temp_dir.path();
   auto train = [&](const std::string& max_steps) {
     return testing::ChildProcess::Start(
         {WEFT_BINARY, "train", "--model", "mlp", "--epochs", "1", "--max-steps", max_steps,
@@ -302,20 +300,15 @@ TEST(ClusterTest, EveryTaskWritesItsShardAndARunResumesThroughTheCluster) {
   ASSERT_TRUE(first.ok()) << first.status();
   StatusOr<int> code = (*first)->WaitForExit(120000);
   ASSERT_TRUE(code.ok() && *code == 0) << (*first)->output();
-  std::vector<std::string> files;
-  for (const auto& entry : std::filesystem::directory_iterator(dir + "/ckpt-6")) {
-    files.push_back(entry.path().filename());
-  }
-  std::sort(files.begin(), files.end());
-  EXPECT_EQ(files, (std::vector<std::string>{"manifest.json", "shard-00000-of-00002.safetensors",
-                                             "shard-00001-of-00002.safetensors"}));
+  EXPECT_EQ(io::ListDirectory(dir + "/ckpt-6").value(),
+            (std::vector<std::string>{"manifest.json", "shard-00000-of-00002.safetensors",
+                                      "shard-00001-of-00002.safetensors"}));
   auto second = train("12");
   ASSERT_TRUE(second.ok()) << second.status();
   code = (*second)->WaitForExit(120000);
   ASSERT_TRUE(code.ok() && *code == 0) << (*second)->output();
   EXPECT_THAT((*second)->output(), HasSubstr("\"resumed_from_step\":6"));
   EXPECT_THAT((*second)->output(), HasSubstr("\"steps\":12"));
-  std::filesystem::remove_all(dir);
 }
 
 TEST(ClusterTest, BadFlagsAndClustersExitWithUsageErrors) {

@@ -7,7 +7,6 @@
 // checkpoints resume a killed job, restored on every worker.
 #include <algorithm>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -20,6 +19,7 @@
 #include <signal.h>
 
 #include "weft/core/str_util.h"
+#include "weft/io/io_test_util.h"
 #include "weft/testing/child_process.h"
 #include "weft/testing/server_process.h"
 
@@ -228,16 +228,6 @@ std::vector<pid_t> ChildrenOf(pid_t parent) {
   return children;
 }
 
-// A fresh directory for one test's checkpoints, removed afterwards.
-struct CheckpointDir {
-  CheckpointDir() {
-    char pattern[] = "/tmp/weft_multi_worker_ckpt_XXXXXX";
-    path = mkdtemp(pattern) != nullptr ? pattern : "";
-  }
-  ~CheckpointDir() { std::filesystem::remove_all(path); }
-  std::string path;
-};
-
 int64_t ResumedFromStep(const std::string& output) {
   const std::string marker = "\"resumed_from_step\":";
   const size_t at = output.rfind(marker);
@@ -247,8 +237,7 @@ int64_t ResumedFromStep(const std::string& output) {
 // The chief saves; after a worker is killed the job fails, and the same `weft launch` command
 // resumes it from the last checkpoint, every worker restoring it, and finishes it.
 TEST(MultiWorkerTest, AKilledJobResumesFromItsLastCheckpointUnderWeftLaunch) {
-  CheckpointDir dir;
-  ASSERT_FALSE(dir.path.empty());
+  io::TempDir dir;
   const std::vector<std::string> command = {WEFT_BINARY,
                                             "launch",
                                             "--workers",
@@ -265,7 +254,7 @@ TEST(MultiWorkerTest, AKilledJobResumesFromItsLastCheckpointUnderWeftLaunch) {
                                             "--max-steps",
                                             "400",
                                             "--checkpoint-dir",
-                                            dir.path,
+                                            dir.path(),
                                             "--save-every-steps",
                                             "20",
                                             "--json"};
@@ -295,15 +284,14 @@ TEST(MultiWorkerTest, AKilledJobResumesFromItsLastCheckpointUnderWeftLaunch) {
 
 // A checkpoint written by one process on one device restores into two workers.
 TEST(MultiWorkerTest, AOneDeviceCheckpointResumesOnTwoWorkers) {
-  CheckpointDir dir;
-  ASSERT_FALSE(dir.path.empty());
+  io::TempDir dir;
   auto single =
       ChildProcess::Start({WEFT_BINARY, "train", "--model", "mlp", "--epochs", "1", "--max-steps",
-                           "10", "--threads", "1", "--checkpoint-dir", dir.path});
+                           "10", "--threads", "1", "--checkpoint-dir", dir.path()});
   ASSERT_TRUE(single.ok()) << single.status();
   StatusOr<int> code = (*single)->WaitForExit(kExitMs);
   ASSERT_TRUE(code.ok() && *code == 0) << (*single)->output();
-  auto children = StartWorkers(2, {"--max-steps", "20", "--json", "--checkpoint-dir", dir.path});
+  auto children = StartWorkers(2, {"--max-steps", "20", "--json", "--checkpoint-dir", dir.path()});
   ExpectIdenticalWorkers(children);
   ASSERT_EQ(children.size(), 2u);
   EXPECT_EQ(ResumedFromStep(children[0]->output()), 10) << children[0]->output();

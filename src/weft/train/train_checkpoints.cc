@@ -34,7 +34,7 @@ StatusOr<std::optional<TrainPosition>> TrainCheckpoints::RestoreLatest(Session& 
   position.batch_index = restored->values.at(kBatchIndexName);
   position.shuffle_seed = restored->values.at(kShuffleSeedName);
   last_saved_step_ = position.global_step;
-  Report(StrCat("resumed from checkpoint ", *manager_.LatestCheckpoint(), " at global step ",
+  Report(StrCat("resumed from checkpoint ", restored->directory, " at global step ",
                 position.global_step, " (epoch ", position.epoch + 1, ", batch ",
                 position.batch_index, ")"));
   return std::optional<TrainPosition>(position);

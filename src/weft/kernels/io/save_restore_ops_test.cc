@@ -9,6 +9,7 @@
 #include "weft/framework/attr_value_util.h"
 #include "weft/io/checkpoint_manifest.h"
 #include "weft/io/durable_file.h"
+#include "weft/io/io_test_util.h"
 #include "weft/io/safetensors.h"
 #include "weft/testing/kernel_runner.h"
 #include "weft/testing/tensor_matchers.h"
@@ -35,13 +36,6 @@ Tensor BoolTensor(std::initializer_list<bool> values, const TensorShape& shape) 
 
 class SaveRestoreTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/weft_save_restore_XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    directory_ = pattern;
-  }
-  void TearDown() override { ASSERT_TRUE(io::RemoveAll(directory_).ok()); }
-
   // Saves `tensors` as `names` into one shard and writes the manifest for it.
   void SaveWithManifest(const std::vector<std::string>& names, std::vector<Tensor> tensors) {
     std::vector<Tensor> inputs = {PathTensor(directory_)};
@@ -76,7 +70,8 @@ class SaveRestoreTest : public ::testing::Test {
 
   static constexpr char kShard[] = "shard-00000-of-00001.safetensors";
   KernelRunner runner_;
-  std::string directory_;
+  io::TempDir temp_dir_;
+  const std::string directory_ = temp_dir_.path();
 };
 
 TEST_F(SaveRestoreTest, EveryDtypeRoundTrips) {
