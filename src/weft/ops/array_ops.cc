@@ -1,7 +1,8 @@
 // Array ops, part 1: constants, placeholders, identities and shape metadata (Const, Placeholder,
 // Identity, StopGradient, NoOp, Shape, Size, Rank, Reshape, ExpandDims, Squeeze) and the fills
 // (Fill, ZerosLike, OnesLike). Ops that move elements around (Transpose, ConcatV2, Slice,
-// BroadcastTo, Tile) are in array_transform_ops.cc. Shape functions read constant shape inputs
+// BroadcastTo, Tile) are in array_transform_ops.cc, the indexing ops (GatherV2,
+// UnsortedSegmentSum) in gather_ops.cc. Shape functions read constant shape inputs
 // (context.input_tensor) so that, e.g., Reshape of a [?,28,28,1] placeholder to [-1,784] infers
 // [?,784].
 #include <algorithm>
@@ -14,6 +15,7 @@
 namespace weft::ops {
 
 void RegisterArrayTransformOps(OpRegistry& registry);  // array_transform_ops.cc
+void RegisterGatherOps(OpRegistry& registry);          // gather_ops.cc
 
 namespace {
 
@@ -294,6 +296,7 @@ void RegisterArrayOps(OpRegistry& registry) {
   RegisterReshapingOps(registry);
   RegisterFillOps(registry);
   RegisterArrayTransformOps(registry);
+  RegisterGatherOps(registry);
 }
 
 }  // namespace weft::ops

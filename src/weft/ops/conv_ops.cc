@@ -1,6 +1,6 @@
-// Windowed ops over NHWC images: Conv2D with its two backprops, and MaxPool with its gradient.
-// Their shape functions share the attr checks (strides, ksize, dilations, data_format) and the
-// output-size rule for SAME and VALID padding, which follows the reference system exactly:
+// Windowed ops over NHWC images: Conv2D with its two backprops, MaxPool and AvgPool with their
+// gradients. Their shape functions share the attr checks (strides, ksize, dilations, data_format)
+// and the output-size rule for SAME and VALID padding, which follows the reference system exactly:
 //   SAME:  out = ceil(in / stride)
 //   VALID: out = (in - window + stride) / stride (truncating), an error when negative.
 #include "weft/framework/shape_inference.h"
@@ -164,7 +164,7 @@ Status Conv2DBackpropFilterShape(InferenceContext& context) {
   return SetBackpropOutput(context, input, filter, filter);
 }
 
-// The MaxPool output shape for `input` [N,H,W,C] (rank 4 or unknown rank).
+// The MaxPool and AvgPool output shape for `input` [N,H,W,C] (rank 4 or unknown rank).
 StatusOr<PartialShape> PoolOutputShape(const InferenceContext& context,
                                        const PartialShape& input_shape) {
   WEFT_RETURN_IF_ERROR(CheckNhwc(context));
@@ -181,7 +181,8 @@ StatusOr<PartialShape> PoolOutputShape(const InferenceContext& context,
   return PartialShape({input.dim(0), rows, cols, input.dim(3)});
 }
 
-Status MaxPoolShape(InferenceContext& context) {
+// MaxPool and AvgPool: input [N,H,W,C] -> [N,OH,OW,C].
+Status PoolShape(InferenceContext& context) {
   WEFT_RETURN_IF_ERROR(context.WithRank(0, 4));
   WEFT_ASSIGN_OR_RETURN(PartialShape out, PoolOutputShape(context, context.input(0)));
   context.set_output(0, std::move(out));
@@ -204,6 +205,22 @@ Status MaxPoolGradShape(InferenceContext& context) {
   return Status::OK();
 }
 
+// orig_input_shape [4] (its value when constant), grad [N,OH,OW,C] -> [N,H,W,C]. Batch and
+// channels unknown in the constant come from grad.
+Status AvgPoolGradShape(InferenceContext& context) {
+  WEFT_RETURN_IF_ERROR(context.WithRank(1, 4));
+  WEFT_ASSIGN_OR_RETURN(PartialShape input, ShapeFromSizesInput(context, 0));
+  PartialShape grad = AsRank4(context.input(1));
+  input = FillUnknownDim(FillUnknownDim(input, 0, grad.dim(0)), 3, grad.dim(3));
+  WEFT_ASSIGN_OR_RETURN(PartialShape expected, PoolOutputShape(context, input));
+  if (!expected.Merge(grad).ok()) {
+    return context.Error("grad has shape ", grad.DebugString(), ", but pooling orig_input_shape ",
+                         input.DebugString(), " gives shape ", expected.DebugString());
+  }
+  context.set_output(0, std::move(input));
+  return Status::OK();
+}
+
 // The attrs every Conv2D-family op has.
 OpDefBuilder& AddConvAttrs(OpDefBuilder& builder) {
   return builder.Attr("T: {float32, float64}")
@@ -214,8 +231,10 @@ OpDefBuilder& AddConvAttrs(OpDefBuilder& builder) {
       .Attr("dilations: list(int) = [1, 1, 1, 1]");
 }
 
-OpDefBuilder& AddPoolAttrs(OpDefBuilder& builder) {
-  return builder.Attr("T: {float32, float64, int32, int64}")
+// `types` is the T attr's spec: MaxPool also pools integers, AvgPool (a mean) only floats.
+OpDefBuilder& AddPoolAttrs(OpDefBuilder& builder,
+                           const char* types = "T: {float32, float64, int32, int64}") {
+  return builder.Attr(types)
       .Attr("ksize: list(int)")
       .Attr("strides: list(int)")
       .Attr("padding: {'SAME', 'VALID'}")
@@ -265,10 +284,8 @@ void RegisterConvOps(OpRegistry& registry) {
 
   OpDefBuilder max_pool("MaxPool");
   max_pool.Input("input: T").Output("output: T");
-  registry.RegisterOrDie(
-      AddPoolAttrs(max_pool)
-          .SetShapeFn(MaxPoolShape)
-          .Doc("Maximum over each ksize window of NHWC input; SAME padding ignores padded cells."));
+  registry.RegisterOrDie(AddPoolAttrs(max_pool).SetShapeFn(PoolShape).Doc(
+      "Maximum over each ksize window of NHWC input; SAME padding ignores padded cells."));
 
   OpDefBuilder max_pool_grad("MaxPoolGrad");
   max_pool_grad.Input("orig_input: T").Input("orig_output: T").Input("grad: T").Output("output: T");
@@ -288,6 +305,25 @@ void RegisterConvOps(OpRegistry& registry) {
                              .SetIsInternal()
                              .SetShapeFn(MaxPoolGradShape)
                              .Doc("MaxPoolGrad, then ReluGrad with orig_input as the features."));
+
+  constexpr const char* kFloatTypes = "T: {float32, float64}";
+  OpDefBuilder avg_pool("AvgPool");
+  avg_pool.Input("value: T").Output("output: T");
+  registry.RegisterOrDie(AddPoolAttrs(avg_pool, kFloatTypes)
+                             .SetShapeFn(PoolShape)
+                             .Doc("Mean of each ksize window of NHWC input; with SAME padding, "
+                                  "the mean of the window's cells inside the image."));
+
+  OpDefBuilder avg_pool_grad("AvgPoolGrad");
+  avg_pool_grad.Input("orig_input_shape: int32")
+      .HostMemory("orig_input_shape")
+      .Input("grad: T")
+      .Output("output: T");
+  registry.RegisterOrDie(AddPoolAttrs(avg_pool_grad, kFloatTypes)
+                             .SetIsInternal()
+                             .SetShapeFn(AvgPoolGradShape)
+                             .Doc("Spreads each grad value evenly over its window's cells inside "
+                                  "the image."));
 }
 
 }  // namespace weft::ops

@@ -1,5 +1,6 @@
-// Math ops: elementwise arithmetic with NumPy broadcasting, unary functions, AddN, MatMul, Cast
-// and BroadcastGradientArgs. Reductions (Sum, Mean, Max, ArgMax) live in reduction_ops.cc.
+// Math ops: elementwise arithmetic and comparisons with NumPy broadcasting, SelectV2, unary
+// functions, AddN, MatMul, Cast and BroadcastGradientArgs. Reductions (Sum, Mean, Max, ArgMax)
+// live in reduction_ops.cc.
 #include <algorithm>
 #include <vector>
 
@@ -21,7 +22,8 @@ void RegisterBinaryOps(OpRegistry& registry) {
                            Binary{"Sub", "x - y elementwise, with NumPy broadcasting."},
                            Binary{"Mul", "x * y elementwise, with NumPy broadcasting."},
                            Binary{"Div", "x / y elementwise (integers truncate), broadcasting."},
-                           Binary{"Maximum", "max(x, y) elementwise, with NumPy broadcasting."}}) {
+                           Binary{"Maximum", "max(x, y) elementwise, with NumPy broadcasting."},
+                           Binary{"Minimum", "min(x, y) elementwise, with NumPy broadcasting."}}) {
     registry.RegisterOrDie(OpDefBuilder(op.name)
                                .Input("x: T")
                                .Input("y: T")
@@ -37,6 +39,34 @@ void RegisterBinaryOps(OpRegistry& registry) {
                              .Attr("T: {float32, float64, int32, int64, bool}")
                              .SetShapeFn(shape_fn::BroadcastBinaryOp)
                              .Doc("x == y elementwise, with NumPy broadcasting."));
+  // Orderings: the reference system defines them on real numbers only, so bool is not allowed.
+  for (const Binary& op :
+       {Binary{"Less", "x < y elementwise, with NumPy broadcasting."},
+        Binary{"LessEqual", "x <= y elementwise, with NumPy broadcasting."},
+        Binary{"Greater", "x > y elementwise, with NumPy broadcasting."},
+        Binary{"GreaterEqual", "x >= y elementwise, with NumPy broadcasting."}}) {
+    registry.RegisterOrDie(OpDefBuilder(op.name)
+                               .Input("x: T")
+                               .Input("y: T")
+                               .Output("z: bool")
+                               .Attr("T: {float32, float64, int32, int64}")
+                               .SetShapeFn(shape_fn::BroadcastBinaryOp)
+                               .Doc(op.doc));
+  }
+}
+
+// SelectV2: the NumPy broadcast of condition, t and e.
+Status SelectV2Shape(InferenceContext& context) {
+  StatusOr<PartialShape> values = BroadcastShapes(context.input(1), context.input(2));
+  StatusOr<PartialShape> out = PartialShape();
+  if (values.ok()) out = BroadcastShapes(context.input(0), *values);
+  if (!values.ok() || !out.ok()) {
+    return context.Error("condition ", context.input(0).DebugString(), ", t ",
+                         context.input(1).DebugString(), " and e ", context.input(2).DebugString(),
+                         " cannot be broadcast together");
+  }
+  context.set_output(0, std::move(out).value());
+  return Status::OK();
 }
 
 void RegisterUnaryOps(OpRegistry& registry) {
@@ -52,7 +82,10 @@ void RegisterUnaryOps(OpRegistry& registry) {
         Unary{"Sqrt", kFloat, "Square root of x elementwise."},
         Unary{"Exp", kFloat, "e to the power x elementwise."},
         Unary{"Log", kFloat, "Natural logarithm of x elementwise."},
-        Unary{"Reciprocal", kFloat, "1 / x elementwise."}}) {
+        Unary{"Reciprocal", kFloat, "1 / x elementwise."}, Unary{"Abs", kAll, "|x| elementwise."},
+        Unary{"Sign", kAll, "-1, 0 or 1 elementwise, as x is negative, zero or positive."},
+        Unary{"Rsqrt", kFloat, "1 / sqrt(x) elementwise."},
+        Unary{"Log1p", kFloat, "log(1 + x) elementwise, accurate for x near 0."}}) {
     registry.RegisterOrDie(OpDefBuilder(op.name)
                                .Input("x: T")
                                .Output("y: T")
@@ -145,6 +178,14 @@ Status BroadcastGradientArgsShape(InferenceContext& context) {
 void RegisterMathOps(OpRegistry& registry) {
   RegisterBinaryOps(registry);
   RegisterUnaryOps(registry);
+  registry.RegisterOrDie(OpDefBuilder("SelectV2")
+                             .Input("condition: bool")
+                             .Input("t: T")
+                             .Input("e: T")
+                             .Output("output: T")
+                             .Attr("T: {float32, float64, int32, int64, uint8, bool}")
+                             .SetShapeFn(SelectV2Shape)
+                             .Doc("t where condition is true, else e; all three broadcast."));
   registry.RegisterOrDie(OpDefBuilder("AddN")
                              .Input("inputs: N * T")
                              .Output("sum: T")

@@ -1,6 +1,7 @@
 // Neural-network ops that work row by row or element by element: BiasAdd and its gradient, the
-// activations (Relu, Sigmoid, Tanh) with their gradients, Softmax, LogSoftmax and sparse softmax
-// cross-entropy. The windowed ops (Conv2D, MaxPool and their gradients) are in conv_ops.cc.
+// activations (Relu, Sigmoid, Tanh with their gradients; Softplus), Softmax, LogSoftmax and sparse
+// softmax cross-entropy. The windowed ops (Conv2D, MaxPool, AvgPool and their gradients) are in
+// conv_ops.cc.
 #include "weft/framework/shape_inference.h"
 #include "weft/ops/register_ops.h"
 
@@ -130,6 +131,12 @@ void RegisterActivationOps(OpRegistry& registry) {
                              .SetIsInternal()
                              .SetShapeFn(MergeBothInputsShape)
                              .Doc("dy * (1 - y * y): the gradient of Tanh given its output y."));
+  registry.RegisterOrDie(OpDefBuilder("Softplus")
+                             .Input("features: T")
+                             .Output("activations: T")
+                             .Attr("T: {float32, float64}")
+                             .SetShapeFn(shape_fn::UnchangedShape)
+                             .Doc("log(1 + exp(features)), element-wise, without overflow."));
 }
 
 void RegisterBiasAndSoftmaxOps(OpRegistry& registry) {

@@ -187,6 +187,8 @@ const std::vector<std::pair<std::string, BuildFn>>& BuilderTable() {
       {"Slice", [](const Scope& s) { ops::Slice(s, F(s), {0}, {1}); }},
       {"BroadcastTo", [](const Scope& s) { ops::BroadcastTo(s, F(s), {2, 3}); }},
       {"Tile", [](const Scope& s) { ops::Tile(s, F(s), {2}); }},
+      {"GatherV2", [](const Scope& s) { ops::GatherV2(s, F(s), I(s), 0); }},
+      {"UnsortedSegmentSum", [](const Scope& s) { ops::UnsortedSegmentSum(s, F(s), I(s), 3); }},
       // collective_ops.h
       {"CollectiveAllReduce",
        [](const Scope& s) {
@@ -208,13 +210,26 @@ const std::vector<std::pair<std::string, BuildFn>>& BuilderTable() {
       {"Mul", [](const Scope& s) { ops::Mul(s, F(s), F(s)); }},
       {"Div", [](const Scope& s) { ops::Div(s, F(s), F(s)); }},
       {"Maximum", [](const Scope& s) { ops::Maximum(s, F(s), F(s)); }},
+      {"Minimum", [](const Scope& s) { ops::Minimum(s, F(s), F(s)); }},
       {"Equal", [](const Scope& s) { ops::Equal(s, F(s), F(s)); }},
+      {"Less", [](const Scope& s) { ops::Less(s, F(s), F(s)); }},
+      {"LessEqual", [](const Scope& s) { ops::LessEqual(s, F(s), F(s)); }},
+      {"Greater", [](const Scope& s) { ops::Greater(s, F(s), F(s)); }},
+      {"GreaterEqual", [](const Scope& s) { ops::GreaterEqual(s, F(s), F(s)); }},
+      {"SelectV2",
+       [](const Scope& s) {
+         ops::SelectV2(s, ops::Placeholder(s, DataType::kBool), F(s), F(s));
+       }},
       {"Neg", [](const Scope& s) { ops::Neg(s, F(s)); }},
       {"Square", [](const Scope& s) { ops::Square(s, F(s)); }},
       {"Sqrt", [](const Scope& s) { ops::Sqrt(s, F(s)); }},
       {"Exp", [](const Scope& s) { ops::Exp(s, F(s)); }},
       {"Log", [](const Scope& s) { ops::Log(s, F(s)); }},
       {"Reciprocal", [](const Scope& s) { ops::Reciprocal(s, F(s)); }},
+      {"Abs", [](const Scope& s) { ops::Abs(s, F(s)); }},
+      {"Sign", [](const Scope& s) { ops::Sign(s, F(s)); }},
+      {"Rsqrt", [](const Scope& s) { ops::Rsqrt(s, F(s)); }},
+      {"Log1p", [](const Scope& s) { ops::Log1p(s, F(s)); }},
       {"AddN", [](const Scope& s) { ops::AddN(s, {F(s), F(s)}); }},
       {"MatMul", [](const Scope& s) { ops::MatMul(s, F(s), F(s)); }},
       {"Sum", [](const Scope& s) { ops::Sum(s, F(s), 0); }},
@@ -232,6 +247,7 @@ const std::vector<std::pair<std::string, BuildFn>>& BuilderTable() {
       {"SigmoidGrad", [](const Scope& s) { ops::SigmoidGrad(s, F(s), F(s)); }},
       {"Tanh", [](const Scope& s) { ops::Tanh(s, F(s)); }},
       {"TanhGrad", [](const Scope& s) { ops::TanhGrad(s, F(s), F(s)); }},
+      {"Softplus", [](const Scope& s) { ops::Softplus(s, F(s)); }},
       {"Softmax", [](const Scope& s) { ops::Softmax(s, F(s)); }},
       {"LogSoftmax", [](const Scope& s) { ops::LogSoftmax(s, F(s)); }},
       {"SparseSoftmaxCrossEntropyWithLogits",
@@ -252,6 +268,12 @@ const std::vector<std::pair<std::string, BuildFn>>& BuilderTable() {
       {"MaxPoolGrad",
        [](const Scope& s) {
          ops::MaxPoolGrad(s, F(s), F(s), F(s), {1, 2, 2, 1}, {1, 2, 2, 1}, "VALID");
+       }},
+      {"AvgPool",
+       [](const Scope& s) { ops::AvgPool(s, F(s), {1, 2, 2, 1}, {1, 2, 2, 1}, "VALID"); }},
+      {"AvgPoolGrad",
+       [](const Scope& s) {
+         ops::AvgPoolGrad(s, I(s), F(s), {1, 2, 2, 1}, {1, 2, 2, 1}, "VALID");
        }},
       // random_ops.h
       {"RandomUniform", [](const Scope& s) { ops::RandomUniform(s, {2, 3}, DataType::kFloat); }},

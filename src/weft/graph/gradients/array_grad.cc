@@ -1,8 +1,9 @@
 // Gradient functions of the array ops: the reshaping ops (the gradient is reshaped back to the
 // input's shape), Transpose (by the inverse permutation), ConcatV2 (a Slice per input), Slice
 // (padded back with zeros: Weft has no Pad op, so the zeros are joined on with ConcatV2 one dim at
-// a time), Tile and BroadcastTo (summed over the copies) and Fill (the sum of the gradient).
-// Constants, placeholders, shape metadata, variable reads and random draws block gradients.
+// a time), Tile and BroadcastTo (summed over the copies), Fill (the sum of the gradient), and
+// GatherV2 and UnsortedSegmentSum (each through the other). Constants, placeholders, shape
+// metadata, variable reads and random draws block gradients.
 //
 // Index inputs (perm, axis, begin, multiples) are used as constants when they are Consts, and
 // otherwise computed in the graph; either way the rank of the data must be known when the
@@ -204,6 +205,94 @@ Status FillGrad(const Scope& scope, Node*, const Grads& dz, Grads* dx) {
   return scope.status();
 }
 
+// Dim `axis` of `t`'s shape as an int32 scalar: a Const when the graph knows it.
+Output DimOf(const Scope& scope, const Output& t, int64_t axis) {
+  const PartialShape shape = t.shape();
+  if (shape.rank_known() && shape.dim(static_cast<int>(axis)) >= 0) {
+    return ops::Const(scope, Tensor::Scalar<int32_t>(static_cast<int32_t>(shape.dim(axis))));
+  }
+  Output dim =
+      ops::Slice(scope, ops::Shape(scope, t), IntVector(scope, {axis}), IntVector(scope, {1}));
+  return ops::Reshape(scope, dim, IntVector(scope, {}));
+}
+
+// output = gather(params, indices, axis) has shape outer + indices.shape + inner. Dense, with no
+// IndexedSlices: view the gradient as outer + [n] + inner (n = size(indices)), move the n axis to
+// the front, add each slice into the params row its index names (UnsortedSegmentSum, whose result
+// then has params' shape) and move the axis back. Indices and axis get no gradient; the axis must
+// be a Const, and for a nonzero axis the rank of params must be known.
+Status GatherV2Grad(const Scope& scope, Node* op, const Grads& dz, Grads* dx) {
+  Output params = InputOf(op, 0), indices = InputOf(op, 1), axis_input = InputOf(op, 2);
+  std::optional<std::vector<int64_t>> axis_values = ConstantInts(axis_input);
+  if (!axis_values || axis_values->size() != 1) {
+    return Unimplemented("the gradient of GatherV2 needs a constant axis, but '", axis_input.name(),
+                         "' is not a Const");
+  }
+  int64_t axis = (*axis_values)[0];
+  int rank = -1;  // needed only to move a nonzero axis
+  if (axis != 0) {
+    WEFT_ASSIGN_OR_RETURN(rank, KnownRank(op, params));
+    if (axis < 0) axis += rank;
+  }
+  const PartialShape params_shape = params.shape(), indices_shape = indices.shape();
+  Output values_shape;
+  if (params_shape.IsFullyDefined() && indices_shape.IsFullyDefined()) {
+    std::vector<int64_t> dims = params_shape.dims();
+    dims[axis] = indices_shape.num_elements();
+    values_shape = IntVector(scope, dims);
+  } else {
+    Output shape = ops::Shape(scope, params);
+    std::vector<Output> parts;
+    if (axis > 0) parts.push_back(ops::Slice(scope, shape, {0}, IntVector(scope, {axis})));
+    parts.push_back(ops::Reshape(scope, ops::Size(scope, indices), IntVector(scope, {1})));
+    parts.push_back(ops::Slice(scope, shape, IntVector(scope, {axis + 1}), {-1}));
+    values_shape = ops::Concat(scope, parts, 0);
+  }
+  Output values = ops::Reshape(scope, dz[0], values_shape);
+  Output flat_indices = ops::Reshape(scope, indices, IntVector(scope, {-1}));
+  Output num_segments = DimOf(scope, params, axis);
+  if (axis == 0) {
+    *dx = {ops::UnsortedSegmentSum(scope, values, flat_indices, num_segments), Output(), Output()};
+    return scope.status();
+  }
+  // to_front moves the gathered axis first: [axis, 0, .., axis-1, axis+1, ..]; to_back undoes it.
+  std::vector<int64_t> to_front = {axis}, to_back;
+  for (int i = 0; i < rank; ++i) {
+    if (i != axis) to_front.push_back(i);
+    to_back.push_back(i < axis ? i + 1 : (i == axis ? 0 : i));
+  }
+  Output summed = ops::UnsortedSegmentSum(
+      scope, ops::Transpose(scope, values, IntVector(scope, to_front)), flat_indices, num_segments);
+  *dx = {ops::Transpose(scope, summed, IntVector(scope, to_back)), Output(), Output()};
+  return scope.status();
+}
+
+// Each data slice was added into the segment its id names: its gradient is that segment's
+// gradient, gathered back. A negative id dropped its slice, so that slice gets zeros: gathered at
+// the clipped id 0, then replaced by selecting zeros (as in the reference system). With
+// num_segments 0 there is no segment 0 to gather: the step fails with GatherV2's InvalidArgument.
+Status UnsortedSegmentSumGrad(const Scope& scope, Node* op, const Grads& dz, Grads* dx) {
+  Output data = InputOf(op, 0), ids = InputOf(op, 1);
+  Output zero_id = ops::Const(scope, ScalarOf(ids.dtype(), 0));
+  Output gathered = ops::GatherV2(scope, dz[0], ops::Maximum(scope, ids, zero_id), 0);
+  Output kept = ops::GreaterEqual(scope, ids, zero_id);
+  // kept has the shape of ids, a prefix of gathered's: append 1s so that it broadcasts.
+  const int data_rank = data.shape().rank(), ids_rank = ids.shape().rank();
+  if (data_rank < 0 || ids_rank < 0) {
+    Output extra =
+        ops::Reshape(scope, ops::Sub(scope, ops::Rank(scope, data), ops::Rank(scope, ids)),
+                     IntVector(scope, {1}));
+    Output ones = ops::Fill(scope, extra, 1);
+    kept = ops::Reshape(scope, kept, ops::Concat(scope, {ops::Shape(scope, ids), ones}, 0));
+  } else if (data_rank > ids_rank) {
+    Output ones = IntVector(scope, std::vector<int64_t>(data_rank - ids_rank, 1));
+    kept = ops::Reshape(scope, kept, ops::Concat(scope, {ShapeOf(scope, ids), ones}, 0));
+  }
+  Output zero = ops::Const(scope, ScalarOf(dz[0].dtype(), 0));
+  *dx = {ops::SelectV2(scope, kept, gathered, zero), Output(), Output()};
+  return scope.status();
+}
+
 }  // namespace
 
 void RegisterArrayGradients(GradientRegistry& registry) {
@@ -217,6 +306,8 @@ void RegisterArrayGradients(GradientRegistry& registry) {
   registry.Register("Tile", TileGrad);
   registry.Register("BroadcastTo", BroadcastToGrad);
   registry.Register("Fill", FillGrad);
+  registry.Register("GatherV2", GatherV2Grad);
+  registry.Register("UnsortedSegmentSum", UnsortedSegmentSumGrad);
   // Nothing flows into a resource: a variable's gradient is that of its read's output.
   for (const char* op :
        {"Const", "Placeholder", "StopGradient", "NoOp", "Shape", "Size", "Rank", "ZerosLike",

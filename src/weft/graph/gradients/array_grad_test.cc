@@ -1,7 +1,7 @@
 // Numeric checks of the array gradients in float64: the reshaping ops, Transpose, ConcatV2, Slice,
 // Tile, BroadcastTo and Fill, each with constant index inputs and known shapes (the static paths)
 // and with fed index inputs or unknown dims (the graph-computed paths); and the ops that block
-// gradients.
+// gradients. GatherV2 and UnsortedSegmentSum are checked in gather_grad_test.cc.
 #include <functional>
 #include <iterator>
 #include <string>

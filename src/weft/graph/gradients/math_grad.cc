@@ -1,6 +1,7 @@
-// Gradient functions of the math ops: broadcasting binary arithmetic (gradients summed back to
-// each input's shape), the unary functions, AddN, MatMul, the reductions Sum, Mean and Max, and
-// Cast between floating types. Comparison, index and shape-metadata ops block gradients.
+// Gradient functions of the math ops: broadcasting binary arithmetic and SelectV2 (gradients
+// summed back to each input's shape), the unary functions, AddN, MatMul, the reductions Sum, Mean
+// and Max, and Cast between floating types. Comparison, index and shape-metadata ops block
+// gradients.
 #include <algorithm>
 
 #include "weft/framework/attr_value_util.h"
@@ -46,12 +47,23 @@ Status DivGrad(const Scope& scope, Node* op, const Grads& dz, Grads* dx) {
   return scope.status();
 }
 
-// max(x, y): the gradient goes to x where x >= y (ties go to x, as in the reference), else to y.
-Status MaximumGrad(const Scope& scope, Node* op, const Grads& dz, Grads* dx) {
+// max(x, y) and min(x, y): the gradient goes to x where the output is x (ties go to x, as in the
+// reference), else to y.
+Status MaximumMinimumGrad(const Scope& scope, Node* op, const Grads& dz, Grads* dx) {
   Output x = InputOf(op, 0), y = InputOf(op, 1), z(op, 0);
   Output x_wins = ops::Cast(scope, ops::Equal(scope, z, x), z.dtype());
   Output to_x = ops::Mul(scope, dz[0], x_wins);
   *dx = {SumToShapeOf(scope, to_x, x), SumToShapeOf(scope, ops::Sub(scope, dz[0], to_x), y)};
+  return scope.status();
+}
+
+// select(c, t, e): t gets dz where c holds and e where it does not, each summed back over the dims
+// it was broadcast along (zeros are selected in, not multiplied, so an inf in dz stays put).
+Status SelectV2Grad(const Scope& scope, Node* op, const Grads& dz, Grads* dx) {
+  Output condition = InputOf(op, 0), t = InputOf(op, 1), e = InputOf(op, 2);
+  Output zero = ops::Const(scope, ScalarOf(dz[0].dtype(), 0));
+  *dx = {Output(), SumToShapeOf(scope, ops::SelectV2(scope, condition, dz[0], zero), t),
+         SumToShapeOf(scope, ops::SelectV2(scope, condition, zero, dz[0]), e)};
   return scope.status();
 }
 
@@ -87,6 +99,30 @@ Status LogGrad(const Scope& scope, Node* op, const Grads& dz, Grads* dx) {
 Status ReciprocalGrad(const Scope& scope, Node* op, const Grads& dz, Grads* dx) {
   Output y(op, 0);
   *dx = {ops::Mul(scope, ops::Neg(scope, dz[0]), ops::Mul(scope, y, y))};
+  return scope.status();
+}
+
+// d|x| = dz * sign(x); at 0 the gradient is 0, as in the reference system.
+Status AbsGrad(const Scope& scope, Node* op, const Grads& dz, Grads* dx) {
+  *dx = {ops::Mul(scope, dz[0], ops::Sign(scope, InputOf(op, 0)))};
+  return scope.status();
+}
+
+// Sign is piecewise constant: zeros, which the reference system also returns.
+Status SignGrad(const Scope& scope, Node* op, const Grads&, Grads* dx) {
+  *dx = {ops::ZerosLike(scope, InputOf(op, 0))};
+  return scope.status();
+}
+
+// d x^(-1/2) = -0.5 * dz * y^3, with y = rsqrt(x) the op's output.
+Status RsqrtGrad(const Scope& scope, Node* op, const Grads& dz, Grads* dx) {
+  Output y(op, 0);
+  *dx = {ops::Mul(scope, ops::Mul(scope, dz[0], -0.5), ops::Mul(scope, y, ops::Mul(scope, y, y)))};
+  return scope.status();
+}
+
+Status Log1pGrad(const Scope& scope, Node* op, const Grads& dz, Grads* dx) {
+  *dx = {ops::Div(scope, dz[0], ops::Add(scope, InputOf(op, 0), 1.0))};
   return scope.status();
 }
 
@@ -193,20 +229,27 @@ void RegisterMathGradients(GradientRegistry& registry) {
   registry.Register("Sub", SubGrad);
   registry.Register("Mul", MulGrad);
   registry.Register("Div", DivGrad);
-  registry.Register("Maximum", MaximumGrad);
+  registry.Register("Maximum", MaximumMinimumGrad);
+  registry.Register("Minimum", MaximumMinimumGrad);
+  registry.Register("SelectV2", SelectV2Grad);
   registry.Register("Neg", NegGrad);
   registry.Register("Square", SquareGrad);
   registry.Register("Sqrt", SqrtGrad);
   registry.Register("Exp", ExpGrad);
   registry.Register("Log", LogGrad);
   registry.Register("Reciprocal", ReciprocalGrad);
+  registry.Register("Abs", AbsGrad);
+  registry.Register("Sign", SignGrad);
+  registry.Register("Rsqrt", RsqrtGrad);
+  registry.Register("Log1p", Log1pGrad);
   registry.Register("AddN", AddNGrad);
   registry.Register("MatMul", MatMulGrad);
   registry.Register("Sum", SumGrad);
   registry.Register("Mean", MeanGrad);
   registry.Register("Max", MaxGrad);
   registry.Register("Cast", CastGrad);
-  for (const char* op : {"Equal", "ArgMax", "BroadcastGradientArgs"}) {
+  for (const char* op : {"Equal", "Less", "LessEqual", "Greater", "GreaterEqual", "ArgMax",
+                         "BroadcastGradientArgs"}) {
     registry.RegisterNoGradient(op);
   }
   // Its gradient would be a second all-reduce of the output gradients, under an instance_key every

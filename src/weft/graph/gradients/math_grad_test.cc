@@ -1,7 +1,7 @@
-// Numeric checks of the math gradients in float64: broadcasting binary ops (shapes known, rank
-// only, unknown), unary functions, AddN, every MatMul transpose combination, Sum/Mean/Max over
-// several axes with and without keep_dims (constant and fed axes), Max ties, Cast, and the ops
-// that block gradients.
+// Numeric checks of the math gradients in float64: broadcasting binary ops and SelectV2 (shapes
+// known, rank only, unknown), unary functions, AddN, every MatMul transpose combination,
+// Sum/Mean/Max over several axes with and without keep_dims (constant and fed axes), Max ties,
+// Cast, and the ops that block gradients.
 #include <string>
 #include <vector>
 
@@ -62,6 +62,51 @@ TEST(MathGradTest, Mul) { CheckBinary("Mul", ops::Mul, -1, 1); }
 TEST(MathGradTest, Div) { CheckBinary("Div", ops::Div, 0.5, 2); }
 TEST(MathGradTest, Maximum) { CheckBinary("Maximum", ops::Maximum, -1, 1); }
 
+TEST(MathGradTest, Minimum) { CheckBinary("Minimum", ops::Minimum, -1, 1); }
+
+// Ties go to x for Minimum as for Maximum.
+TEST(MathGradTest, MinimumGivesTiesToX) {
+  Scope root = Scope::NewRootScope();
+  Output x = ops::Placeholder(root, DataType::kDouble, PartialShape({3}));
+  Output y = ops::Placeholder(root, DataType::kDouble, PartialShape({3}));
+  std::vector<Output> grads;
+  ASSERT_TRUE(AddSymbolicGradients(root, {ops::Minimum(root, x, y)}, {x, y}, &grads).ok());
+  StatusOr<std::vector<Tensor>> values =
+      RunGraph(root,
+               {{x.name(), Tensor::FromVector<double>({1, 2, 3})},
+                {y.name(), Tensor::FromVector<double>({0, 2, 4})}},
+               grads);
+  ASSERT_TRUE(values.ok()) << values.status();
+  EXPECT_TENSOR_NEAR((*values)[0], Tensor::FromVector<double>({0, 1, 1}));
+  EXPECT_TENSOR_NEAR((*values)[1], Tensor::FromVector<double>({1, 0, 0}));
+}
+
+// select(c, t, e) with c a Const of `c` (seeded) for every three-way broadcast below.
+TEST(MathGradTest, SelectV2) {
+  struct Case {
+    TensorShape c, t, e;
+  };
+  const Case cases[] = {{{2, 3}, {2, 3}, {2, 3}}, {{2, 1}, {3}, {}},        {{}, {2, 3}, {2, 3}},
+                        {{2, 3}, {1}, {2, 1}},    {{3}, {2, 1, 3}, {1, 3}}, {{2, 0}, {1}, {2, 1}}};
+  for (const Case& c : cases) {
+    for (ShapeKnowledge knowledge : kAllShapeKnowledges) {
+      Scope root = Scope::NewRootScope();
+      Tensor condition(DataType::kBool, c.c);
+      Tensor coin = RandomTensor(c.c, -1, 1, 20);
+      for (int64_t i = 0; i < condition.NumElements(); ++i) {
+        condition.data<bool>()[i] = coin.data<double>()[i] > 0;
+      }
+      Output t = Float64Placeholder(root.WithOpName("t"), c.t, knowledge);
+      Output e = Float64Placeholder(root.WithOpName("e"), c.e, knowledge);
+      Output y = ops::SelectV2(root, ops::Const(root, condition), t, e);
+      EXPECT_TRUE(GradientNear(root, {t, e},
+                               {RandomTensor(c.t, -1, 1, 21), RandomTensor(c.e, -1, 1, 22)}, y,
+                               kGradientTolerance))
+          << c.c << " " << c.t << " " << c.e << " knowledge " << static_cast<int>(knowledge);
+    }
+  }
+}
+
 TEST(MathGradTest, MaximumGivesTiesToX) {
   Scope root = Scope::NewRootScope();
   Output x = ops::Placeholder(root, DataType::kDouble, PartialShape({3}));
@@ -94,6 +139,11 @@ TEST(MathGradTest, Sqrt) { CheckUnary("Sqrt", ops::Sqrt, 0.5, 2); }
 TEST(MathGradTest, Exp) { CheckUnary("Exp", ops::Exp, -2, 2); }
 TEST(MathGradTest, Log) { CheckUnary("Log", ops::Log, 0.5, 2); }
 TEST(MathGradTest, Reciprocal) { CheckUnary("Reciprocal", ops::Reciprocal, 0.5, 2); }
+// Random values are never within the step of Abs's kink at 0; Sign's gradient is zero.
+TEST(MathGradTest, Abs) { CheckUnary("Abs", ops::Abs, -2, 2); }
+TEST(MathGradTest, Sign) { CheckUnary("Sign", ops::Sign, -2, 2); }
+TEST(MathGradTest, Rsqrt) { CheckUnary("Rsqrt", ops::Rsqrt, 0.5, 2); }
+TEST(MathGradTest, Log1p) { CheckUnary("Log1p", ops::Log1p, -0.5, 2); }
 
 TEST(MathGradTest, AddN) {
   Scope root = Scope::NewRootScope();
@@ -253,8 +303,9 @@ TEST(MathGradTest, CastThroughIntegersGivesNoGradient) {
 }
 
 TEST(MathGradTest, ComparisonIndexAndMetadataOpsBlockGradients) {
-  for (const char* op : {"Equal", "ArgMax", "BroadcastGradientArgs", "Shape", "Size", "Rank",
-                         "ZerosLike", "OnesLike"}) {
+  for (const char* op :
+       {"Equal", "Less", "LessEqual", "Greater", "GreaterEqual", "ArgMax", "BroadcastGradientArgs",
+        "Shape", "Size", "Rank", "ZerosLike", "OnesLike"}) {
     StatusOr<const GradFunc*> fn = AllGradients().Lookup(op);
     ASSERT_TRUE(fn.ok()) << op << ": " << fn.status();
     EXPECT_FALSE(**fn) << op;
@@ -272,9 +323,27 @@ TEST(MathGradTest, ComparisonIndexAndMetadataOpsBlockGradients) {
   EXPECT_TENSOR_NEAR((*values)[0], Tensor::FromVector<double>({0, 1, 0}));
 }
 
+// relu(x) spelled select(x > 0, x, 0) and a mask from x <= 1: the comparisons pass nothing back,
+// the select passes dz where the condition holds.
+TEST(MathGradTest, OrderingsBlockGradientsThroughTheirOutputs) {
+  Scope root = Scope::NewRootScope();
+  Output x = ops::Placeholder(root, DataType::kDouble, PartialShape({4}));
+  Output relu = ops::SelectV2(root, ops::Greater(root, x, 0.0), x, 0.0);
+  Output mask = ops::Cast(root, ops::LessEqual(root, x, 1.0), DataType::kDouble);
+  Output y = ops::Mul(root, relu, mask);
+  std::vector<Output> grads;
+  ASSERT_TRUE(AddSymbolicGradients(root, {y}, {x}, &grads).ok());
+  StatusOr<std::vector<Tensor>> values =
+      RunGraph(root, {{x.name(), Tensor::FromVector<double>({-1, 0.5, 2, 1})}}, grads);
+  ASSERT_TRUE(values.ok()) << values.status();
+  EXPECT_TENSOR_NEAR((*values)[0], Tensor::FromVector<double>({0, 1, 0, 1}));
+}
+
 TEST(MathGradTest, EveryMathOpWithAGradientIsRegistered) {
-  for (const char* op : {"Add", "Sub", "Mul", "Div", "Maximum", "Neg", "Square", "Sqrt", "Exp",
-                         "Log", "Reciprocal", "AddN", "MatMul", "Sum", "Mean", "Max", "Cast"}) {
+  for (const char* op :
+       {"Add",    "Sub",  "Mul",    "Div", "Maximum", "Minimum", "SelectV2",   "Neg",
+        "Square", "Sqrt", "Rsqrt",  "Exp", "Log",     "Log1p",   "Reciprocal", "Abs",
+        "Sign",   "AddN", "MatMul", "Sum", "Mean",    "Max",     "Cast"}) {
     StatusOr<const GradFunc*> fn = AllGradients().Lookup(op);
     ASSERT_TRUE(fn.ok()) << op << ": " << fn.status();
     EXPECT_TRUE(**fn) << op;

@@ -1,7 +1,8 @@
 // Gradient functions of the neural-network ops: BiasAdd, the activations (through their *Grad
-// ops), Softmax and LogSoftmax, sparse softmax cross-entropy (through the backprop the op
-// computes), Conv2D (through its two backprop ops) and MaxPool (through MaxPoolGrad). Gradients of
-// the *Grad ops themselves (second order) are not registered.
+// ops; Softplus through Sigmoid), Softmax and LogSoftmax, sparse softmax cross-entropy (through the
+// backprop the op computes), Conv2D (through its two backprop ops), MaxPool and AvgPool (through
+// MaxPoolGrad and AvgPoolGrad). Gradients of the *Grad ops themselves (second order) are not
+// registered.
 #include "weft/framework/attr_value_util.h"
 #include "weft/graph/gradients/gradients.h"
 #include "weft/graph/gradients/internal/grad_helpers.h"
@@ -32,6 +33,12 @@ Status SigmoidGrad(const Scope& scope, Node* op, const Grads& dz, Grads* dx) {
 
 Status TanhGrad(const Scope& scope, Node* op, const Grads& dz, Grads* dx) {
   *dx = {ops::TanhGrad(scope, Output(op, 0), dz[0])};
+  return scope.status();
+}
+
+// d log(1 + e^x) / dx = e^x / (1 + e^x) = sigmoid(x).
+Status SoftplusGrad(const Scope& scope, Node* op, const Grads& dz, Grads* dx) {
+  *dx = {ops::Mul(scope, dz[0], ops::Sigmoid(scope, InputOf(op, 0)))};
   return scope.status();
 }
 
@@ -98,6 +105,14 @@ Status MaxPoolGrad(const Scope& scope, Node* op, const Grads& dz, Grads* dx) {
   return scope.status();
 }
 
+Status AvgPoolGrad(const Scope& scope, Node* op, const Grads& dz, Grads* dx) {
+  WindowAttrs attrs;
+  WEFT_RETURN_IF_ERROR(GetWindowAttrs(op, /*has_ksize=*/true, &attrs));
+  *dx = {ops::AvgPoolGrad(scope, ShapeOf(scope, InputOf(op, 0)), dz[0], attrs.ksize, attrs.strides,
+                          attrs.padding)};
+  return scope.status();
+}
+
 }  // namespace
 
 void RegisterNnGradients(GradientRegistry& registry) {
@@ -110,6 +125,8 @@ void RegisterNnGradients(GradientRegistry& registry) {
   registry.Register("SparseSoftmaxCrossEntropyWithLogits", SparseSoftmaxCrossEntropyGrad);
   registry.Register("Conv2D", Conv2DGrad);
   registry.Register("MaxPool", MaxPoolGrad);
+  registry.Register("AvgPool", AvgPoolGrad);
+  registry.Register("Softplus", SoftplusGrad);
 }
 
 }  // namespace weft

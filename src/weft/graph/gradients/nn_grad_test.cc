@@ -1,6 +1,6 @@
 // Numeric checks of the neural-network gradients in float64: BiasAdd, the activations (Relu away
-// from its kink), Softmax, LogSoftmax, sparse softmax cross-entropy, Conv2D (SAME/VALID, stride
-// 1/2) and MaxPool (SAME/VALID, overlapping windows).
+// from its kink, Softplus), Softmax, LogSoftmax, sparse softmax cross-entropy, Conv2D (SAME/VALID,
+// stride 1/2), MaxPool and AvgPool (SAME/VALID, overlapping windows).
 #include <string>
 #include <vector>
 
@@ -78,6 +78,7 @@ TEST(NnGradTest, SigmoidAndTanh) {
   for (const TensorShape& shape : {TensorShape({2, 3}), TensorShape({})}) {
     CheckUnary("Sigmoid", ops::Sigmoid, shape);
     CheckUnary("Tanh", ops::Tanh, shape);
+    CheckUnary("Softplus", ops::Softplus, shape);
   }
 }
 
@@ -161,9 +162,30 @@ TEST(NnGradTest, MaxPool) {
   }
 }
 
+TEST(NnGradTest, AvgPool) {
+  const WindowCase cases[] = {
+      {{1, 4, 4, 2}, {1, 2, 2, 1}, 2, "VALID"}, {{1, 4, 4, 2}, {1, 2, 2, 1}, 2, "SAME"},
+      {{2, 5, 5, 1}, {1, 3, 3, 1}, 2, "SAME"},  {{2, 5, 5, 1}, {1, 3, 3, 1}, 2, "VALID"},
+      {{1, 4, 5, 2}, {1, 2, 2, 1}, 1, "VALID"},  // overlapping windows
+      {{1, 3, 3, 1}, {1, 2, 2, 1}, 1, "SAME"},  {{1, 3, 4, 1}, {1, 3, 2, 1}, 3, "SAME"},
+  };
+  for (const WindowCase& c : cases) {
+    // Known shapes pass the input shape as a Const, rank-only ones through a Shape node.
+    for (ShapeKnowledge knowledge : {ShapeKnowledge::kFull, ShapeKnowledge::kRankOnly}) {
+      Scope root = Scope::NewRootScope();
+      Output input = Float64Placeholder(root.WithOpName("input"), c.input, knowledge);
+      std::vector<int64_t> ksize = c.window.dim_sizes();
+      Output y = ops::AvgPool(root, input, ksize, {1, c.stride, c.stride, 1}, c.padding);
+      EXPECT_TRUE(
+          GradientNear(root, {input}, {RandomTensor(c.input, -1, 1, 9)}, y, kGradientTolerance))
+          << c.input << " window " << c.window << " stride " << c.stride << " " << c.padding;
+    }
+  }
+}
+
 TEST(NnGradTest, EveryNnOpWithAGradientIsRegistered) {
-  for (const char* op : {"BiasAdd", "Relu", "Sigmoid", "Tanh", "Softmax", "LogSoftmax",
-                         "SparseSoftmaxCrossEntropyWithLogits", "Conv2D", "MaxPool"}) {
+  for (const char* op : {"BiasAdd", "Relu", "Sigmoid", "Tanh", "Softplus", "Softmax", "LogSoftmax",
+                         "SparseSoftmaxCrossEntropyWithLogits", "Conv2D", "MaxPool", "AvgPool"}) {
     StatusOr<const GradFunc*> fn = AllGradients().Lookup(op);
     ASSERT_TRUE(fn.ok()) << op << ": " << fn.status();
     EXPECT_TRUE(**fn) << op;

@@ -16,5 +16,7 @@ void RegisterTransposeKernels(KernelRegistry& registry);  // transpose_op.cc
 void RegisterConcatKernels(KernelRegistry& registry);     // concat_op.cc: ConcatV2
 void RegisterSliceKernels(KernelRegistry& registry);      // slice_op.cc
 void RegisterTileKernels(KernelRegistry& registry);       // tile_op.cc: Tile, BroadcastTo
+void RegisterGatherKernels(
+    KernelRegistry& registry);  // gather_ops.cc: GatherV2, UnsortedSegmentSum
 
 }  // namespace weft::kernels::array

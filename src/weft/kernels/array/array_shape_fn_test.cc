@@ -188,5 +188,79 @@ TEST(ArrayShapeFnTest, SliceBroadcastToAndTile) {
   EXPECT_EQ(*out, PartialShape({-1, 0, 12}));
 }
 
+TEST(ArrayShapeFnTest, GatherV2) {
+  Tensor axis1 = IndexScalar(DataType::kInt32, 1);
+  auto out = Infer("GatherV2", {PartialShape({5, -1, 3}), PartialShape({2, -1}), PartialShape({})},
+                   {nullptr, nullptr, &axis1});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(*out, PartialShape({5, 2, -1, 3}));
+  Tensor last = IndexScalar(DataType::kInt64, -1);
+  out = Infer("GatherV2", {PartialShape({5, 3}), PartialShape({}), PartialShape({})},
+              {nullptr, nullptr, &last});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(*out, PartialShape({5}));
+  // Axis not constant: only the rank; an unknown rank on either side: nothing.
+  out = Infer("GatherV2", {PartialShape({5, 3}), PartialShape({4, 2}), PartialShape({})}, {});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(*out, PartialShape({-1, -1, -1}));
+  out = Infer("GatherV2", {kUnknown, PartialShape({4}), PartialShape({})},
+              {nullptr, nullptr, &axis1});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(*out, kUnknown);
+
+  Tensor axis2 = IndexScalar(DataType::kInt32, 2);
+  EXPECT_TRUE(
+      IsNodeError(Infer("GatherV2", {PartialShape({5, 3}), PartialShape({4}), PartialShape({})},
+                        {nullptr, nullptr, &axis2})
+                      .status(),
+                  "infer", "axis 2 is out of range [-2, 2) for params of shape [5,3]"));
+  EXPECT_TRUE(IsNodeError(
+      Infer("GatherV2", {PartialShape({}), PartialShape({4}), PartialShape({})}, {}).status(),
+      "infer", "input 0 must have rank at least 1"));
+  EXPECT_TRUE(IsNodeError(
+      Infer("GatherV2", {PartialShape({5}), PartialShape({4}), PartialShape({1})}, {}).status(),
+      "infer", "input 2 must have rank 0"));
+  EXPECT_TRUE(
+      IsNodeError(Infer("GatherV2", {PartialShape({5}), PartialShape({4}), PartialShape({})}, {},
+                        {{"batch_dims", MakeAttrValue(int64_t{1})}})
+                      .status(),
+                  "infer", "batch_dims must be 0"));
+}
+
+TEST(ArrayShapeFnTest, UnsortedSegmentSum) {
+  Tensor segments = IndexScalar(DataType::kInt32, 7);
+  auto out = Infer("UnsortedSegmentSum",
+                   {PartialShape({-1, 4, 3}), PartialShape({6, -1}), PartialShape({})},
+                   {nullptr, nullptr, &segments});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(*out, PartialShape({7, 3}));
+  out =
+      Infer("UnsortedSegmentSum", {PartialShape({6, 3}), PartialShape({6}), PartialShape({})}, {});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(*out, PartialShape({-1, 3}));
+  out = Infer("UnsortedSegmentSum", {PartialShape({6, 3}), kUnknown, PartialShape({})}, {});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(*out, kUnknown);
+
+  EXPECT_TRUE(IsNodeError(
+      Infer("UnsortedSegmentSum", {PartialShape({6, 3}), PartialShape({5}), PartialShape({})}, {})
+          .status(),
+      "infer", "segment_ids shape [5] must be a prefix of data shape [6,3]"));
+  EXPECT_TRUE(IsNodeError(
+      Infer("UnsortedSegmentSum", {PartialShape({6}), PartialShape({6, 1}), PartialShape({})}, {})
+          .status(),
+      "infer", "must be a prefix of data shape [6]"));
+  Tensor negative = IndexScalar(DataType::kInt64, -3);
+  EXPECT_TRUE(IsNodeError(
+      Infer("UnsortedSegmentSum", {PartialShape({6}), PartialShape({6}), PartialShape({})},
+            {nullptr, nullptr, &negative})
+          .status(),
+      "infer", "num_segments must be non-negative, but is -3"));
+  EXPECT_TRUE(IsNodeError(
+      Infer("UnsortedSegmentSum", {PartialShape({6}), PartialShape({6}), PartialShape({1})}, {})
+          .status(),
+      "infer", "input 2 must have rank 0"));
+}
+
 }  // namespace
 }  // namespace weft::kernels::array

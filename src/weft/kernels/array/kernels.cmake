@@ -4,6 +4,7 @@ list(APPEND WEFT_KERNEL_SOURCES
   array/concat_op.cc
   array/const_op.cc
   array/fill_op.cc
+  array/gather_ops.cc
   array/identity_op.cc
   array/register_array_kernels.cc
   array/reshape_op.cc
@@ -19,10 +20,12 @@ weft_test(kernels_array_test
     array/concat_op_test.cc
     array/const_op_test.cc
     array/fill_op_test.cc
+    array/gather_ops_test.cc
     array/identity_op_test.cc
     array/reshape_op_test.cc
     array/shape_op_test.cc
     array/slice_op_test.cc
     array/tile_op_test.cc
     array/transpose_op_test.cc
+    array/unsorted_segment_sum_op_test.cc
   DEPS weft_kernel_testing)

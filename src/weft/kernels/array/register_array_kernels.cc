@@ -14,6 +14,7 @@ void RegisterArrayKernels(KernelRegistry& registry) {
   array::RegisterConcatKernels(registry);
   array::RegisterSliceKernels(registry);
   array::RegisterTileKernels(registry);
+  array::RegisterGatherKernels(registry);
 }
 
 }  // namespace weft::kernels

@@ -1,6 +1,6 @@
-// CPU kernels for Div and Maximum (float32, float64, int32, int64), with broadcasting. Integer
-// division truncates toward zero; a zero divisor is an InvalidArgument naming the node, and
-// lowest / -1 wraps instead of trapping. Maximum propagates NaN.
+// CPU kernels for Div, Maximum and Minimum (float32, float64, int32, int64), with broadcasting.
+// Integer division truncates toward zero; a zero divisor is an InvalidArgument naming the node,
+// and lowest / -1 wraps instead of trapping. Maximum and Minimum propagate NaN.
 #include <limits>
 #include <type_traits>
 
@@ -58,10 +58,25 @@ struct MaximumFunctor {
 };
 
 template <typename T>
+struct MinimumFunctor {
+  using Out = T;
+  template <typename X, typename Y>
+  static auto Apply(const X& x, const Y& y) {
+    if constexpr (std::numeric_limits<T>::has_quiet_NaN) {
+      return x.template cwiseMin<Eigen::PropagateNaN>(y);
+    } else {
+      return x.cwiseMin(y);
+    }
+  }
+};
+
+template <typename T>
 void RegisterForType(KernelRegistry& registry) {
   registry.Register<BinaryOp<T, DivFunctor<T>>>(KernelDef("Div", "CPU").TypeConstraint<T>("T"));
   registry.Register<BinaryOp<T, MaximumFunctor<T>>>(
       KernelDef("Maximum", "CPU").TypeConstraint<T>("T"));
+  registry.Register<BinaryOp<T, MinimumFunctor<T>>>(
+      KernelDef("Minimum", "CPU").TypeConstraint<T>("T"));
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// Tests for the Div and Maximum kernels: hand values (integer truncation, NaN propagation), a
-// broadcasting reference loop, and integer division by zero.
+// Tests for the Div, Maximum and Minimum kernels: hand values (integer truncation, NaN
+// propagation), a broadcasting reference loop, and integer division by zero.
 #include <cmath>
 #include <limits>
 
@@ -76,6 +76,23 @@ TEST(CwiseDivMaxOpsTest, MaximumByHandPropagatesNan) {
   EXPECT_TENSOR_EQ(*i, Tensor::FromVector<int32_t>({1, 4, 1}));
 }
 
+TEST(CwiseDivMaxOpsTest, MinimumByHandPropagatesNan) {
+  KernelRunner runner;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  StatusOr<Tensor> z = runner.RunOne("Minimum", {Tensor::FromVector<float>({1, 5, nan, 2}),
+                                                 Tensor::FromVector<float>({3, 4, 1, nan})});
+  ASSERT_TRUE(z.ok()) << z.status();
+  const float* v = z->data<float>();
+  EXPECT_EQ(v[0], 1);
+  EXPECT_EQ(v[1], 4);
+  EXPECT_TRUE(std::isnan(v[2]));
+  EXPECT_TRUE(std::isnan(v[3]));
+  StatusOr<Tensor> i = runner.RunOne(
+      "Minimum", {Tensor::FromVector<int64_t>({-1, 4, 1}), Tensor::Scalar<int64_t>(1)});
+  ASSERT_TRUE(i.ok()) << i.status();
+  EXPECT_TENSOR_EQ(*i, Tensor::FromVector<int64_t>({-1, 1, 1}));
+}
+
 template <typename T>
 void CheckAgainstReference(KernelRunner& runner, const TensorShape& xs, const TensorShape& ys,
                            uint32_t seed) {
@@ -92,6 +109,10 @@ void CheckAgainstReference(KernelRunner& runner, const TensorShape& xs, const Te
     ASSERT_TRUE(m.ok()) << m.status();
     EXPECT_TENSOR_EQ(*m, (ReferenceBinary<T, T>(l, r, [](T a, T b) -> T { return a > b ? a : b; })))
         << "max " << l.shape() << " " << r.shape();
+    StatusOr<Tensor> n = runner.RunOne("Minimum", {l, r});
+    ASSERT_TRUE(n.ok()) << n.status();
+    EXPECT_TENSOR_EQ(*n, (ReferenceBinary<T, T>(l, r, [](T a, T b) -> T { return a < b ? a : b; })))
+        << "min " << l.shape() << " " << r.shape();
   }
 }
 

@@ -1,6 +1,6 @@
-// CPU kernels for the elementwise unary ops: Neg and Square (float32, float64, int32, int64);
-// Sqrt, Exp, Log and Reciprocal (float32, float64). The output reuses the input's buffer when no
-// one else holds it.
+// CPU kernels for the elementwise unary ops: Neg, Square, Abs and Sign (float32, float64, int32,
+// int64); Sqrt, Rsqrt, Exp, Log, Log1p and Reciprocal (float32, float64). The output reuses the
+// input's buffer when no one else holds it.
 #include "weft/kernels/math/device_eval.h"
 #include "weft/kernels/math/math_kernels.h"
 
@@ -42,6 +42,18 @@ struct LogFunctor {
 struct ReciprocalFunctor {
   static auto Apply(const auto& x) { return x.inverse(); }
 };
+struct AbsFunctor {
+  static auto Apply(const auto& x) { return x.abs(); }
+};
+struct SignFunctor {
+  static auto Apply(const auto& x) { return x.sign(); }
+};
+struct RsqrtFunctor {
+  static auto Apply(const auto& x) { return x.rsqrt(); }
+};
+struct Log1pFunctor {
+  static auto Apply(const auto& x) { return x.log1p(); }
+};
 
 template <typename T, typename Functor>
 void RegisterUnary(KernelRegistry& registry, const char* op) {
@@ -52,6 +64,8 @@ template <typename T>
 void RegisterForAllTypes(KernelRegistry& registry) {
   RegisterUnary<T, NegFunctor>(registry, "Neg");
   RegisterUnary<T, SquareFunctor>(registry, "Square");
+  RegisterUnary<T, AbsFunctor>(registry, "Abs");
+  RegisterUnary<T, SignFunctor>(registry, "Sign");
 }
 
 template <typename T>
@@ -61,6 +75,8 @@ void RegisterForFloatTypes(KernelRegistry& registry) {
   RegisterUnary<T, ExpFunctor>(registry, "Exp");
   RegisterUnary<T, LogFunctor>(registry, "Log");
   RegisterUnary<T, ReciprocalFunctor>(registry, "Reciprocal");
+  RegisterUnary<T, RsqrtFunctor>(registry, "Rsqrt");
+  RegisterUnary<T, Log1pFunctor>(registry, "Log1p");
 }
 
 }  // namespace

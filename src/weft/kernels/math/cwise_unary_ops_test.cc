@@ -1,5 +1,6 @@
-// Tests for the unary kernels (Neg, Square, Sqrt, Exp, Log, Reciprocal): hand values, a reference
-// loop on several shapes (rank 0, empty, thread pool sized), buffer reuse, unregistered dtypes.
+// Tests for the unary kernels (Neg, Square, Abs, Sign, Sqrt, Rsqrt, Exp, Log, Log1p, Reciprocal):
+// hand values, a reference loop on several shapes (rank 0, empty, thread pool sized), buffer
+// reuse, unregistered dtypes.
 #include <cmath>
 #include <string>
 
@@ -34,6 +35,19 @@ TEST(CwiseUnaryOpsTest, HandValues) {
   EXPECT_TENSOR_EQ(run("Reciprocal", Tensor::FromVector<double>({2, -4, 0.5})),
                    Tensor::FromVector<double>({0.5, -0.25, 2}));
   EXPECT_TENSOR_EQ(run("Neg", Tensor::Scalar<float>(1.5f)), Tensor::Scalar<float>(-1.5f));
+  EXPECT_TENSOR_EQ(run("Abs", Tensor::FromVector<int32_t>({-3, 0, 4})),
+                   Tensor::FromVector<int32_t>({3, 0, 4}));
+  EXPECT_TENSOR_EQ(run("Abs", Tensor::FromVector<double>({-2.5, 0, 1})),
+                   Tensor::FromVector<double>({2.5, 0, 1}));
+  EXPECT_TENSOR_EQ(run("Sign", Tensor::FromVector<float>({-2.5f, 0, 3})),
+                   Tensor::FromVector<float>({-1, 0, 1}));
+  EXPECT_TENSOR_EQ(run("Sign", Tensor::FromVector<int64_t>({-7, 0, 9})),
+                   Tensor::FromVector<int64_t>({-1, 0, 1}));
+  EXPECT_TENSOR_NEAR(run("Rsqrt", Tensor::FromVector<float>({4, 0.25f, 1})),
+                     Tensor::FromVector<float>({0.5f, 2, 1}), 1e-6, 1e-6);
+  // log1p keeps the digits that log(1 + x) rounds away near 0.
+  EXPECT_TENSOR_NEAR(run("Log1p", Tensor::FromVector<double>({0, 1e-12, 1.718281828459045})),
+                     Tensor::FromVector<double>({0, 9.999999999995e-13, 1}), 0, 1e-12);
 }
 
 template <typename T, typename Fn>
@@ -83,6 +97,22 @@ TEST(CwiseUnaryOpsTest, MatchesReferenceLoop) {
       runner, "Reciprocal", [](float v) { return 1 / v; }, 0.5, 10, 1e-6);
   CheckUnary<double>(
       runner, "Reciprocal", [](double v) { return 1 / v; }, 0.5, 10, 1e-14);
+  CheckUnary<float>(
+      runner, "Abs", [](float v) { return std::abs(v); }, -10, 10, 0);
+  CheckUnary<int32_t>(
+      runner, "Abs", [](int32_t v) { return v < 0 ? -v : v; }, -100, 100, 0);
+  CheckUnary<double>(
+      runner, "Sign", [](double v) { return v > 0 ? 1.0 : (v < 0 ? -1.0 : 0.0); }, -10, 10, 0);
+  CheckUnary<int64_t>(
+      runner, "Sign", [](int64_t v) { return int64_t{v > 0} - int64_t{v < 0}; }, -3, 3, 0);
+  CheckUnary<float>(
+      runner, "Rsqrt", [](float v) { return 1 / std::sqrt(v); }, 0.01, 100, 1e-5);
+  CheckUnary<double>(
+      runner, "Rsqrt", [](double v) { return 1 / std::sqrt(v); }, 0.01, 100, 1e-14);
+  CheckUnary<float>(
+      runner, "Log1p", [](float v) { return std::log1p(v); }, -0.99, 100, 1e-6);
+  CheckUnary<double>(
+      runner, "Log1p", [](double v) { return std::log1p(v); }, -0.99, 100, 1e-14);
 }
 
 TEST(CwiseUnaryOpsTest, ReusesTheInputBufferWhenNoOneElseHoldsIt) {
@@ -107,6 +137,9 @@ TEST(CwiseUnaryOpsTest, UnregisteredDtypesAreErrors) {
   EXPECT_FALSE(runner.RunOne("Sqrt", {Tensor::FromVector<int32_t>({4})}).ok());
   EXPECT_FALSE(runner.RunOne("Log", {Tensor::FromVector<int64_t>({4})}).ok());
   EXPECT_FALSE(runner.RunOne("Neg", {Tensor::FromVector<bool>({true})}).ok());
+  EXPECT_FALSE(runner.RunOne("Rsqrt", {Tensor::FromVector<int32_t>({4})}).ok());
+  EXPECT_FALSE(runner.RunOne("Log1p", {Tensor::FromVector<int64_t>({4})}).ok());
+  EXPECT_FALSE(runner.RunOne("Abs", {Tensor::FromVector<bool>({true})}).ok());
 }
 
 }  // namespace

@@ -31,8 +31,41 @@ TEST(MathShapeFnsTest, BinaryOpsBroadcastPartialShapes) {
   EXPECT_NE(bad.status().message().find("node 's' (Sub)"), std::string::npos);
 }
 
+TEST(MathShapeFnsTest, ComparisonsAndMinimumBroadcast) {
+  for (const char* op : {"Less", "LessEqual", "Greater", "GreaterEqual", "Minimum"}) {
+    EXPECT_EQ(Infer1(op, {PartialShape({kUnknown, 1, 3}), PartialShape({5, 1})}),
+              PartialShape({kUnknown, 5, 3}))
+        << op;
+    EXPECT_EQ(Infer1(op, {PartialShape(), PartialShape({3})}), PartialShape()) << op;
+    StatusOr<std::vector<PartialShape>> bad =
+        InferShapes(op, {PartialShape({2, 3}), PartialShape({4})}, {}, {});
+    ASSERT_FALSE(bad.ok()) << op;
+    EXPECT_NE(bad.status().message().find("cannot be broadcast together"), std::string::npos)
+        << bad.status();
+  }
+}
+
+TEST(MathShapeFnsTest, SelectV2BroadcastsAllThreeInputs) {
+  EXPECT_EQ(Infer1("SelectV2", {PartialShape({kUnknown, 1}), PartialShape({3}), PartialShape({})}),
+            PartialShape({kUnknown, 3}));
+  EXPECT_EQ(Infer1("SelectV2", {PartialShape({}), PartialShape({2, 1}), PartialShape({1, 4})}),
+            PartialShape({2, 4}));
+  EXPECT_EQ(Infer1("SelectV2", {PartialShape({2, 4}), PartialShape(), PartialShape({4})}),
+            PartialShape());
+  StatusOr<std::vector<PartialShape>> bad =
+      InferShapes("SelectV2", {PartialShape({2}), PartialShape({3}), PartialShape({3})}, {}, {});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(),
+            "node 's' (SelectV2): condition [2], t [3] and e [3] cannot be broadcast together");
+  EXPECT_FALSE(
+      InferShapes("SelectV2", {PartialShape({3}), PartialShape({3}), PartialShape({2})}, {}, {})
+          .ok());
+}
+
 TEST(MathShapeFnsTest, UnaryAndCastKeepTheShape) {
-  EXPECT_EQ(Infer1("Exp", {PartialShape({kUnknown, 2})}), PartialShape({kUnknown, 2}));
+  for (const char* op : {"Exp", "Abs", "Sign", "Rsqrt", "Log1p"}) {
+    EXPECT_EQ(Infer1(op, {PartialShape({kUnknown, 2})}), PartialShape({kUnknown, 2})) << op;
+  }
   EXPECT_EQ(Infer1("Cast", {PartialShape({3})}, {}, {{"DstT", MakeAttrValue(DataType::kInt32)}}),
             PartialShape({3}));
 }

@@ -8,6 +8,8 @@ void RegisterMathKernels(KernelRegistry& registry) {
   RegisterCwiseArithKernels(registry);
   RegisterCwiseDivMaxKernels(registry);
   RegisterCwiseEqualKernels(registry);
+  RegisterCwiseCompareKernels(registry);
+  RegisterSelectKernels(registry);
   RegisterCwiseUnaryKernels(registry);
   RegisterAddNKernels(registry);
   RegisterMatMulKernels(registry);

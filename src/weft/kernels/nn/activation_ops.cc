@@ -1,6 +1,6 @@
 // Element-wise activations and their gradients on CPU, as Eigen expressions evaluated on the
 // intra-op threads for large tensors (EvalSized): Relu, ReluGrad, Sigmoid, SigmoidGrad, Tanh,
-// TanhGrad. Outputs reuse an input buffer when no one else holds it.
+// TanhGrad, Softplus. Outputs reuse an input buffer when no one else holds it.
 #include "weft/framework/node_def_util.h"
 #include "weft/kernels/eigen_support.h"
 #include "weft/kernels/nn/nn_kernels.h"
@@ -28,6 +28,16 @@ struct TanhFn {
   template <typename X>
   static auto Apply(const X& x) {
     return x.tanh();
+  }
+};
+
+// log(1 + e^x) = max(x, 0) + log1p(e^-|x|): e^-|x| <= 1 never overflows, and log1p keeps the
+// tail accurate where e^x is tiny next to 1.
+template <typename T>
+struct SoftplusFn {
+  template <typename X>
+  static auto Apply(const X& x) {
+    return x.cwiseMax(T(0)) + (-x.abs()).exp().log1p();
   }
 };
 
@@ -103,6 +113,7 @@ void RegisterSmoothActivations(KernelRegistry& registry) {
   registry.Register<UnaryOp<T, TanhFn<T>>>(KernelDef("Tanh", "CPU").TypeConstraint<T>("T"));
   registry.Register<BinaryOp<T, TanhGradFn<T>>>(
       KernelDef("TanhGrad", "CPU").TypeConstraint<T>("T"));
+  registry.Register<UnaryOp<T, SoftplusFn<T>>>(KernelDef("Softplus", "CPU").TypeConstraint<T>("T"));
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
-// Tests for Relu, ReluGrad, Sigmoid, SigmoidGrad, Tanh and TanhGrad: hand-computed values,
-// reference loops over random tensors of several sizes (scalar, empty, small, and large enough to
-// run on the intra-op threads), gradients against central differences, and error paths.
+// Tests for Relu, ReluGrad, Sigmoid, SigmoidGrad, Tanh, TanhGrad and Softplus: hand-computed
+// values, reference loops over random tensors of several sizes (scalar, empty, small, and large
+// enough to run on the intra-op threads), gradients against central differences, and error paths.
 #include <cmath>
 
 #include "weft/kernels/nn/nn_test_util.h"
@@ -81,6 +81,7 @@ void CheckAgainstReference(double tolerance) {
         {"SigmoidGrad", {y, dy}, Map2<T>(y, dy, [](T a, T d) { return d * a * (T(1) - a); })},
         {"Tanh", {x}, Map<T>(x, [](T v) { return std::tanh(v); })},
         {"TanhGrad", {y, dy}, Map2<T>(y, dy, [](T a, T d) { return d * (T(1) - a * a); })},
+        {"Softplus", {x}, Map<T>(x, [](T v) { return std::log1p(std::exp(v)); })},
     };
     for (const Case& c : cases) {
       StatusOr<Tensor> out = runner.RunOne(c.op, c.inputs);
@@ -102,6 +103,22 @@ void CheckAgainstReference(double tolerance) {
 
 TEST(ActivationTest, MatchesReferenceFloat) { CheckAgainstReference<float>(1e-6); }
 TEST(ActivationTest, MatchesReferenceDouble) { CheckAgainstReference<double>(1e-14); }
+
+// log(1 + e^x) computed naively overflows to inf for large x and loses everything below 1e-16
+// next to 1 for very negative x; Softplus must not.
+TEST(ActivationTest, SoftplusHasNoOverflowOrUnderflow) {
+  KernelRunner runner;
+  StatusOr<Tensor> f = runner.RunOne("Softplus", {Tensor::FromVector<float>({0, 100, -100, 200})});
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_TENSOR_NEAR(*f, Tensor::FromVector<float>({0.6931472f, 100, 3.720076e-44f, 200}), 1e-6,
+                     1e-6);
+  StatusOr<Tensor> d = runner.RunOne("Softplus", {Tensor::FromVector<double>({1000, -50, 1e-3})});
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_TENSOR_NEAR(*d,
+                     Tensor::FromVector<double>({1000, 1.928749847963918e-22, 0.6936473055599401}),
+                     1e-9, 1e-12);
+  EXPECT_FALSE(runner.RunOne("Softplus", {Tensor::FromVector<int32_t>({1})}).ok());
+}
 
 TEST(ActivationTest, ReluOnIntegersMatchesReference) {
   KernelRunner runner;

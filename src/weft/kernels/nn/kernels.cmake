@@ -1,6 +1,7 @@
 # Nn kernels: sources and tests, included by kernels/CMakeLists.txt (paths relative to kernels/).
 list(APPEND WEFT_KERNEL_SOURCES
   nn/activation_ops.cc
+  nn/avg_pooling_ops.cc
   nn/bias_add_ops.cc
   nn/conv_algorithm.cc
   nn/conv_common.cc
@@ -16,6 +17,7 @@ list(APPEND WEFT_KERNEL_SOURCES
 weft_test(kernels_nn_test
   SOURCES
     nn/activation_ops_test.cc
+    nn/avg_pooling_ops_test.cc
     nn/bias_add_ops_test.cc
     nn/conv_common_test.cc
     nn/conv_grad_ops_test.cc
@@ -29,4 +31,5 @@ weft_test(kernels_nn_test
 # The pooling loops run over channels with a trip count known only at run time; GCC's -O2 cost
 # model leaves such loops scalar, -O3 vectorises them (MaxPoolGrad on W2: 8 ms -> see
 # docs/performance.md).
-set_source_files_properties(nn/pooling_ops.cc PROPERTIES COMPILE_OPTIONS "-O3")
+set_source_files_properties(nn/pooling_ops.cc nn/avg_pooling_ops.cc
+  PROPERTIES COMPILE_OPTIONS "-O3")

@@ -11,6 +11,7 @@ void RegisterSoftmaxKernels(KernelRegistry& registry);     // softmax_ops.cc
 void RegisterSparseXentKernels(KernelRegistry& registry);  // sparse_xent_op.cc
 void RegisterConvKernels(KernelRegistry& registry);        // conv_ops.cc
 void RegisterConvGradKernels(KernelRegistry& registry);    // conv_grad_ops.cc
-void RegisterPoolingKernels(KernelRegistry& registry);     // pooling_ops.cc
+void RegisterPoolingKernels(KernelRegistry& registry);     // pooling_ops.cc: MaxPool
+void RegisterAvgPoolingKernels(KernelRegistry& registry);  // avg_pooling_ops.cc
 
 }  // namespace weft::kernels

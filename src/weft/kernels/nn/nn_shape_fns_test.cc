@@ -116,6 +116,35 @@ TEST(NnShapeFnsTest, MaxPool) {
                    "orig_output has shape [2,4,3,3], but pooling orig_input gives shape [2,4,4,3]");
 }
 
+TEST(NnShapeFnsTest, AvgPool) {
+  EXPECT_EQ(Output(InferShapes("AvgPool", {{kUnknown, 28, 28, 32}}, PoolAttrs(2, 2, 2, 2, "SAME"))),
+            PartialShape({kUnknown, 14, 14, 32}));
+  EXPECT_EQ(Output(InferShapes("AvgPool", {{2, 7, 7, 3}}, PoolAttrs(3, 2, 2, 2, "VALID"))),
+            PartialShape({2, 3, 3, 3}));
+  ExpectShapeError(InferShapes("AvgPool", {{2, 7, 7}}, PoolAttrs(2, 2, 2, 2, "SAME")),
+                   "input 0 must have rank 4");
+  ExpectShapeError(InferShapes("AvgPool", {{1, 2, 2, 1}}, PoolAttrs(5, 5, 1, 1, "VALID")),
+                   "computed output size would be negative");
+}
+
+TEST(NnShapeFnsTest, AvgPoolGradReadsTheConstantInputShape) {
+  Tensor sizes = Sizes({2, 7, 7, 3});
+  EXPECT_EQ(Output(InferShapes("AvgPoolGrad", {{4}, {kUnknown, 4, 4, 3}},
+                               PoolAttrs(2, 2, 2, 2, "SAME"), {&sizes})),
+            PartialShape({2, 7, 7, 3}));
+  // Without the value: batch and channels from grad.
+  EXPECT_EQ(Output(InferShapes("AvgPoolGrad", {{4}, {2, 4, 4, 3}}, PoolAttrs(2, 2, 2, 2, "SAME"))),
+            PartialShape({2, kUnknown, kUnknown, 3}));
+  ExpectShapeError(
+      InferShapes("AvgPoolGrad", {{4}, {2, 4, 3, 3}}, PoolAttrs(2, 2, 2, 2, "SAME"), {&sizes}),
+      "grad has shape [2,4,3,3], but pooling orig_input_shape [2,7,7,3] gives shape "
+      "[2,4,4,3]");
+  ExpectShapeError(InferShapes("AvgPoolGrad", {{4}, {2, 4, 4}}, PoolAttrs(2, 2, 2, 2, "SAME")),
+                   "input 1 must have rank 4");
+  ExpectShapeError(InferShapes("AvgPoolGrad", {{3}, {2, 4, 4, 3}}, PoolAttrs(2, 2, 2, 2, "SAME")),
+                   "input 0 must hold 4 sizes, but has shape [3]");
+}
+
 TEST(NnShapeFnsTest, BiasAdd) {
   EXPECT_EQ(Output(InferShapes("BiasAdd", {{kUnknown, 5, kUnknown}, {7}}, {})),
             PartialShape({kUnknown, 5, 7}));
@@ -133,6 +162,7 @@ TEST(NnShapeFnsTest, ActivationGradsMergeTheirInputs) {
   ExpectShapeError(InferShapes("SigmoidGrad", {{4, 3}, {4, 2}}, {}),
                    "inputs must have the same shape, but are [4,3] and [4,2]");
   EXPECT_EQ(Output(InferShapes("Relu", {{kUnknown, 3}}, {})), PartialShape({kUnknown, 3}));
+  EXPECT_EQ(Output(InferShapes("Softplus", {{kUnknown, 3}}, {})), PartialShape({kUnknown, 3}));
 }
 
 TEST(NnShapeFnsTest, SoftmaxAndCrossEntropy) {

@@ -25,18 +25,6 @@ Status CheckPoolInput(const proto::NodeDef& node, const Tensor& input, std::stri
   return Status::OK();
 }
 
-// The window of output cell (out_row, out_col), clipped to the image: rows [row_begin, row_end)
-// and cols [col_begin, col_end). Never empty for SAME or VALID padding.
-struct ClippedWindow {
-  int64_t row_begin, row_end, col_begin, col_end;
-};
-ClippedWindow WindowAt(const SpatialGeometry& g, int64_t out_row, int64_t out_col) {
-  const int64_t row0 = out_row * g.stride_rows - g.pad_top;
-  const int64_t col0 = out_col * g.stride_cols - g.pad_left;
-  return {std::max<int64_t>(row0, 0), std::min(row0 + g.window_rows, g.in_rows),
-          std::max<int64_t>(col0, 0), std::min(col0 + g.window_cols, g.in_cols)};
-}
-
 template <typename T>
 class MaxPoolOp final : public OpKernel {
  public:

@@ -12,6 +12,7 @@ void RegisterNnKernels(KernelRegistry& registry) {
   RegisterConvKernels(registry);
   RegisterConvGradKernels(registry);
   RegisterPoolingKernels(registry);
+  RegisterAvgPoolingKernels(registry);
 }
 
 }  // namespace weft::kernels

@@ -1,4 +1,4 @@
-// Window geometry shared by the Conv2D and MaxPool kernels (NHWC only): reading and checking the
+// Window geometry shared by the Conv2D and pooling kernels (NHWC only): reading and checking the
 // strides/ksize/padding/data_format/dilations attrs when a kernel is built, and computing output
 // sizes and leading padding for given input and window sizes the way the reference system does:
 //   SAME:  out = ceil(in / stride), pad_before = max((out - 1) * stride + window - in, 0) / 2
@@ -6,6 +6,7 @@
 // Every error names the node. Plain values; safe from any thread.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "weft/core/tensor_shape.h"
@@ -51,6 +52,21 @@ struct SpatialGeometry {
     return TensorShape({batch, out_rows, out_cols, out_depth});
   }
 };
+
+// The window of output cell (out_row, out_col) clipped to the image: rows [row_begin, row_end)
+// and cols [col_begin, col_end). Pooling reads only these cells (SAME padding adds no values), and
+// the window is never empty for SAME or VALID padding.
+struct ClippedWindow {
+  int64_t row_begin, row_end, col_begin, col_end;
+  int64_t num_cells() const { return (row_end - row_begin) * (col_end - col_begin); }
+};
+// Inline: the pooling loops call it once per output cell.
+inline ClippedWindow WindowAt(const SpatialGeometry& g, int64_t out_row, int64_t out_col) {
+  const int64_t row0 = out_row * g.stride_rows - g.pad_top;
+  const int64_t col0 = out_col * g.stride_cols - g.pad_left;
+  return {std::max<int64_t>(row0, 0), std::min(row0 + g.window_rows, g.in_rows),
+          std::max<int64_t>(col0, 0), std::min(col0 + g.window_cols, g.in_cols)};
+}
 
 // The geometry for `input_shape` [N,H,W,C] (rank 4, checked by the caller) and a window of
 // window_rows x window_cols (each >= 1). InvalidArgument naming `node` when the VALID output size

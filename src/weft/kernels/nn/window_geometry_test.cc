@@ -1,5 +1,6 @@
 // Tests for the windowed-op geometry: output sizes and leading padding for SAME and VALID exactly
-// as the reference system computes them, and the errors for negative VALID sizes.
+// as the reference system computes them, pooling windows clipped to the image, and the errors for
+// negative VALID sizes.
 #include "weft/kernels/nn/window_geometry.h"
 
 #include <gtest/gtest.h>
@@ -59,6 +60,27 @@ TEST(WindowGeometryTest, ValidTruncates) {
   // A window larger than the input by less than the stride gives an empty output.
   g = Geometry({1, 3, 3, 1}, 5, 5, 3, 3, Padding::kValid);
   EXPECT_EQ(g.out_rows, 0);
+}
+
+TEST(WindowGeometryTest, WindowsAreClippedToTheImage) {
+  // 7 with a 3 window, stride 2, SAME: 1 padded row before, 1 after.
+  SpatialGeometry g = Geometry({1, 7, 7, 1}, 3, 3, 2, 2, Padding::kSame);
+  ClippedWindow first = WindowAt(g, 0, 0);
+  EXPECT_EQ(first.row_begin, 0);
+  EXPECT_EQ(first.row_end, 2);
+  EXPECT_EQ(first.col_begin, 0);
+  EXPECT_EQ(first.col_end, 2);
+  EXPECT_EQ(first.num_cells(), 4);
+  ClippedWindow middle = WindowAt(g, 1, 2);
+  EXPECT_EQ(middle.row_begin, 1);
+  EXPECT_EQ(middle.row_end, 4);
+  EXPECT_EQ(middle.col_begin, 3);
+  EXPECT_EQ(middle.col_end, 6);
+  EXPECT_EQ(middle.num_cells(), 9);
+  ClippedWindow last = WindowAt(g, 3, 3);
+  EXPECT_EQ(last.row_begin, 5);
+  EXPECT_EQ(last.row_end, 7);
+  EXPECT_EQ(last.num_cells(), 4);
 }
 
 TEST(WindowGeometryTest, NegativeValidSizeIsAnError) {

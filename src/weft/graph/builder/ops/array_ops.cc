@@ -84,4 +84,14 @@ Output Tile(const Scope& scope, const Input& input, const Input& multiples) {
   return FirstOutput(NodeBuilder(scope, "Tile").Input(input).Input(multiples));
 }
 
+Output GatherV2(const Scope& scope, const Input& params, const Input& indices, const Input& axis) {
+  return FirstOutput(NodeBuilder(scope, "GatherV2").Input(params).Input(indices).Input(axis));
+}
+
+Output UnsortedSegmentSum(const Scope& scope, const Input& data, const Input& segment_ids,
+                          const Input& num_segments) {
+  return FirstOutput(
+      NodeBuilder(scope, "UnsortedSegmentSum").Input(data).Input(segment_ids).Input(num_segments));
+}
+
 }  // namespace weft::ops

@@ -34,5 +34,11 @@ Output Concat(const Scope& scope, const std::vector<Output>& values, const Input
 Output Slice(const Scope& scope, const Input& input, const Input& begin, const Input& size);
 Output BroadcastTo(const Scope& scope, const Input& input, const Input& shape);
 Output Tile(const Scope& scope, const Input& input, const Input& multiples);
+// The slices of `params` at `indices` (int32/int64) along the scalar `axis` (batch_dims 0).
+Output GatherV2(const Scope& scope, const Input& params, const Input& indices, const Input& axis);
+// Sums the slices of `data` into the `num_segments` segments `segment_ids` names (negative ids
+// are dropped).
+Output UnsortedSegmentSum(const Scope& scope, const Input& data, const Input& segment_ids,
+                          const Input& num_segments);
 
 }  // namespace weft::ops

@@ -36,8 +36,26 @@ Output Div(const Scope& scope, const Input& x, const Input& y) {
 Output Maximum(const Scope& scope, const Input& x, const Input& y) {
   return Binary(scope, "Maximum", x, y);
 }
+Output Minimum(const Scope& scope, const Input& x, const Input& y) {
+  return Binary(scope, "Minimum", x, y);
+}
 Output Equal(const Scope& scope, const Input& x, const Input& y) {
   return Binary(scope, "Equal", x, y);
+}
+Output Less(const Scope& scope, const Input& x, const Input& y) {
+  return Binary(scope, "Less", x, y);
+}
+Output LessEqual(const Scope& scope, const Input& x, const Input& y) {
+  return Binary(scope, "LessEqual", x, y);
+}
+Output Greater(const Scope& scope, const Input& x, const Input& y) {
+  return Binary(scope, "Greater", x, y);
+}
+Output GreaterEqual(const Scope& scope, const Input& x, const Input& y) {
+  return Binary(scope, "GreaterEqual", x, y);
+}
+Output SelectV2(const Scope& scope, const Input& condition, const Input& t, const Input& e) {
+  return FirstOutput(NodeBuilder(scope, "SelectV2").Input(condition).Input(t).Input(e));
 }
 
 Output Neg(const Scope& scope, const Input& x) { return Unary(scope, "Neg", x); }
@@ -46,6 +64,10 @@ Output Sqrt(const Scope& scope, const Input& x) { return Unary(scope, "Sqrt", x)
 Output Exp(const Scope& scope, const Input& x) { return Unary(scope, "Exp", x); }
 Output Log(const Scope& scope, const Input& x) { return Unary(scope, "Log", x); }
 Output Reciprocal(const Scope& scope, const Input& x) { return Unary(scope, "Reciprocal", x); }
+Output Abs(const Scope& scope, const Input& x) { return Unary(scope, "Abs", x); }
+Output Sign(const Scope& scope, const Input& x) { return Unary(scope, "Sign", x); }
+Output Rsqrt(const Scope& scope, const Input& x) { return Unary(scope, "Rsqrt", x); }
+Output Log1p(const Scope& scope, const Input& x) { return Unary(scope, "Log1p", x); }
 
 Output AddN(const Scope& scope, const std::vector<Output>& inputs) {
   return FirstOutput(NodeBuilder(scope, "AddN").InputList(inputs));

@@ -15,7 +15,15 @@ Output Sub(const Scope& scope, const Input& x, const Input& y);
 Output Mul(const Scope& scope, const Input& x, const Input& y);
 Output Div(const Scope& scope, const Input& x, const Input& y);
 Output Maximum(const Scope& scope, const Input& x, const Input& y);
+Output Minimum(const Scope& scope, const Input& x, const Input& y);
+// Comparisons: bool outputs, no gradient.
 Output Equal(const Scope& scope, const Input& x, const Input& y);
+Output Less(const Scope& scope, const Input& x, const Input& y);
+Output LessEqual(const Scope& scope, const Input& x, const Input& y);
+Output Greater(const Scope& scope, const Input& x, const Input& y);
+Output GreaterEqual(const Scope& scope, const Input& x, const Input& y);
+// `t` where `condition` (bool) is true, else `e`; the three broadcast together.
+Output SelectV2(const Scope& scope, const Input& condition, const Input& t, const Input& e);
 
 Output Neg(const Scope& scope, const Input& x);
 Output Square(const Scope& scope, const Input& x);
@@ -23,6 +31,10 @@ Output Sqrt(const Scope& scope, const Input& x);
 Output Exp(const Scope& scope, const Input& x);
 Output Log(const Scope& scope, const Input& x);
 Output Reciprocal(const Scope& scope, const Input& x);
+Output Abs(const Scope& scope, const Input& x);
+Output Sign(const Scope& scope, const Input& x);
+Output Rsqrt(const Scope& scope, const Input& x);
+Output Log1p(const Scope& scope, const Input& x);
 
 Output AddN(const Scope& scope, const std::vector<Output>& inputs);
 

@@ -36,6 +36,9 @@ Output Tanh(const Scope& scope, const Input& x) {
 Output TanhGrad(const Scope& scope, const Input& y, const Input& dy) {
   return FirstOutput(NodeBuilder(scope, "TanhGrad").Input(y).Input(dy));
 }
+Output Softplus(const Scope& scope, const Input& features) {
+  return FirstOutput(NodeBuilder(scope, "Softplus").Input(features));
+}
 Output Softmax(const Scope& scope, const Input& logits) {
   return FirstOutput(NodeBuilder(scope, "Softmax").Input(logits));
 }
@@ -85,6 +88,21 @@ Output MaxPoolGrad(const Scope& scope, const Input& orig_input, const Input& ori
                    const std::vector<int64_t>& strides, const std::string& padding) {
   NodeBuilder builder(scope, "MaxPoolGrad");
   builder.Input(orig_input).Input(orig_output).Input(grad).Attr("ksize", ksize);
+  return FirstOutput(WindowAttrs(builder, strides, padding));
+}
+
+Output AvgPool(const Scope& scope, const Input& value, const std::vector<int64_t>& ksize,
+               const std::vector<int64_t>& strides, const std::string& padding) {
+  NodeBuilder builder(scope, "AvgPool");
+  builder.Input(value).Attr("ksize", ksize);
+  return FirstOutput(WindowAttrs(builder, strides, padding));
+}
+
+Output AvgPoolGrad(const Scope& scope, const Input& orig_input_shape, const Input& grad,
+                   const std::vector<int64_t>& ksize, const std::vector<int64_t>& strides,
+                   const std::string& padding) {
+  NodeBuilder builder(scope, "AvgPoolGrad");
+  builder.Input(orig_input_shape).Input(grad).Attr("ksize", ksize);
   return FirstOutput(WindowAttrs(builder, strides, padding));
 }
 

@@ -18,6 +18,7 @@ Output Sigmoid(const Scope& scope, const Input& x);
 Output SigmoidGrad(const Scope& scope, const Input& y, const Input& dy);
 Output Tanh(const Scope& scope, const Input& x);
 Output TanhGrad(const Scope& scope, const Input& y, const Input& dy);
+Output Softplus(const Scope& scope, const Input& features);
 Output Softmax(const Scope& scope, const Input& logits);
 Output LogSoftmax(const Scope& scope, const Input& logits);
 
@@ -43,5 +44,12 @@ Output MaxPool(const Scope& scope, const Input& input, const std::vector<int64_t
 Output MaxPoolGrad(const Scope& scope, const Input& orig_input, const Input& orig_output,
                    const Input& grad, const std::vector<int64_t>& ksize,
                    const std::vector<int64_t>& strides, const std::string& padding);
+// The mean of each window over its cells inside the image (SAME edges average fewer cells).
+Output AvgPool(const Scope& scope, const Input& value, const std::vector<int64_t>& ksize,
+               const std::vector<int64_t>& strides, const std::string& padding);
+// `orig_input_shape` is the int32 [4] shape of AvgPool's input.
+Output AvgPoolGrad(const Scope& scope, const Input& orig_input_shape, const Input& grad,
+                   const std::vector<int64_t>& ksize, const std::vector<int64_t>& strides,
+                   const std::string& padding);
 
 }  // namespace weft::ops
