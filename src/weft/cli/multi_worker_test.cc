@@ -31,14 +31,6 @@ using ::testing::HasSubstr;
 
 constexpr int64_t kExitMs = 240000;
 
-std::string WeftConfig(const std::vector<int>& ports, int task) {
-  nlohmann::json workers = nlohmann::json::array();
-  for (int port : ports) workers.push_back(StrCat("127.0.0.1:", port));
-  nlohmann::json config = {{"cluster", {{"worker", workers}}},
-                           {"task", {{"type", "worker"}, {"index", task}}}};
-  return config.dump();
-}
-
 std::vector<std::string> TrainArgs(const std::vector<std::string>& extra) {
   std::vector<std::string> args = {WEFT_BINARY, "train", "--strategy", "multi_worker_mirrored",
                                    "--model",   "mlp",   "--threads",  "1"};
@@ -57,7 +49,8 @@ std::vector<std::unique_ptr<ChildProcess>> StartWorkers(int workers,
   for (int t = 0; t < workers; ++t) ports.push_back(testing::UnusedLoopbackPort());
   std::vector<std::unique_ptr<ChildProcess>> children;
   for (int t = 0; t < (started < 0 ? workers : started); ++t) {
-    auto child = ChildProcess::Start(TrainArgs(extra), {{"WEFT_CONFIG", WeftConfig(ports, t)}});
+    auto child = ChildProcess::Start(TrainArgs(extra),
+                                     {{"WEFT_CONFIG", testing::LoopbackWorkerConfig(ports, t)}});
     EXPECT_TRUE(child.ok()) << child.status();
     if (child.ok()) children.push_back(std::move(child).value());
   }
@@ -107,9 +100,9 @@ TEST(MultiWorkerTest, FourWorkersOnTwoPretendHostsEndIdentical) {
   for (int t = 0; t < 4; ++t) ports.push_back(testing::UnusedLoopbackPort());
   std::vector<std::unique_ptr<ChildProcess>> children;
   for (int t = 0; t < 4; ++t) {
-    auto child = ChildProcess::Start(
-        TrainArgs({"--max-steps", "10", "--json"}),
-        {{"WEFT_CONFIG", WeftConfig(ports, t)}, {"WEFT_HOST", t % 2 == 0 ? "host-a" : "host-b"}});
+    auto child = ChildProcess::Start(TrainArgs({"--max-steps", "10", "--json"}),
+                                     {{"WEFT_CONFIG", testing::LoopbackWorkerConfig(ports, t)},
+                                      {"WEFT_HOST", t % 2 == 0 ? "host-a" : "host-b"}});
     ASSERT_TRUE(child.ok()) << child.status();
     children.push_back(std::move(child).value());
   }
@@ -129,7 +122,7 @@ TEST(MultiWorkerTest, DifferentSeedsStillStartFromTheChiefsWeights) {
   for (int t = 0; t < 2; ++t) {
     auto child = ChildProcess::Start(
         TrainArgs({"--max-steps", "10", "--json", "--seed", std::to_string(100 + t)}),
-        {{"WEFT_CONFIG", WeftConfig(ports, t)}});
+        {{"WEFT_CONFIG", testing::LoopbackWorkerConfig(ports, t)}});
     ASSERT_TRUE(child.ok()) << child.status();
     children.push_back(std::move(child).value());
   }

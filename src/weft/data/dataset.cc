@@ -175,9 +175,11 @@ Dataset Dataset::Take(int64_t count) const {
   return Dataset(MakeTakeNode(node_, count));
 }
 
-StatusOr<std::unique_ptr<Iterator>> Dataset::MakeIterator() const {
+StatusOr<std::unique_ptr<Iterator>> Dataset::MakeIterator() const { return MakeIterator(0); }
+
+StatusOr<std::unique_ptr<Iterator>> Dataset::MakeIterator(uint64_t epoch) const {
   if (!status_.ok()) return status_;
-  return node_->MakeIterator(IteratorContext());
+  return node_->MakeIterator(IteratorContext{epoch});
 }
 
 }  // namespace weft::data

@@ -70,6 +70,10 @@ class Dataset {
   const Status& status() const { return status_; }
 
   StatusOr<std::unique_ptr<Iterator>> MakeIterator() const;
+  // An iterator for pass `epoch` over the dataset (pass 0 is MakeIterator()'s): every Shuffle
+  // draws the order it would in that pass of a Repeat, so a training loop that starts one
+  // iterator per epoch reshuffles each epoch and can recreate any epoch's order to resume in it.
+  StatusOr<std::unique_ptr<Iterator>> MakeIterator(uint64_t epoch) const;
 
  private:
   explicit Dataset(std::shared_ptr<const DatasetNode> node) : node_(std::move(node)) {}

@@ -122,6 +122,26 @@ TEST(ShuffleTest, BufferLargerThanInput) {
   EXPECT_TRUE(IsInvalidArgument(Range(5).Shuffle(0, 1).status()));
 }
 
+TEST(ShuffleTest, AnIteratorForEpochKDrawsRepeatsKthOrder) {
+  Dataset shuffled = Range(20).Shuffle(20, 9);
+  StatusOr<std::vector<Element>> repeated = Collect(shuffled.Repeat(2));
+  ASSERT_TRUE(repeated.ok());
+  const std::vector<int64_t> both = Scalars<int64_t>(*repeated);
+  for (uint64_t epoch : {0u, 1u}) {
+    StatusOr<std::unique_ptr<Iterator>> iterator = shuffled.MakeIterator(epoch);
+    ASSERT_TRUE(iterator.ok());
+    std::vector<int64_t> pass;
+    Element element;
+    bool end = false;
+    for (int i = 0; i < 25 && !end; ++i) {
+      ASSERT_TRUE((*iterator)->GetNext(&element, &end).ok());
+      if (!end) pass.push_back(element[0].flat<int64_t>()[0]);
+    }
+    EXPECT_EQ(pass,
+              std::vector<int64_t>(both.begin() + 20 * epoch, both.begin() + 20 * epoch + 20));
+  }
+}
+
 TEST(RepeatTest, ReshufflesEachEpochDeterministically) {
   Dataset dataset = Range(20).Shuffle(20, 9).Repeat(3);
   StatusOr<std::vector<Element>> run = Collect(dataset);

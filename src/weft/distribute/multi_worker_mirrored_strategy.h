@@ -28,14 +28,14 @@
 namespace weft::distribute {
 
 struct MultiWorkerOptions {
-  ServerConfig server;  // the cluster and this worker's task in it (one job: every task a worker)
+  ServerConfig server{};  // the cluster and this worker's task in it (one job: every task a worker)
   int devices_per_worker = 1;
   std::string protocol = "grpc";
   // TCP between the workers' processes even on one host (tests and measures the cross-host path).
   bool force_tcp_collectives = false;
   // The host this worker runs on, as the collectives see it (workers of one host share memory);
   // empty: gethostname().
-  std::string hostname;
+  std::string hostname{};
   // A collective waiting longer than this for other workers fails, naming them.
   std::chrono::milliseconds collective_timeout{std::chrono::minutes(5)};
   // A worker that does not answer the heartbeat within this long fails every collective (0: none).

@@ -5,20 +5,17 @@
 
 #include <string_view>
 
+#include "weft/graph/builder/variable.h"
+
 namespace weft::distribute {
 
 // How per-replica values are combined into one.
 enum class ReduceOp { kSum, kMean };
 
-// How updates to a distributed variable made in replica context are combined (section 1.4.3 of the
-// reference notes): kNone refuses them when there are several replicas, kSum / kMean all-reduce
-// the update, kOnlyFirstReplica applies replica 0's update everywhere.
-enum class VariableAggregation { kNone, kSum, kMean, kOnlyFirstReplica };
-
-// When the components of a distributed variable agree: kAuto and kOnWrite make a
-// MirroredVariable (every write is synchronised), kOnRead a SyncOnReadVariable (each replica
-// writes its own component; a cross-replica read aggregates them).
-enum class VariableSynchronization { kAuto, kOnWrite, kOnRead };
+// VariableAggregation and VariableSynchronization are the builder's (graph/builder/variable.h),
+// where Variable::Create takes them; the distribution API uses them under these names.
+using VariableAggregation = weft::VariableAggregation;
+using VariableSynchronization = weft::VariableSynchronization;
 
 // "SUM", "MEAN"; "NONE", "SUM", "MEAN", "ONLY_FIRST_REPLICA"; "AUTO", "ON_WRITE", "ON_READ".
 std::string_view ReduceOpName(ReduceOp op);

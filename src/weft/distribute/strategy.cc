@@ -61,8 +61,9 @@ StrategyScope::StrategyScope(const Strategy& strategy)
     : strategy_(strategy),
       creator_scope_([self = &strategy](const weft::Scope& scope, std::string_view name,
                                         const TensorShape& shape, DataType dtype,
-                                        const Initializer& initializer) {
-        return self->CreateInScope(scope, name, shape, dtype, initializer);
+                                        const Initializer& initializer,
+                                        const VariableOptions& options) {
+        return self->CreateInScope(scope, name, shape, dtype, initializer, options);
       }) {}
 
 StrategyScope Strategy::Scope() const { return StrategyScope(*this); }
@@ -74,9 +75,9 @@ std::vector<std::shared_ptr<DistributedVariable>> Strategy::variables() const {
 
 std::shared_ptr<DistributedVariable> Strategy::CreateRecorded(
     const weft::Scope& scope, std::string_view name, const TensorShape& shape, DataType dtype,
-    const Initializer& initializer) const {
-  StatusOr<std::shared_ptr<DistributedVariable>> created =
-      CreateVariable(scope, name, shape, dtype, initializer);
+    const Initializer& initializer, const VariableOptions& options) const {
+  StatusOr<std::shared_ptr<DistributedVariable>> created = CreateVariable(
+      scope, name, shape, dtype, initializer, options.synchronization, options.aggregation);
   if (!created.ok()) {
     scope.UpdateStatus(created.status());
     return nullptr;
@@ -88,12 +89,13 @@ std::shared_ptr<DistributedVariable> Strategy::CreateRecorded(
 
 Variable Strategy::CreateInScope(const weft::Scope& scope, std::string_view name,
                                  const TensorShape& shape, DataType dtype,
-                                 const Initializer& initializer) const {
+                                 const Initializer& initializer,
+                                 const VariableOptions& options) const {
   if (!scope.ok()) return Variable();
   const ReplicaContext* context = CurrentReplicaContext();
   if (context == nullptr || &context->strategy() != this || context->replica_id() == 0) {
     std::shared_ptr<DistributedVariable> created =
-        CreateRecorded(scope, name, shape, dtype, initializer);
+        CreateRecorded(scope, name, shape, dtype, initializer, options);
     if (created == nullptr) return Variable();
     if (context != nullptr && &context->strategy() == this) {
       MutexLock lock(mu_);

@@ -19,7 +19,8 @@
 //
 // Scope() (the reference's `with strategy.scope()`): while the returned StrategyScope lives, every
 // Variable::Create on this thread — and on the replica threads of a Run started from it — makes a
-// distributed variable (kAuto synchronization, kNone aggregation) and returns one component:
+// distributed variable (with the synchronization and aggregation of the VariableOptions passed to
+// Variable::Create: by default kAuto and kNone, a MirroredVariable) and returns one component:
 //  - outside Run (cross-replica context), a new DistributedVariable's component 0;
 //  - inside Run, replica 0 creates the DistributedVariable and gets component 0; replica r > 0
 //    gets component r of the variable replica 0 created k-th for its own k-th creation (like the
@@ -73,6 +74,8 @@ class Strategy {
   // Replicas of every worker that step together (devices() of each of num_workers() workers).
   int num_replicas_in_sync() const { return num_local_replicas() * num_workers_; }
   int num_workers() const { return num_workers_; }
+  // This worker's task index in [0, num_workers()).
+  int worker_index() const { return worker_index_; }
   // Shared by everything built with this strategy (not thread-safe; see cross_device_ops.h).
   CrossDeviceOps& cross_device_ops() const { return *cross_device_ops_; }
 
@@ -145,12 +148,14 @@ class Strategy {
   friend class StrategyScope;
   // The variable creator Scope() installs.
   Variable CreateInScope(const weft::Scope& scope, std::string_view name, const TensorShape& shape,
-                         DataType dtype, const Initializer& initializer) const;
+                         DataType dtype, const Initializer& initializer,
+                         const VariableOptions& options) const;
   // A DistributedVariable made through Scope(), recorded in variables(); errors go to `scope`.
   std::shared_ptr<DistributedVariable> CreateRecorded(const weft::Scope& scope,
                                                       std::string_view name,
                                                       const TensorShape& shape, DataType dtype,
-                                                      const Initializer& initializer) const;
+                                                      const Initializer& initializer,
+                                                      const VariableOptions& options) const;
 
   // What replica 0 created through Scope() in the current Run.
   struct ReplicaCreation {

@@ -113,6 +113,13 @@ StatusOr<int> ServerProcess::WaitForExit(int64_t timeout_ms) {
   return FailedPrecondition("server ", pid_, " was already reaped");
 }
 
+std::string LoopbackWorkerConfig(const std::vector<int>& ports, int task) {
+  std::vector<std::string> workers;
+  for (int port : ports) workers.push_back(StrCat("\"127.0.0.1:", port, "\""));
+  return StrCat("{\"cluster\": {\"worker\": [", StrJoin(workers, ", "),
+                "]}, \"task\": {\"type\": \"worker\", \"index\": ", task, "}}");
+}
+
 int UnusedLoopbackPort() {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in address{};

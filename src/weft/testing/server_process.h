@@ -47,6 +47,9 @@ class ServerProcess {
 // A TCP port on 127.0.0.1 that nothing listens on right now (bound, then released).
 int UnusedLoopbackPort();
 
+// The WEFT_CONFIG of task `task` in a cluster of one "worker" job on 127.0.0.1:`ports`.
+std::string LoopbackWorkerConfig(const std::vector<int>& ports, int task);
+
 // An ephemeral port on 127.0.0.1 held by a listening socket that serves nobody, so that a test can
 // see someone try to reach the port (a master waiting for a late worker) before a real server
 // takes it over. Not thread-safe; one owner.

@@ -1,6 +1,9 @@
 #include "weft/train/models.h"
 
 #include "weft/core/str_util.h"
+#include "weft/distribute/replica_context.h"
+#include "weft/train/layers/convolutional.h"
+#include "weft/train/layers/core.h"
 
 namespace weft::train {
 namespace {
@@ -9,63 +12,15 @@ constexpr int kImageSide = 28;
 constexpr int kPixels = kImageSide * kImageSide;
 constexpr int kClasses = 10;
 
-// Creates variables with successive seeds so that every weight differs but the model repeats.
-// A factory's failure is recorded in the scope, like any other building error.
-class VariableMaker {
- public:
-  VariableMaker(int64_t seed, const VariableFactory& factory, Model* model)
-      : seed_(seed), factory_(factory), model_(model) {}
+// Weight k of the model (from 1) draws from seed * 1000 + k, so that every weight differs but the
+// model repeats for a seed.
+Initializer Weight(int64_t seed, int k) { return Initializer::GlorotUniform(seed * 1000 + k); }
 
-  Variable Weight(const Scope& scope, const TensorShape& shape) {
-    return Make(scope, "kernel", shape, Initializer::GlorotUniform(seed_ * 1000 + ++count_));
-  }
-  Variable Bias(const Scope& scope, int64_t size) {
-    return Make(scope, "bias", TensorShape({size}), Initializer::Zeros());
-  }
-
- private:
-  Variable Make(const Scope& scope, std::string_view name, const TensorShape& shape,
-                const Initializer& initializer) {
-    if (!factory_) {
-      Variable variable = Variable::Create(scope, name, shape, DataType::kFloat, initializer);
-      if (variable) {
-        model_->variables.push_back(variable);
-        model_->initializers.push_back(variable.initializer());
-      }
-      return variable;
-    }
-    if (!scope.ok()) return Variable();
-    StatusOr<Variable> made = factory_(scope, name, shape, initializer);
-    if (made.ok() && !*made) made = Internal("the variable factory returned no variable");
-    if (!made.ok()) {
-      scope.UpdateStatus(made.status().WithContext(StrCat("variable '", name, "'")));
-      return Variable();
-    }
-    model_->variables.push_back(*made);
-    return *made;
-  }
-
-  int64_t seed_;
-  const VariableFactory& factory_;
-  Model* model_;
-  int64_t count_ = 0;
-};
-
-Output Dense(const Scope& scope, VariableMaker& maker, const Output& input, int64_t in, int64_t out,
-             bool relu) {
-  Variable kernel = maker.Weight(scope, TensorShape({in, out}));
-  Variable bias = maker.Bias(scope, out);
-  Output z = ops::BiasAdd(scope, ops::MatMul(scope, input, kernel.Read(scope)), bias.Read(scope));
-  return relu ? ops::Relu(scope, z) : z;
-}
-
-Output ConvBlock(const Scope& scope, VariableMaker& maker, const Output& input, int64_t in,
-                 int64_t out) {
-  Variable kernel = maker.Weight(scope, TensorShape({5, 5, in, out}));
-  Variable bias = maker.Bias(scope, out);
-  Output conv = ops::Conv2D(scope, input, kernel.Read(scope), {1, 1, 1, 1}, "SAME");
-  Output activated = ops::Relu(scope, ops::BiasAdd(scope, conv, bias.Read(scope)));
-  return ops::MaxPool(scope, activated, {1, 2, 2, 1}, {1, 2, 2, 1}, "SAME");
+DenseOptions DenseNamed(std::string name, int64_t seed, int k) {
+  DenseOptions options;
+  options.name = std::move(name);
+  options.kernel_initializer = Weight(seed, k);
+  return options;
 }
 
 }  // namespace
@@ -76,25 +31,66 @@ StatusOr<ModelKind> ParseModelKind(const std::string& name) {
   return InvalidArgument("unknown model '", name, "' (expected mlp or cnn)");
 }
 
-StatusOr<Model> BuildModel(const Scope& scope, ModelKind kind, int64_t seed,
-                           const VariableFactory& factory) {
-  Model model;
-  VariableMaker maker(seed, factory, &model);
+std::vector<std::unique_ptr<Layer>> StandardLayers(ModelKind kind, int64_t seed) {
+  std::vector<std::unique_ptr<Layer>> layers;
+  if (kind == ModelKind::kMlp) {
+    layers.push_back(std::make_unique<Dense>(256, "relu", DenseNamed("dense1", seed, 1)));
+    layers.push_back(std::make_unique<Dense>(256, "relu", DenseNamed("dense2", seed, 2)));
+    layers.push_back(std::make_unique<Dense>(kClasses, "", DenseNamed("logits", seed, 3)));
+    return layers;
+  }
+  auto conv = [seed](std::string name, int64_t filters, int k) {
+    Conv2DOptions options;
+    options.name = std::move(name);
+    options.padding = "same";
+    options.kernel_initializer = Weight(seed, k);
+    return std::make_unique<Conv2D>(filters, 5, "relu", std::move(options));
+  };
+  PoolingOptions same;
+  same.padding = "same";
+  layers.push_back(std::make_unique<Reshape>(std::vector<int64_t>{kImageSide, kImageSide, 1}));
+  layers.push_back(conv("conv1", 32, 1));
+  layers.push_back(std::make_unique<MaxPooling2D>(2, same));
+  layers.push_back(conv("conv2", 64, 2));
+  layers.push_back(std::make_unique<MaxPooling2D>(2, same));
+  layers.push_back(std::make_unique<Flatten>());
+  layers.push_back(std::make_unique<Dense>(1024, "relu", DenseNamed("dense", seed, 3)));
+  layers.push_back(std::make_unique<Dense>(kClasses, "", DenseNamed("logits", seed, 4)));
+  return layers;
+}
+
+StatusOr<BuiltModel> BuildModel(const Scope& scope, ModelKind kind, int64_t seed,
+                                const VariableFactory& factory) {
+  BuiltModel model;
+  // A factory makes every variable the layers create, as the innermost variable creator.
+  std::optional<VariableCreatorScope> creator;
+  if (factory) {
+    creator.emplace([&](const Scope& s, std::string_view name, const TensorShape& shape, DataType,
+                        const Initializer& initializer, const VariableOptions&) {
+      if (!s.ok()) return Variable();
+      StatusOr<Variable> made = factory(s, name, shape, initializer);
+      if (made.ok() && !*made) made = Internal("the variable factory returned no variable");
+      if (!made.ok()) {
+        s.UpdateStatus(made.status().WithContext(StrCat("variable '", name, "'")));
+        return Variable();
+      }
+      return *made;
+    });
+  }
   model.images =
       ops::Placeholder(scope.WithOpName("images"), DataType::kFloat, PartialShape({-1, kPixels}));
   model.labels = ops::Placeholder(scope.WithOpName("labels"), DataType::kInt64, PartialShape({-1}));
-  if (kind == ModelKind::kMlp) {
-    Output hidden1 = Dense(scope.NewSubScope("dense1"), maker, model.images, kPixels, 256, true);
-    Output hidden2 = Dense(scope.NewSubScope("dense2"), maker, hidden1, 256, 256, true);
-    model.logits = Dense(scope.NewSubScope("logits"), maker, hidden2, 256, kClasses, false);
-  } else {
-    Output images = ops::Reshape(scope, model.images, {-1, kImageSide, kImageSide, 1});
-    Output block1 = ConvBlock(scope.NewSubScope("conv1"), maker, images, 1, 32);
-    Output block2 = ConvBlock(scope.NewSubScope("conv2"), maker, block1, 32, 64);
-    constexpr int64_t kFlat = 7 * 7 * 64;
-    Output flat = ops::Reshape(scope, block2, {int64_t{-1}, kFlat});
-    Output hidden = Dense(scope.NewSubScope("dense"), maker, flat, kFlat, 1024, true);
-    model.logits = Dense(scope.NewSubScope("logits"), maker, hidden, 1024, kClasses, false);
+  std::vector<std::unique_ptr<Layer>> layers = StandardLayers(kind, seed);
+  Output x = model.images;
+  for (const std::unique_ptr<Layer>& layer : layers) x = (*layer)(scope, x);
+  model.logits = x;
+  const distribute::ReplicaContext* context = distribute::CurrentReplicaContext();
+  const int replica = context == nullptr ? 0 : context->replica_id();
+  for (const std::unique_ptr<Layer>& layer : layers) {
+    for (const Variable& variable : layer->VariablesIn(scope.graph(), replica, false)) {
+      model.variables.push_back(variable);
+      if (!factory) model.initializers.push_back(variable.initializer());
+    }
   }
   Scope loss_scope = scope.NewSubScope("loss");
   auto cross_entropy =

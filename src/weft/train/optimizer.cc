@@ -20,34 +20,31 @@ std::vector<Output> ReadsOf(const Variable& variable) {
 
 class GradientDescentOptimizer final : public Optimizer {
  public:
-  explicit GradientDescentOptimizer(double learning_rate) : learning_rate_(learning_rate) {}
+  explicit GradientDescentOptimizer(double learning_rate) : Optimizer(learning_rate) {}
   std::string name() const override { return "GradientDescent"; }
 
  protected:
-  Output ApplyOne(const Scope& scope, const Variable& variable, const Output& gradient) override {
-    return ops::ResourceApplyGradientDescent(scope, variable.handle(), learning_rate_, gradient);
+  Output ApplyOne(const Scope& scope, const Variable& variable, const Output& gradient,
+                  const Output& learning_rate) override {
+    return ops::ResourceApplyGradientDescent(scope, variable.handle(), learning_rate, gradient);
   }
-
- private:
-  const double learning_rate_;
 };
 
 class MomentumOptimizer final : public Optimizer {
  public:
   MomentumOptimizer(double learning_rate, double momentum, bool use_nesterov)
-      : learning_rate_(learning_rate), momentum_(momentum), use_nesterov_(use_nesterov) {}
+      : Optimizer(learning_rate), momentum_(momentum), use_nesterov_(use_nesterov) {}
   std::string name() const override { return "Momentum"; }
 
  protected:
-  Output ApplyOne(const Scope& scope, const Variable& variable, const Output& gradient) override {
+  Output ApplyOne(const Scope& scope, const Variable& variable, const Output& gradient,
+                  const Output& learning_rate) override {
     Variable accumulator = CreateSlot(scope, variable, "Momentum");
-    return ops::ResourceApplyMomentum(scope, variable.handle(), accumulator.handle(),
-                                      learning_rate_, gradient, momentum_,
-                                      {.use_nesterov = use_nesterov_});
+    return ops::ResourceApplyMomentum(scope, variable.handle(), accumulator.handle(), learning_rate,
+                                      gradient, momentum_, {.use_nesterov = use_nesterov_});
   }
 
  private:
-  const double learning_rate_;
   const double momentum_;
   const bool use_nesterov_;
 };
@@ -55,16 +52,17 @@ class MomentumOptimizer final : public Optimizer {
 class AdamOptimizer final : public Optimizer {
  public:
   AdamOptimizer(double learning_rate, double beta1, double beta2, double epsilon)
-      : learning_rate_(learning_rate), beta1_(beta1), beta2_(beta2), epsilon_(epsilon) {}
+      : Optimizer(learning_rate), beta1_(beta1), beta2_(beta2), epsilon_(epsilon) {}
   std::string name() const override { return "Adam"; }
 
  protected:
-  Output ApplyOne(const Scope& scope, const Variable& variable, const Output& gradient) override {
+  Output ApplyOne(const Scope& scope, const Variable& variable, const Output& gradient,
+                  const Output& learning_rate) override {
     Variable m = CreateSlot(scope, variable, "Adam_m");
     Variable v = CreateSlot(scope, variable, "Adam_v");
     return ops::ResourceApplyAdam(scope, variable.handle(), m.handle(), v.handle(),
-                                  beta1_power_.Read(scope), beta2_power_.Read(scope),
-                                  learning_rate_, beta1_, beta2_, epsilon_, gradient);
+                                  beta1_power_.Read(scope), beta2_power_.Read(scope), learning_rate,
+                                  beta1_, beta2_, epsilon_, gradient);
   }
 
   void CreateSharedSlots(const Scope& scope, DataType dtype) override {
@@ -81,7 +79,7 @@ class AdamOptimizer final : public Optimizer {
   }
 
  private:
-  const double learning_rate_, beta1_, beta2_, epsilon_;
+  const double beta1_, beta2_, epsilon_;
   Variable beta1_power_, beta2_power_;
 };
 
@@ -157,8 +155,15 @@ StatusOr<Output> Optimizer::ApplyGradients(const Scope& scope,
     WEFT_ASSIGN_OR_RETURN(gradients, AllReduceGradients(*context, std::move(gradients)));
   }
   Scope optimizer_scope = scope.NewSubScope(name());
+  Output learning_rate;
   for (const GradientAndVariable& pair : gradients) {
     if (pair.gradient) {
+      Variable variable =
+          CreateScalar(optimizer_scope, "learning_rate", pair.variable.dtype(), learning_rate_);
+      if (variable) {
+        learning_rate_variables_.push_back(variable);
+        learning_rate = variable.Read(optimizer_scope);
+      }
       CreateSharedSlots(optimizer_scope, pair.variable.dtype());
       break;
     }
@@ -170,7 +175,7 @@ StatusOr<Output> Optimizer::ApplyGradients(const Scope& scope,
     if (!pair.variable.handle().node()->requested_device().empty()) {
       variable_scope = variable_scope.WithDevice(pair.variable.handle().node()->requested_device());
     }
-    updates.push_back(ApplyOne(variable_scope, pair.variable, pair.gradient));
+    updates.push_back(ApplyOne(variable_scope, pair.variable, pair.gradient, learning_rate));
   }
   std::vector<Output> finish = Finish(optimizer_scope, updates);
   updates.insert(updates.end(), finish.begin(), finish.end());
@@ -186,6 +191,22 @@ StatusOr<Output> Optimizer::Minimize(const Scope& scope, const Output& loss,
   WEFT_ASSIGN_OR_RETURN(std::vector<GradientAndVariable> gradients,
                         ComputeGradients(scope, loss, variables));
   return ApplyGradients(scope, gradients, context);
+}
+
+StatusOr<Output> Optimizer::AssignLearningRate(const Scope& scope, const Input& value) {
+  WEFT_RETURN_IF_ERROR(scope.status());
+  if (learning_rate_variables_.empty()) {
+    return FailedPrecondition("optimizer ", name(),
+                              ": no learning rate to assign before ApplyGradients");
+  }
+  std::vector<Output> assigns;
+  for (const Variable& variable : learning_rate_variables_) {
+    assigns.push_back(variable.Assign(scope, value));
+  }
+  Output assigned =
+      ops::NoOp(scope.WithOpName("assign_learning_rate").WithControlDependencies(assigns));
+  WEFT_RETURN_IF_ERROR(scope.status());
+  return assigned;
 }
 
 void Optimizer::CreateSharedSlots(const Scope&, DataType) {}

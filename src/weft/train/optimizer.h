@@ -51,6 +51,13 @@ class Optimizer {
                             const std::vector<Variable>& variables,
                             distribute::ReplicaContext* context = nullptr);
 
+  // The learning rate the optimizer was made with. Training reads it from a scalar variable
+  // "learning_rate" (one per replica inside Strategy::Run, created by ApplyGradients), so that a
+  // schedule can change it between steps: run AssignLearningRate's op, which assigns `value` to
+  // every such variable (FailedPrecondition before ApplyGradients).
+  double learning_rate() const { return learning_rate_; }
+  StatusOr<Output> AssignLearningRate(const Scope& scope, const Input& value);
+
   // The initializers of the slot variables created so far.
   const std::vector<Output>& initializers() const { return initializers_; }
   // The slot variables created so far (inside Strategy::Run, the components this optimizer was
@@ -61,8 +68,11 @@ class Optimizer {
   virtual std::string name() const = 0;
 
  protected:
+  explicit Optimizer(double learning_rate) : learning_rate_(learning_rate) {}
+
   // Adds the update of one variable; `scope` is named after the variable.
-  virtual Output ApplyOne(const Scope& scope, const Variable& variable, const Output& gradient) = 0;
+  virtual Output ApplyOne(const Scope& scope, const Variable& variable, const Output& gradient,
+                          const Output& learning_rate) = 0;
   // Creates slots shared by all variables (Adam's beta powers) once per ApplyGradients.
   virtual void CreateSharedSlots(const Scope& scope, DataType dtype);
   // Ops run after every update of a step (Adam's beta powers); none by default.
@@ -78,6 +88,8 @@ class Optimizer {
   // component of (so every replica asks for a slot of the same name).
   static std::string LogicalName(const Variable& variable);
 
+  double learning_rate_;
+  std::vector<Variable> learning_rate_variables_;
   std::vector<Output> initializers_;
   std::vector<Variable> variables_;
 };

@@ -166,7 +166,7 @@ std::vector<Tensor> TrainPlain(const std::string& optimizer_kind) {
 // Initializes, runs kSteps steps feeding replica r its slice of each global batch, and returns
 // the values of `reads` (empty when the session could not be made).
 std::vector<Tensor> TrainStepsAndRead(const Scope& root, const distribute::Strategy& strategy,
-                                      const std::vector<Model>& models,
+                                      const std::vector<BuiltModel>& models,
                                       const std::vector<Output>& train_ops,
                                       const std::vector<Output>& inits,
                                       const std::vector<Output>& reads, int n) {
@@ -199,7 +199,7 @@ std::vector<std::vector<Tensor>> TrainMirrored(const distribute::Strategy& strat
   auto optimizer = MakeOptimizer(optimizer_kind);
   std::vector<std::shared_ptr<distribute::DistributedVariable>> variables;
   std::vector<size_t> made(n, 0);
-  std::vector<Model> models(n);
+  std::vector<BuiltModel> models(n);
   std::vector<Output> train_ops(n);
   auto run = strategy.Run(
       root,
@@ -280,7 +280,7 @@ std::vector<std::vector<Tensor>> TrainInScope(const distribute::Strategy& strate
   const int n = strategy.num_replicas_in_sync();
   Scope root = Scope::NewRootScope();
   auto optimizer = MakeOptimizer(optimizer_kind);
-  std::vector<Model> models(n);
+  std::vector<BuiltModel> models(n);
   std::vector<Output> train_ops(n);
   distribute::StrategyScope in_scope = strategy.Scope();
   auto run = strategy.Run(root,
@@ -324,10 +324,11 @@ TEST(MirroredOptimizerTest, UnchangedApiInsideScopeAndRunAllReducesGradients) {
         distribute::MirroredStrategy::Create(distribute::testing::CpuDevices(2)).value();
     std::vector<std::vector<Tensor>> mirrored = TrainInScope(*strategy, optimizer);
     ExpectMirroredLikePlain(mirrored, optimizer);
-    // The slots (none for sgd) were made through the scope too: mirrored, one per replica.
-    EXPECT_EQ(strategy->variables().size(), std::string(optimizer) == "momentum" ? 12u
-                                            : std::string(optimizer) == "adam"   ? 20u
-                                                                                 : 6u);
+    // The slots (none for sgd) and the learning rate were made through the scope too:
+    // mirrored, one per replica.
+    EXPECT_EQ(strategy->variables().size(), std::string(optimizer) == "momentum" ? 13u
+                                            : std::string(optimizer) == "adam"   ? 21u
+                                                                                 : 7u);
   }
 }
 

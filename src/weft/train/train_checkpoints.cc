@@ -61,6 +61,11 @@ Status TrainCheckpoints::AfterStep(Session& session, const TrainPosition& positi
   const bool due =
       options_.save_every_steps > 0 && position.global_step % options_.save_every_steps == 0;
   if (!due && !final) return Status::OK();
+  return Save(session, position, final);
+}
+
+Status TrainCheckpoints::Save(Session& session, const TrainPosition& position, bool final) {
+  if (!options_.writer || position.global_step == last_saved_step_) return Status::OK();
   const checkpoint::CheckpointValues values = {{kGlobalStepName, position.global_step},
                                                {kEpochName, position.epoch},
                                                {kBatchIndexName, position.batch_index},
@@ -76,10 +81,11 @@ Status TrainCheckpoints::AfterStep(Session& session, const TrainPosition& positi
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  last_saved_step_ = position.global_step;
   if (final && !status.ok()) return status;
   Settle(status);
+  // A failed save is tried again at the next one due, and at the end even at the same step.
   if (!status.ok()) return Status::OK();
+  last_saved_step_ = position.global_step;
   ++saves_;
   if (!final) {
     // The last save holds no training up: only the ones between steps count as stalls.

@@ -61,6 +61,8 @@ class TrainCheckpoints {
   // unwritable directory) is reported and training goes on with the previous checkpoint intact;
   // only the final save's failure is returned.
   Status AfterStep(Session& session, const TrainPosition& position, bool final);
+  // Saves `position` now (unless it is the last one saved), as AfterStep does when a save is due.
+  Status Save(Session& session, const TrainPosition& position, bool final);
   // The duration of the step after a save: a save's stall is the time its call held the loop
   // plus what the next step took beyond the mean of the steps not following a save (the final
   // save, after the last step, holds nothing up and is not counted).

@@ -36,7 +36,7 @@ Status AddCheckpoints(const Scope& root, checkpoint::CheckpointObjects objects,
   return Status::OK();
 }
 
-void AddVariableReads(const Scope& scope, const Model& model, TrainGraph* graph) {
+void AddVariableReads(const Scope& scope, const BuiltModel& model, TrainGraph* graph) {
   for (const Variable& variable : model.variables) {
     graph->variable_reads.push_back(variable.Read(scope.NewSubScope("fingerprint")).name());
   }
@@ -96,7 +96,7 @@ StatusOr<std::unique_ptr<distribute::Strategy>> MakeStrategy(
 // Today's single-device graph: the model in the root scope, no strategy.
 StatusOr<TrainGraph> BuildPlainGraph(const TrainOptions& options, const TrainCallbacks& callbacks) {
   Scope root = Scope::NewRootScope();
-  WEFT_ASSIGN_OR_RETURN(Model model, BuildModel(root, options.model, options.seed));
+  WEFT_ASSIGN_OR_RETURN(BuiltModel model, BuildModel(root, options.model, options.seed));
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer, MakeOptimizer(options));
   WEFT_ASSIGN_OR_RETURN(Output train_op, optimizer->Minimize(root, model.loss, model.variables));
   std::vector<Output> initializers = model.initializers;
@@ -138,7 +138,7 @@ StatusOr<TrainGraph> BuildReplicatedGraph(const TrainOptions& options,
     const int r = context.replica_id();
     WEFT_ASSIGN_OR_RETURN(result.replicas[r],
                           BuildModel(replica_scope, options.model, options.seed));
-    const Model& model = result.replicas[r];
+    const BuiltModel& model = result.replicas[r];
     WEFT_ASSIGN_OR_RETURN(train_ops[r],
                           optimizer->Minimize(replica_scope, model.loss, model.variables));
     WEFT_RETURN_IF_ERROR(replica_scope.status());

@@ -21,7 +21,7 @@ struct TrainGraph {
   std::shared_ptr<Graph> owner;  // keeps the nodes the Outputs below point to
   proto::GraphDef graph;
   std::string init;
-  std::vector<Model> replicas;  // replica r's placeholders, loss and metrics
+  std::vector<BuiltModel> replicas;  // replica r's placeholders, loss and metrics
   std::vector<std::string> targets;
   std::unique_ptr<distribute::Strategy> strategy;  // null on the plain single-device path
   // Multi-worker only: the chief's initial values to every replica (run once after init), and the

@@ -32,7 +32,7 @@ double SecondsSince(Clock::time_point start) {
 }
 
 // Counts the test examples the model classifies correctly, in large batches.
-StatusOr<double> Evaluate(Session& session, const Model& model, const Dataset& test) {
+StatusOr<double> Evaluate(Session& session, const BuiltModel& model, const Dataset& test) {
   BatchOptions batches;
   batches.batch_size = 1000;
   batches.shuffle = false;
@@ -227,7 +227,7 @@ StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& 
   // that collective in the same steps.
   constexpr int64_t kGlobalLossEvery = 10;
   std::vector<std::string> fetches;
-  for (const Model& model : graph.replicas) fetches.push_back(model.loss.name());
+  for (const BuiltModel& model : graph.replicas) fetches.push_back(model.loss.name());
   const std::vector<std::string> global_fetches = {graph.global_loss};
   std::vector<std::pair<std::string, Tensor>> feeds(2 * replicas);
   for (int r = 0; r < replicas; ++r) {

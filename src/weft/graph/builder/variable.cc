@@ -118,7 +118,8 @@ Output Initializer::Build(const Scope& scope, const TensorShape& shape, DataType
 }
 
 Variable Variable::Create(const Scope& scope, std::string_view name, const TensorShape& shape,
-                          DataType dtype, const Initializer& initializer) {
+                          DataType dtype, const Initializer& initializer,
+                          const VariableOptions& options) {
   if (!creator_stack.empty()) {
     // Off the stack while it runs, so the creator's own Variable::Create calls go further out.
     VariableCreator creator = std::move(creator_stack.back());
@@ -127,7 +128,7 @@ Variable Variable::Create(const Scope& scope, std::string_view name, const Tenso
       VariableCreator& creator;
       ~Restore() { creator_stack.push_back(std::move(creator)); }
     } restore{creator};
-    return creator(scope, name, shape, dtype, initializer);
+    return creator(scope, name, shape, dtype, initializer, options);
   }
   Output handle = ops::VarHandleOp(scope.WithOpName(name), dtype, PartialShape(shape));
   if (!handle) return Variable();

@@ -68,10 +68,24 @@ class Initializer {
 
 class Variable;
 
+// How updates to a variable made in replica context are combined when a distribution strategy
+// makes it (kNone refuses them when there are several replicas, kSum / kMean all-reduce the
+// update, kOnlyFirstReplica applies replica 0's update everywhere), and when its components are
+// kept in sync (kAuto and kOnWrite: every write is synchronised; kOnRead: each replica writes its
+// own component and a cross-replica read aggregates them, as for a metric's totals or a batch
+// normalization's moving statistics). A plain single-device variable ignores both.
+enum class VariableAggregation { kNone, kSum, kMean, kOnlyFirstReplica };
+enum class VariableSynchronization { kAuto, kOnWrite, kOnRead };
+
+struct VariableOptions {
+  VariableSynchronization synchronization = VariableSynchronization::kAuto;
+  VariableAggregation aggregation = VariableAggregation::kNone;
+};
+
 // Makes the variable that Variable::Create was asked for (see the file comment).
-using VariableCreator =
-    std::function<Variable(const Scope& scope, std::string_view name, const TensorShape& shape,
-                           DataType dtype, const Initializer& initializer)>;
+using VariableCreator = std::function<Variable(
+    const Scope& scope, std::string_view name, const TensorShape& shape, DataType dtype,
+    const Initializer& initializer, const VariableOptions& options)>;
 
 // Installs `creator` on this thread for the scope's lifetime. Destroy scopes in reverse order of
 // creation, on the thread that made them.
@@ -93,9 +107,10 @@ class Variable {
 
   // Builds the handle, the initial value and the initializer in `scope`, or asks this thread's
   // innermost variable creator to (see the file comment). Errors go to the scope (the returned
-  // Variable is then empty).
+  // Variable is then empty). `options` are for the creator (a distribution strategy's).
   static Variable Create(const Scope& scope, std::string_view name, const TensorShape& shape,
-                         DataType dtype, const Initializer& initializer);
+                         DataType dtype, const Initializer& initializer,
+                         const VariableOptions& options = {});
   // A variable whose initializer assigns `initial_value` (built by the caller, e.g. a copy of
   // another variable's initial value); its static shape must be fully known. The initializer is
   // named "<name>/Assign".

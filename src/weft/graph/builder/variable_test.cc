@@ -233,11 +233,12 @@ TEST(VariableTest, IntegerCountersAndAssign) {
 // A creator that records its calls under `tag` and builds the variable as "<name>_<tag>" through
 // Variable::Create (so the next creator out, or the plain builder, makes it).
 VariableCreator Renaming(std::string tag, std::vector<std::string>* calls) {
-  return [tag, calls](const Scope& scope, std::string_view name, const TensorShape& shape,
-                      DataType dtype, const Initializer& initializer) {
-    calls->push_back(StrCat(tag, ":", name));
-    return Variable::Create(scope, StrCat(name, "_", tag), shape, dtype, initializer);
-  };
+  return
+      [tag, calls](const Scope& scope, std::string_view name, const TensorShape& shape,
+                   DataType dtype, const Initializer& initializer, const VariableOptions& options) {
+        calls->push_back(StrCat(tag, ":", name));
+        return Variable::Create(scope, StrCat(name, "_", tag), shape, dtype, initializer, options);
+      };
 }
 
 TEST(VariableCreatorTest, CreatorsNestInnermostFirstAndDoNotReenterThemselves) {
@@ -282,12 +283,35 @@ TEST(VariableCreatorTest, CreatorsNestInnermostFirstAndDoNotReenterThemselves) {
   ASSERT_TRUE(session->Run({}, {}, {"v_inner_outer/Assign"}, &outputs).ok());
 }
 
+TEST(VariableCreatorTest, TheCreatorReceivesTheOptions) {
+  Scope root = Scope::NewRootScope();
+  std::vector<VariableOptions> seen;
+  VariableCreatorScope record([&](const Scope& scope, std::string_view name,
+                                  const TensorShape& shape, DataType dtype,
+                                  const Initializer& initializer, const VariableOptions& options) {
+    seen.push_back(options);
+    return Variable::Create(scope, name, shape, dtype, initializer);
+  });
+  VariableOptions on_read;
+  on_read.synchronization = VariableSynchronization::kOnRead;
+  on_read.aggregation = VariableAggregation::kMean;
+  ASSERT_TRUE(Variable::Create(root, "moving_mean", TensorShape({2}), DataType::kFloat,
+                               Initializer::Zeros(), on_read));
+  ASSERT_TRUE(
+      Variable::Create(root, "kernel", TensorShape({2}), DataType::kFloat, Initializer::Zeros()));
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0].synchronization, VariableSynchronization::kOnRead);
+  EXPECT_EQ(seen[0].aggregation, VariableAggregation::kMean);
+  EXPECT_EQ(seen[1].synchronization, VariableSynchronization::kAuto);
+  EXPECT_EQ(seen[1].aggregation, VariableAggregation::kNone);
+}
+
 TEST(VariableCreatorTest, ACreatorMayReturnAnotherVariableOrFail) {
   Scope root = Scope::NewRootScope();
   Variable shared =
       Variable::Create(root, "shared", TensorShape({3}), DataType::kFloat, Initializer::Zeros());
   VariableCreatorScope reuse([&](const Scope& scope, std::string_view name, const TensorShape&,
-                                 DataType, const Initializer&) -> Variable {
+                                 DataType, const Initializer&, const VariableOptions&) -> Variable {
     if (name == "bad") {
       scope.UpdateStatus(InvalidArgument("no variable '", name, "' here"));
       return Variable();

@@ -1,0 +1,223 @@
+#include "weft/train/callbacks.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+
+#include <unistd.h>
+
+#include "weft/core/str_util.h"
+#include "weft/distribute/multi_worker_mirrored_strategy.h"
+
+namespace weft::train {
+namespace {
+
+std::string FormatLogs(const Logs& logs) {
+  std::string text;
+  char buffer[64];
+  for (const auto& [name, value] : logs) {
+    std::snprintf(buffer, sizeof(buffer), "  %s %.4f", name.c_str(), value);
+    text += buffer;
+  }
+  return text;
+}
+
+// A JSON number (JSON has no NaN or infinity: those become null).
+std::string JsonNumber(double value) {
+  if (!std::isfinite(value)) return "null";
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%.9g", value);
+  return buffer;
+}
+
+}  // namespace
+
+ProgressBar::ProgressBar(FILE* out) : out_(out), terminal_(isatty(fileno(out)) == 1) {}
+
+Status ProgressBar::OnEpochBegin(Model&, int epoch) {
+  epoch_ = epoch;
+  seconds_ = 0;
+  examples_ = 0;
+  return Status::OK();
+}
+
+Status ProgressBar::OnTrainBatchEnd(Model&, const Logs& logs) {
+  seconds_ += logs.at("seconds");
+  examples_ += static_cast<int64_t>(logs.at("examples"));
+  epochs_ = static_cast<int>(logs.at("epochs"));
+  if (!terminal_) return Status::OK();
+  const auto batch = static_cast<int64_t>(logs.at("batch"));
+  const auto steps = static_cast<int64_t>(logs.at("steps"));
+  std::string progress = StrCat(batch);
+  if (steps > 0) {
+    // "120/469 [======>        ]": the bar is 20 characters wide.
+    constexpr int kWidth = 20;
+    const int done = static_cast<int>(kWidth * std::min(batch, steps) / steps);
+    progress = StrCat(batch, "/", steps, " [", std::string(done, '='), done < kWidth ? ">" : "",
+                      std::string(std::max(0, kWidth - done - 1), ' '), "]");
+  }
+  std::fprintf(out_, "\rEpoch %d/%d  %s  loss %.4f  %.0f examples/s   ", epoch_ + 1, epochs_,
+               progress.c_str(), logs.at("loss"), examples_ / std::max(seconds_, 1e-9));
+  std::fflush(out_);
+  return Status::OK();
+}
+
+Status ProgressBar::OnEpochEnd(Model&, int epoch, const Logs& logs) {
+  std::fprintf(out_, "%sEpoch %d: %.1f s, %.0f examples/s%s\n", terminal_ ? "\r" : "", epoch + 1,
+               seconds_, examples_ / std::max(seconds_, 1e-9), FormatLogs(logs).c_str());
+  std::fflush(out_);
+  return Status::OK();
+}
+
+JsonLinesLogger::JsonLinesLogger(std::string path, bool every_batch)
+    : path_(std::move(path)), every_batch_(every_batch) {}
+
+JsonLinesLogger::~JsonLinesLogger() {
+  if (file_ != nullptr) std::fclose(file_);
+}
+
+Status JsonLinesLogger::OnTrainBegin(Model&) {
+  if (file_ != nullptr) return Status::OK();
+  file_ = std::fopen(path_.c_str(), "a");
+  if (file_ == nullptr) {
+    return InvalidArgument("JsonLinesLogger: cannot open '", path_, "': ", std::strerror(errno));
+  }
+  return Status::OK();
+}
+
+Status JsonLinesLogger::Write(const std::string& line) {
+  if (file_ == nullptr) return FailedPrecondition("JsonLinesLogger: '", path_, "' is not open");
+  if (std::fputs(line.c_str(), file_) < 0 || std::fflush(file_) != 0) {
+    return Internal("JsonLinesLogger: cannot write '", path_, "': ", std::strerror(errno));
+  }
+  return Status::OK();
+}
+
+Status JsonLinesLogger::OnTrainBatchEnd(Model&, const Logs& logs) {
+  if (!every_batch_) return Status::OK();
+  std::string line;
+  for (const auto& [name, value] : logs) {
+    line += StrCat(line.empty() ? "{\"" : ", \"", name, "\": ", JsonNumber(value));
+  }
+  return Write(line + "}\n");
+}
+
+Status JsonLinesLogger::OnEpochEnd(Model&, int epoch, const Logs& logs) {
+  std::string line = StrCat("{\"epoch\": ", epoch + 1);
+  for (const auto& [name, value] : logs) line += StrCat(", \"", name, "\": ", JsonNumber(value));
+  return Write(line + "}\n");
+}
+
+Status JsonLinesLogger::OnTrainEnd(Model&) {
+  if (file_ != nullptr && std::fclose(file_) != 0) {
+    file_ = nullptr;
+    return Internal("JsonLinesLogger: cannot close '", path_, "': ", std::strerror(errno));
+  }
+  file_ = nullptr;
+  return Status::OK();
+}
+
+Status LearningRateScheduler::OnEpochBegin(Model& model, int epoch) {
+  const double current = model.learning_rate();
+  const double next = schedule_(epoch, current);
+  if (!(next >= 0) || !std::isfinite(next)) {
+    return InvalidArgument("LearningRateScheduler: the schedule gave ", next, " for epoch ", epoch,
+                           " (a learning rate must be finite and non-negative)");
+  }
+  if (next == current) return Status::OK();
+  return model.SetLearningRate(next);
+}
+
+EarlyStopping::EarlyStopping(std::string monitor, int patience, double min_delta)
+    : monitor_(std::move(monitor)),
+      patience_(patience),
+      min_delta_(std::abs(min_delta)),
+      higher_is_better_(monitor_.find("acc") != std::string::npos) {}
+
+Status EarlyStopping::OnTrainBegin(Model&) {
+  has_best_ = false;
+  waited_ = 0;
+  stopped_epoch_ = -1;
+  return Status::OK();
+}
+
+Status EarlyStopping::OnEpochEnd(Model& model, int epoch, const Logs& logs) {
+  auto found = logs.find(monitor_);
+  if (found == logs.end()) {
+    std::vector<std::string> names;
+    for (const auto& [name, value] : logs) names.push_back(name);
+    return InvalidArgument("EarlyStopping: the logs have no '", monitor_, "' (they have ",
+                           StrJoin(names, ", "), ")");
+  }
+  const double value = found->second;
+  const bool improved =
+      !has_best_ || (higher_is_better_ ? value > best_ + min_delta_ : value < best_ - min_delta_);
+  if (improved) {
+    best_ = value;
+    has_best_ = true;
+    waited_ = 0;
+    return Status::OK();
+  }
+  if (++waited_ > patience_) {
+    stopped_epoch_ = epoch;
+    model.StopTraining();
+  }
+  return Status::OK();
+}
+
+ModelCheckpoint::ModelCheckpoint(std::string directory, ModelCheckpointOptions options)
+    : directory_(std::move(directory)), options_(std::move(options)) {}
+
+Status ModelCheckpoint::OnTrainBegin(Model& model) {
+  if (checkpoints_ != nullptr) {
+    if (model_ != &model) {
+      return FailedPrecondition("ModelCheckpoint '", directory_, "' serves model '", model_->name(),
+                                "'; model '", model.name(), "' needs a ModelCheckpoint of its own");
+    }
+    return Status::OK();
+  }
+  const distribute::Strategy& strategy = *model.strategy();
+  const auto* multi_worker =
+      dynamic_cast<const distribute::MultiWorkerMirroredStrategy*>(&strategy);
+  TrainCheckpointOptions options{.directory = directory_,
+                                 .save_every_steps = options_.save_every_steps,
+                                 .keep = options_.keep,
+                                 .async = options_.async,
+                                 .writer = multi_worker == nullptr || multi_worker->is_chief(),
+                                 .report = options_.report};
+  WEFT_RETURN_IF_ERROR(model.AddToGraph([&](const Scope& root) -> Status {
+    checkpoint::CheckpointObjects objects;
+    objects.distributed_variables = strategy.variables();
+    objects.replicas = strategy.num_replicas_in_sync();
+    WEFT_ASSIGN_OR_RETURN(
+        checkpoints_, TrainCheckpoints::Create(root.NewSubScope("checkpoint"), objects, options));
+    return Status::OK();
+  }));
+  model_ = &model;
+  // Only a model that has not trained yet continues a stopped run; a later Fit of this model
+  // goes on from where it is.
+  if (model.position().global_step == 0) {
+    WEFT_ASSIGN_OR_RETURN(std::optional<TrainPosition> restored,
+                          checkpoints_->RestoreLatest(*model.session()));
+    if (restored.has_value()) model.ResumeAt(*restored);
+  }
+  return checkpoints_->Prepare(*model.session());
+}
+
+Status ModelCheckpoint::OnTrainBatchEnd(Model& model, const Logs& logs) {
+  checkpoints_->RecordStep(logs.at("seconds"));
+  if (options_.save_every_steps == 0) return Status::OK();
+  return checkpoints_->AfterStep(*model.session(), model.position(), /*final=*/false);
+}
+
+Status ModelCheckpoint::OnEpochEnd(Model& model, int /*epoch*/, const Logs& /*logs*/) {
+  if (options_.save_every_steps != 0) return Status::OK();
+  return checkpoints_->Save(*model.session(), model.position(), /*final=*/false);
+}
+
+Status ModelCheckpoint::OnTrainEnd(Model& model) {
+  WEFT_RETURN_IF_ERROR(checkpoints_->AfterStep(*model.session(), model.position(), /*final=*/true));
+  return checkpoints_->Finish();
+}
+
+}  // namespace weft::train

@@ -1,0 +1,137 @@
+#include "weft/train/layers/layer.h"
+
+#include <map>
+
+#include "weft/core/mutex.h"
+#include "weft/core/str_util.h"
+#include "weft/distribute/replica_context.h"
+
+namespace weft::train {
+namespace {
+
+thread_local LayerCallContext* current_call_context = nullptr;
+
+// "dense", "dense_1", ...: the reference numbers automatic names per type for the process.
+std::string UniqueLayerName(std::string_view default_name) {
+  static Mutex mu;
+  static std::map<std::string, int, std::less<>>* counts =
+      new std::map<std::string, int, std::less<>>;
+  MutexLock lock(mu);
+  int& count = (*counts)[std::string(default_name)];
+  return count++ == 0 ? std::string(default_name) : StrCat(default_name, "_", count - 1);
+}
+
+int CurrentReplica() {
+  const distribute::ReplicaContext* context = distribute::CurrentReplicaContext();
+  return context == nullptr ? 0 : context->replica_id();
+}
+
+}  // namespace
+
+Output Activate(const Scope& scope, const Output& input, std::string_view activation) {
+  if (activation.empty() || activation == "linear") return input;
+  if (activation == "relu") return ops::Relu(scope, input);
+  if (activation == "sigmoid") return ops::Sigmoid(scope, input);
+  if (activation == "tanh") return ops::Tanh(scope, input);
+  if (activation == "softmax") return ops::Softmax(scope, input);
+  scope.UpdateStatus(InvalidArgument("unknown activation '", activation,
+                                     "' (expected linear, relu, sigmoid, tanh or softmax)"));
+  return Output();
+}
+
+LayerCallContext::LayerCallContext(bool training)
+    : training_(training), previous_(current_call_context) {
+  current_call_context = this;
+}
+
+LayerCallContext::~LayerCallContext() { current_call_context = previous_; }
+
+LayerCallContext* LayerCallContext::Current() { return current_call_context; }
+
+Layer::Layer(std::string_view default_name, std::string name)
+    : name_(name.empty() ? UniqueLayerName(default_name) : std::move(name)) {}
+
+Output Layer::operator()(const Scope& scope, const Output& input) {
+  const LayerCallContext* context = LayerCallContext::Current();
+  return (*this)(scope, input, context != nullptr && context->training());
+}
+
+Output Layer::operator()(const Scope& scope, const Output& input, bool training) {
+  if (!scope.ok()) return Output();
+  if (!input) {
+    Fail(scope, "the input is missing");
+    return Output();
+  }
+  Scope layer_scope = scope.NewSubScope(name_);
+  const Graph* graph = scope.graph();
+  const int replica = CurrentReplica();
+  const Built* built = nullptr;
+  for (const Built& candidate : built_) {
+    if (candidate.graph == graph && candidate.replica == replica) built = &candidate;
+  }
+  if (built == nullptr) {
+    built_.push_back({graph, replica, {}, {}});
+    // Weights are named after the layer ("dense/kernel") wherever the layer is first called.
+    Build(layer_scope, input.shape());
+    if (!scope.ok()) {
+      built_.pop_back();
+      return Output();
+    }
+    built = &built_.back();
+  }
+  Output output = Forward(layer_scope, input, training, built->weights);
+  if (!scope.ok()) return Output();
+  if (LayerCallContext* context = LayerCallContext::Current()) context->RecordCall(*this, output);
+  return output;
+}
+
+Variable Layer::AddWeight(const Scope& scope, std::string_view name, const TensorShape& shape,
+                          const Initializer& initializer, bool trainable,
+                          const VariableOptions& options) {
+  Variable variable = Variable::Create(scope, name, shape, DataType::kFloat, initializer, options);
+  if (variable && !built_.empty()) {
+    built_.back().weights.push_back(variable);
+    built_.back().trainable.push_back(trainable);
+  }
+  return variable;
+}
+
+void Layer::Fail(const Scope& scope, std::string_view message) const {
+  scope.UpdateStatus(InvalidArgument("layer '", name_, "' (", type(), "): ", message));
+}
+
+std::vector<Variable> Layer::Select(int which) const {
+  std::vector<Variable> selected;
+  for (const Built& built : built_) {
+    if (built.replica != 0) continue;
+    for (size_t i = 0; i < built.weights.size(); ++i) {
+      if (which == 0 || (which == 1) == built.trainable[i]) selected.push_back(built.weights[i]);
+    }
+    break;
+  }
+  return selected;
+}
+
+std::vector<Variable> Layer::variables() const { return Select(0); }
+std::vector<Variable> Layer::trainable_variables() const { return Select(1); }
+std::vector<Variable> Layer::non_trainable_variables() const { return Select(2); }
+
+std::vector<Variable> Layer::VariablesIn(const Graph* graph, int replica,
+                                         bool trainable_only) const {
+  std::vector<Variable> selected;
+  for (const Built& built : built_) {
+    if (built.graph != graph || built.replica != replica) continue;
+    for (size_t i = 0; i < built.weights.size(); ++i) {
+      if (!trainable_only || built.trainable[i]) selected.push_back(built.weights[i]);
+    }
+  }
+  return selected;
+}
+
+int64_t Layer::CountParams() const {
+  int64_t count = 0;
+  for (const Variable& variable : variables()) count += variable.shape().num_elements();
+  return count;
+}
+
+}  // namespace weft::train

@@ -1,0 +1,126 @@
+// Layer: the base of Keras-style layers. A layer is called on an Output to build its computation
+// in a graph and creates its variables on its first call — once per replica and graph, through
+// Variable::Create, so inside distribute::Strategy::Scope() and Strategy::Run each replica gets its
+// component of one distributed variable and the same model code runs on one device or many.
+// Calling a layer again in the same replica and graph reuses its variables (shared weights; a
+// model's training and inference graphs). LayerCallContext carries what a model being built
+// needs from its layers: the training flag, update ops (moving statistics) and the calls made.
+//
+// Not thread-safe: a layer is built by one thread at a time (Strategy::Run's replicas take turns).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "weft/graph/builder/ops.h"
+#include "weft/graph/builder/variable.h"
+
+namespace weft::train {
+
+class Layer;
+
+// `input` through the activation named `activation`, as the reference names them: "" or "linear"
+// (unchanged), "relu", "sigmoid", "tanh", "softmax". Another name is an InvalidArgument recorded in
+// `scope` listing these.
+Output Activate(const Scope& scope, const Output& input, std::string_view activation);
+
+// Installed on the building thread while a model builds one replica's graph (nests; restores the
+// previous one when destroyed, so make and destroy it on one thread in reverse order).
+class LayerCallContext {
+ public:
+  explicit LayerCallContext(bool training);
+  ~LayerCallContext();
+  LayerCallContext(const LayerCallContext&) = delete;
+  LayerCallContext& operator=(const LayerCallContext&) = delete;
+
+  // This thread's innermost context; null when none is installed.
+  static LayerCallContext* Current();
+
+  bool training() const { return training_; }
+  // Ops to run with every training step (a batch normalization's moving statistics).
+  void AddUpdate(const Output& update) { updates_.push_back(update); }
+  const std::vector<Output>& updates() const { return updates_; }
+
+  struct Call {
+    const Layer* layer;
+    PartialShape output_shape;
+  };
+  // Every layer call made in this context, in order (Model::Summary's rows).
+  const std::vector<Call>& calls() const { return calls_; }
+  void RecordCall(const Layer& layer, const Output& output) {
+    calls_.push_back({&layer, output.shape()});
+  }
+
+ private:
+  bool training_;
+  std::vector<Output> updates_;
+  std::vector<Call> calls_;
+  LayerCallContext* previous_;
+};
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+  Layer(Layer&&) = default;
+  Layer& operator=(Layer&&) = default;
+  Layer(const Layer&) = delete;
+  Layer& operator=(const Layer&) = delete;
+
+  // Builds the layer on `input` in a sub-scope named name(), in training mode when
+  // LayerCallContext::Current() says so (inference when there is none). Errors (an input of the
+  // wrong rank, say) are recorded in `scope` naming the layer; the returned Output is then empty.
+  Output operator()(const Scope& scope, const Output& input);
+  Output operator()(const Scope& scope, const Output& input, bool training);
+
+  // "dense", "dense_1", ... unless given one: unique in the process per layer type, like the
+  // reference's automatic names.
+  const std::string& name() const { return name_; }
+  // The layer's class name, "Dense".
+  virtual std::string_view type() const = 0;
+
+  // The variables of replica 0 in the first graph the layer was built in (the model's own), in
+  // creation order; empty before the first call.
+  std::vector<Variable> variables() const;
+  std::vector<Variable> trainable_variables() const;
+  std::vector<Variable> non_trainable_variables() const;
+  // The number of elements of variables().
+  int64_t CountParams() const;
+  // The variables of `replica` in `graph` (trainable ones only when `trainable_only`): what a
+  // model built there trains.
+  std::vector<Variable> VariablesIn(const Graph* graph, int replica, bool trainable_only) const;
+
+ protected:
+  // `name` empty: a unique one made from `default_name` ("dense").
+  Layer(std::string_view default_name, std::string name);
+
+  // Creates the weights for an input of `input_shape` with AddWeight; called once per replica and
+  // graph, before the first Forward there. Errors go to `scope`.
+  virtual void Build(const Scope& scope, const PartialShape& input_shape) = 0;
+  // The computation; `weights` are this replica's, in the order Build added them.
+  virtual Output Forward(const Scope& scope, const Output& input, bool training,
+                         const std::vector<Variable>& weights) = 0;
+
+  // A weight of this layer (a variable named "<layer>/<name>"), for Build.
+  Variable AddWeight(const Scope& scope, std::string_view name, const TensorShape& shape,
+                     const Initializer& initializer, bool trainable = true,
+                     const VariableOptions& options = {});
+  // Records an InvalidArgument naming this layer in `scope`.
+  void Fail(const Scope& scope, std::string_view message) const;
+
+ private:
+  // The weights of one replica in one graph.
+  struct Built {
+    const Graph* graph;
+    int replica;
+    std::vector<Variable> weights;
+    std::vector<bool> trainable;
+  };
+  std::vector<Variable> Select(int which) const;  // 0: all, 1: trainable, 2: non-trainable
+
+  std::string name_;
+  std::vector<Built> built_;  // the last one is being built during Build
+};
+
+}  // namespace weft::train

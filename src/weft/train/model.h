@@ -1,0 +1,205 @@
+// Model: layers grouped into an object that trains, after the reference's Keras Model. A model is
+// either functional — a function that calls layers on an Output — or Sequential (a list of layers
+// applied in order). Compile names the optimizer, the loss, the metrics and the distribution
+// strategy; Fit, Evaluate and Predict then run over a data::Dataset of batches:
+//
+//   Sequential model(Dense(256, "relu"), Dense(10));
+//   model.Compile(NewMomentumOptimizer(0.05, 0.9), SparseCategoricalCrossentropy(true),
+//                 {"accuracy"}, {.strategy = mirrored.get()});
+//   History history = model.Fit(train.Batch(128), {.epochs = 3}).value();
+//
+// The same code trains on one device, several, or several worker processes: the model builds its
+// graph once per replica through the strategy (Strategy::Run inside Strategy::Scope, so its
+// layers' variables are mirrored), splits every batch the dataset gives evenly over the replicas
+// (the global batch; an uneven training batch is an InvalidArgument naming both numbers),
+// averages the replicas' gradients before every update and keeps the metrics' totals in
+// sync-on-read variables. Under MultiWorkerMirroredStrategy every worker runs the same program
+// over the same dataset and trains on its share of each global batch; its logs are its own
+// replicas' (the loss, the metrics), and Evaluate and Predict run the whole dataset on each worker.
+// The graph is built on first use from the first batch's shapes and dtypes (or by Build) and kept
+// with its session for the model's life. Not thread-safe; one call at a time.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "weft/data/dataset.h"
+#include "weft/distribute/strategy.h"
+#include "weft/runtime/session.h"
+#include "weft/train/layers/layer.h"
+#include "weft/train/losses.h"
+#include "weft/train/metrics.h"
+#include "weft/train/optimizer.h"
+#include "weft/train/train_checkpoints.h"
+
+namespace weft::train {
+
+class Callback;
+struct ModelGraph;
+struct ReplicaNames;
+
+// Values by name: "loss", "accuracy", ... (and "val_loss", ... with validation data).
+using Logs = std::map<std::string, double>;
+
+// One example of the model's input (the batch dimension is left out): Input(shape=...).
+struct InputSpec {
+  PartialShape shape;
+  DataType dtype = DataType::kFloat;
+};
+
+struct CompileOptions {
+  // The strategy to train under; not owned, and it must outlive the model. Null: one device
+  // (/cpu:0) through a OneDeviceStrategy the model makes.
+  const distribute::Strategy* strategy = nullptr;
+  // The session's thread pools (0: inter-op one per replica, intra-op one per core).
+  int inter_op_threads = 0;
+  int intra_op_threads = 0;
+};
+
+struct FitOptions {
+  int epochs = 1;
+  int64_t steps_per_epoch = -1;        // -1: until the dataset ends; else at most this many batches
+  std::vector<Callback*> callbacks{};  // not owned; called in order
+  // Evaluated after each epoch (logs gain "val_<name>").
+  std::optional<data::Dataset> validation_data{};
+};
+
+// Each epoch's logs, in order.
+struct History {
+  std::vector<Logs> epochs;
+};
+
+class Model {
+ public:
+  // Builds the model's output from its input by calling layers (functional form).
+  using CallFn = std::function<Output(const Scope& scope, const Output& input)>;
+
+  explicit Model(CallFn call, std::string name = "model");
+  virtual ~Model();
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  const std::string& name() const { return name_; }
+
+  // FailedPrecondition when already compiled; InvalidArgument for a null optimizer, an empty loss
+  // or an unknown metric.
+  Status Compile(std::unique_ptr<Optimizer> optimizer, Loss loss,
+                 const std::vector<std::string>& metrics = {}, CompileOptions options = {});
+  // Builds the inference graph now for inputs of `input` (Fit, Evaluate and Predict build it on
+  // first use otherwise). Needs Compile.
+  Status Build(const InputSpec& input);
+
+  // Trains on the dataset's batches (elements (inputs, labels), batched): options.epochs passes,
+  // each restarting the dataset. Returns each epoch's logs: "loss" (the mean of the batches'
+  // losses, weighted by batch size) and each metric's epoch mean.
+  StatusOr<History> Fit(const data::Dataset& dataset, const FitOptions& options = {});
+  // The loss and metrics over the whole dataset, in inference mode.
+  StatusOr<Logs> Evaluate(const data::Dataset& dataset);
+  // The model's outputs for every example of the dataset (its elements' first component), in
+  // order, concatenated along dimension 0.
+  StatusOr<Tensor> Predict(const data::Dataset& dataset);
+
+  // A table of the layers called (name and type, output shape, parameter count) and the totals,
+  // like the reference's model.summary(). Needs the model built.
+  StatusOr<std::string> Summary() const;
+
+  // The variables of the layers called (replica 0's components under a strategy), in order of
+  // creation; empty before the model is built.
+  std::vector<Variable> variables() const;
+  std::vector<Variable> trainable_variables() const;
+
+  // For callbacks: ends Fit after the current epoch.
+  void StopTraining() { stop_training_ = true; }
+  // Where training stands: steps run over every Fit (global_step), and within the current Fit
+  // the epoch and the batches done in it (shuffle_seed is unused).
+  const TrainPosition& position() const { return position_; }
+  // For callbacks, from OnTrainBegin (ModelCheckpoint): Fit continues a run that stopped at
+  // `position` (epochs count from that run's start): it starts in position.epoch, skipping the
+  // batches done (Dataset::MakeIterator(epoch) recreates that epoch's order) and keeping the
+  // metrics' totals, which the checkpoint restored.
+  void ResumeAt(const TrainPosition& position) { resume_ = position; }
+  // For callbacks: adds nodes to the model's graph (`build` gets its root scope) and sends them
+  // to the session. Needs the model built.
+  Status AddToGraph(const std::function<Status(const Scope& root)>& build);
+  // For callbacks: the current learning rate, and a new one for the next steps.
+  double learning_rate() const { return learning_rate_; }
+  Status SetLearningRate(double learning_rate);
+  // The session that holds the model's variables (null before the model is built), and the
+  // strategy it trains under (null before Compile).
+  Session* session() const { return session_.get(); }
+  const distribute::Strategy* strategy() const { return strategy_; }
+
+ protected:
+  explicit Model(std::string name);
+  void set_call(CallFn call) { call_ = std::move(call); }
+
+ private:
+  friend struct ModelGraph;
+  // Builds what is missing: the inference graph for `input`, and with `labels` (the first batch's
+  // labels) the training and evaluation graphs.
+  Status EnsureBuilt(const InputSpec& input, const Tensor* labels);
+  // Feeds every replica its slice of `batch` (inputs, and labels when `names` has them), fetches
+  // the replicas' outputs and runs their steps: the whole batch on replica 0 alone when it does
+  // not split evenly and `allow_uneven` (inference needs no other replica).
+  Status RunBatch(const data::Element& batch, const ReplicaNames& names, bool allow_uneven,
+                  std::vector<Tensor>* outputs);
+  StatusOr<Logs> ReadMetrics(const std::string& prefix);
+  // Starts a pass over `dataset` for `what` ("Fit", ...): its iterator, positioned after the first
+  // batch (in *first), checked to have `components` batched components, and the model built for it.
+  StatusOr<std::unique_ptr<data::Iterator>> StartPass(const data::Dataset& dataset,
+                                                      size_t components, std::string_view what,
+                                                      data::Element* first);
+  std::vector<Variable> LayerVariables(bool trainable_only) const;
+  // Sends the graph's new nodes to the session (creating it on first use) and runs
+  // `initializers`, then, under MultiWorkerMirroredStrategy, the broadcast from the chief.
+  Status SendNewNodes(std::vector<Output> initializers);
+
+  std::string name_;
+  CallFn call_;
+  std::unique_ptr<Optimizer> optimizer_;
+  Loss loss_;
+  std::vector<Metric> metrics_;
+  CompileOptions options_;
+  std::unique_ptr<distribute::Strategy> owned_strategy_;
+  const distribute::Strategy* strategy_ = nullptr;
+  std::unique_ptr<ModelGraph> graph_;
+  std::unique_ptr<Session> session_;
+  double learning_rate_ = 0;
+  bool stop_training_ = false;
+  TrainPosition position_;
+  std::optional<TrainPosition> resume_;
+};
+
+// Layers applied one after the other: Sequential(Dense(256, "relu"), Dense(10)). Takes the layers
+// by value (they are moved in) and owns them.
+class Sequential final : public Model {
+ public:
+  template <typename... Layers>
+  explicit Sequential(Layers&&... layers) : Model("sequential") {
+    (Add(std::forward<Layers>(layers)), ...);
+    set_call([this](const Scope& scope, const Output& input) { return Apply(scope, input); });
+  }
+
+  // Appends a layer; returns the model's copy.
+  template <typename L>
+  std::decay_t<L>& Add(L&& layer) {
+    auto owned = std::make_unique<std::decay_t<L>>(std::forward<L>(layer));
+    std::decay_t<L>& added = *owned;
+    layers_.push_back(std::move(owned));
+    return added;
+  }
+  const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
+
+ private:
+  Output Apply(const Scope& scope, const Output& input);
+
+  std::vector<std::unique_ptr<Layer>> layers_;
+};
+
+}  // namespace weft::train

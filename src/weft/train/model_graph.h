@@ -1,0 +1,47 @@
+// The graph behind a Model: its inference, training and evaluation parts, built once per replica
+// through the model's strategy, and the names of what Fit, Evaluate and Predict feed and fetch.
+// Private to model*.cc; not thread-safe.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "weft/train/model.h"
+
+namespace weft::train {
+
+// The tensors of one part of the graph, per replica.
+struct ReplicaNames {
+  std::vector<std::string> inputs;   // placeholders
+  std::vector<std::string> labels;   // placeholders (not in the inference part)
+  std::vector<std::string> outputs;  // predictions (inference) or losses
+  std::vector<std::string> steps;    // targets: a training step, or the metrics' updates
+};
+
+struct ModelGraph {
+  explicit ModelGraph(Scope root) : root(std::move(root)) {}
+
+  Scope root;
+  std::set<std::string> sent;                // nodes already in the session
+  size_t initialized_variables = 0;          // of strategy->variables()
+  std::vector<Output> pending_initializers;  // of variables made outside Strategy::Scope
+
+  bool has_inference = false;
+  InputSpec input;
+  ReplicaNames inference;
+  bool has_training = false;
+  ReplicaNames training;
+  ReplicaNames evaluation;
+  // Unique layers of the first part built (replica 0), with their output shapes: Summary's rows.
+  std::vector<LayerCallContext::Call> calls;
+
+  std::vector<std::string> metric_names;    // "loss", then the metrics'
+  std::vector<std::string> metric_results;  // cross-replica total / count, in that order
+  std::string reset_metrics;
+  std::string learning_rate_value;  // placeholder
+  std::string assign_learning_rate;
+  std::string sync_on_read_means;  // "" with one replica or no such variable
+};
+
+}  // namespace weft::train
