@@ -6,7 +6,7 @@ packages=(
   python3-numpy python3-crc32c
   clang libclang-rt-14-dev
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
-  libeigen3-dev libopenblas-dev libdnnl-dev zlib1g-dev
+  libeigen3-dev libopenblas-dev libdnnl-dev ocl-icd-opencl-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev libgloo-dev
   libcli11-dev nlohmann-json3-dev libfmt-dev
   dataset-fashion-mnist

@@ -46,5 +46,23 @@ int main() {
   std::printf("a 3x4 by 5x6 MatMul reports: %s\n", broken.status().ToString().c_str());
   status = (*session)->Run({{"x", Tensor::FromVector<float>({1, 2, 3})}}, {"y"}, {}, &outputs);
   std::printf("a feed of the wrong shape reports: %s\n", status.ToString().c_str());
+
+  // 4. Two CPU devices in one session: a node runs on the device it names (unplaced nodes go to
+  // CPU:0), and tensors cross between the devices within the step.
+  SessionOptions options;
+  (*options.config.mutable_device_count())["CPU"] = 2;
+  Scope two = Scope::NewRootScope();
+  Output a = ops::Placeholder(two.WithOpName("a"), DataType::kFloat, PartialShape({-1, 2}));
+  Output doubled = ops::Mul(two.WithOpName("doubled"), a, ops::Const(two, 2.0f));
+  ops::MatMul(two.WithOpName("product").WithDevice("/device:CPU:1"), doubled, doubled,
+              {.transpose_b = true});
+  StatusOr<std::unique_ptr<Session>> placed = NewSession(options);
+  StatusOr<proto::GraphDef> placed_graph = two.ToGraphDef();
+  if (!placed.ok() || !placed_graph.ok() || !(*placed)->Create(*placed_graph).ok() ||
+      !(*placed)->Run({{"a", input}}, {"product"}, {}, &outputs).ok()) {
+    std::fprintf(stderr, "the two-device session failed\n");
+    return 1;
+  }
+  std::printf("on CPU:1, (2a)(2a)^T = %s\n", outputs[0].DebugString().c_str());
   return 0;
 }
