@@ -1,5 +1,6 @@
 """Turns Google Benchmark JSON into the METRIC/RATIO lines of bench/run.sh (medians of repeats)."""
 import json
+import os
 import re
 import sys
 
@@ -52,6 +53,12 @@ def chief_summary(path):
     if summary is None:
         raise SystemExit(f"{path}: no JSON summary line from the chief ([worker 0])")
     return summary
+
+
+def code_lines(path):
+    """The lines of a C++ source that are neither blank nor `//` comments."""
+    with open(path) as f:
+        return sum(1 for line in f if line.strip() and not line.strip().startswith("//"))
 
 
 def print_against_ddp(label, weft, ddp, accuracy=False):
@@ -221,6 +228,19 @@ def main():
         print(f"RATIO async_save_stall_vs_sync "
               f"{async_['max_save_stall_seconds'] / sync['max_save_stall_seconds']:.3f} "
               "(smaller is better)")
+    elif kind == "libtorch":
+        # W2 as a user writes it: the fmnist_cnn example (Weft's layers and Model::Fit) against the
+        # same model in libtorch's C++ frontend at its better thread count, and each program's
+        # length in lines of code.
+        weft = load_json(f"{path}/weft_layers_cnn.json")["images_per_sec"]
+        libtorch = max(load_json(f"{path}/libtorch_cnn_{t}.json")["images_per_sec"] for t in (1, 2))
+        print(f"METRIC layers_cnn_weft_images_per_sec {weft:.0f} images/s")
+        print(f"METRIC layers_cnn_libtorch_images_per_sec {libtorch:.0f} images/s")
+        print(f"RATIO layers_cnn_vs_libtorch {weft / libtorch:.3f}")
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        for label, source in (("weft", "examples/fmnist_cnn/main.cc"),
+                              ("libtorch", "bench/libtorch_cnn.cc")):
+            print(f"METRIC example_lines_{label} {code_lines(os.path.join(root, source))} lines")
     else:
         raise SystemExit(f"unknown kind {kind}")
 

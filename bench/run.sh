@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Runs Weft's benchmarks and prints `METRIC <name> <value> <unit>` and `RATIO <name> <value>` lines
 # (a RATIO above 1 means Weft is better). Usage: bench/run.sh [executor] [matmul] [conv] [train]
-# [allreduce] [mirrored] [rpc] [cluster] [collective] [multiworker] [checkpoint] (all when none). `train`,
-# `mirrored`, `conv`, `cluster` and `multiworker` need PyTorch (Debian's python3-torch) for the peer side,
-# `collective` needs Gloo (libgloo-dev). A benchmark whose Weft side is missing from the build says
-# so on stderr; the others still run, and the script then exits 1.
+# [allreduce] [mirrored] [rpc] [cluster] [collective] [multiworker] [checkpoint] [libtorch] (all
+# when none). `train`, `mirrored`, `conv`, `cluster` and `multiworker` need PyTorch (Debian's
+# python3-torch) for the peer side, `collective` needs Gloo (libgloo-dev), `libtorch` libtorch's C++
+# frontend (libtorch-dev, installed when missing). A benchmark whose Weft side is missing from the
+# build says so on stderr; the others still run, and the script then exits 1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Debian's OpenBLAS misdetects newer Xeons; pick its kernels as the weft binary does.
@@ -15,7 +16,8 @@ fi
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build --target executor_bench matmul_bench weft >/dev/null
 names=("$@")
-known=(executor matmul conv train allreduce mirrored rpc cluster collective multiworker checkpoint)
+known=(executor matmul conv train allreduce mirrored rpc cluster collective multiworker checkpoint
+  libtorch)
 [[ ${#names[@]} -eq 0 ]] && names=("${known[@]}")
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -171,6 +173,41 @@ for name in "${names[@]}"; do
         rm -rf "build/checkpoint_bench_$mode"
       done
       python3 bench/report.py checkpoint "$out"
+      ;;
+    libtorch)
+      # W2 as a user writes it, 100 steps: the fmnist_cnn example (Weft's layers and Model::Fit,
+      # free to use both cores) against the same model in libtorch's C++ frontend
+      # (bench/libtorch_cnn.cc) at 1 and 2 threads with OpenBLAS at 1, its better figure counts.
+      # The target exists only where CMake finds libtorch: install libtorch-dev if it is missing.
+      if ! have_target libtorch_cnn_bench; then
+        echo "bench/run.sh libtorch: installing libtorch-dev" >&2
+        sudo_cmd=()
+        [[ $(id -u) -ne 0 ]] && sudo_cmd=(sudo)
+        { "${sudo_cmd[@]}" apt-get update -qq &&
+          DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq libtorch-dev; } \
+          >/dev/null || true
+        cmake -S . -B build >/dev/null
+      fi
+      if ! have_target libtorch_cnn_bench; then
+        fail "no build target libtorch_cnn_bench: libtorch not found (Debian's libtorch-dev)"
+        continue
+      fi
+      if ! have_target fmnist_cnn; then
+        fail "no build target fmnist_cnn (Weft's side, examples/fmnist_cnn, is missing)"
+        continue
+      fi
+      cmake --build build --target libtorch_cnn_bench fmnist_cnn >/dev/null
+      build/bin/fmnist_cnn --max-steps 100 | tail -n 1 >"$out/weft_layers_cnn.json"
+      # torch's MNIST reader wants the IDX files uncompressed (Weft's reads the .gz as they are).
+      mkdir "$out/fashion-mnist"
+      for file in train-images-idx3-ubyte train-labels-idx1-ubyte; do
+        gzip -dc "/usr/share/datasets/fashion-mnist/$file.gz" >"$out/fashion-mnist/$file"
+      done
+      for threads in 1 2; do
+        OPENBLAS_NUM_THREADS=1 build/bench/libtorch_cnn_bench --data "$out/fashion-mnist" \
+          --max-steps 100 --threads $threads >"$out/libtorch_cnn_$threads.json"
+      done
+      python3 bench/report.py libtorch "$out"
       ;;
     *) echo "unknown benchmark '$name' (known: ${known[*]})" >&2
        exit 2 ;;
