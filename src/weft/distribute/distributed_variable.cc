@@ -116,8 +116,9 @@ StatusOr<std::shared_ptr<DistributedVariable>> CreateDistributedVariable(
   }
   WEFT_RETURN_IF_ERROR(scope.status());
   std::vector<Variable> components;
+  // Directly: inside the strategy's own scope, Variable::Create would ask the strategy again.
   Variable primary =
-      Variable::Create(scope.WithDevice(devices[0]), name, shape, dtype, initializer);
+      Variable::CreateDirectly(scope.WithDevice(devices[0]), name, shape, dtype, initializer);
   if (!primary) return scope.status().WithContext(StrCat("variable '", name, "'"));
   components.push_back(primary);
   const std::string relative = RelativeName(name, primary.name());

@@ -187,6 +187,23 @@ TEST(StrategyScopeTest, CrossReplicaCreationsAreDistributedAndReturnComponentZer
   EXPECT_TENSOR_EQ(values[0][1], values[0][0]);
 }
 
+// CreateVariable called inside the strategy's own scope makes exactly the variable asked for (its
+// components are not themselves handed to the scope's creator as new variables).
+TEST(StrategyScopeTest, CreateVariableInsideTheScopeMakesOneVariableOfItsKind) {
+  auto strategy = TwoReplicas();
+  ASSERT_NE(strategy, nullptr);
+  Scope root = Scope::NewRootScope();
+  StrategyScope in_scope = strategy->Scope();
+  auto total = strategy->CreateVariable(root, "total", TensorShape({}), DataType::kFloat,
+                                        Initializer::Zeros(), VariableSynchronization::kOnRead,
+                                        VariableAggregation::kSum);
+  ASSERT_TRUE(total.ok()) << total.status();
+  EXPECT_EQ((*total)->synchronization(), VariableSynchronization::kOnRead);
+  EXPECT_EQ((*total)->component(0).name(), "total");
+  // Made directly, not through the scope: nothing is recorded in variables().
+  EXPECT_TRUE(strategy->variables().empty());
+}
+
 TEST(StrategyScopeTest, ReplicasShareReplicaZerosVariablesAndSeeTheirContext) {
   auto strategy = TwoReplicas();
   ASSERT_NE(strategy, nullptr);

@@ -187,7 +187,7 @@ Status ModelCheckpoint::OnTrainBegin(Model& model) {
                                  .report = options_.report};
   WEFT_RETURN_IF_ERROR(model.AddToGraph([&](const Scope& root) -> Status {
     checkpoint::CheckpointObjects objects;
-    objects.distributed_variables = strategy.variables();
+    objects.distributed_variables = model.distributed_variables();
     objects.replicas = strategy.num_replicas_in_sync();
     WEFT_ASSIGN_OR_RETURN(
         checkpoints_, TrainCheckpoints::Create(root.NewSubScope("checkpoint"), objects, options));
@@ -199,7 +199,10 @@ Status ModelCheckpoint::OnTrainBegin(Model& model) {
   if (model.position().global_step == 0) {
     WEFT_ASSIGN_OR_RETURN(std::optional<TrainPosition> restored,
                           checkpoints_->RestoreLatest(*model.session()));
-    if (restored.has_value()) model.ResumeAt(*restored);
+    if (restored.has_value()) {
+      resumed_from_step_ = restored->global_step;
+      model.ResumeAt(*restored);
+    }
   }
   return checkpoints_->Prepare(*model.session());
 }

@@ -24,6 +24,14 @@ class Callback {
   // "batch" (in the epoch, from 1), "steps" (the epoch's, -1 while unknown), "step" (the global
   // step, Model::position().global_step) and "epochs" (Fit's).
   virtual Status OnTrainBatchEnd(Model& /*model*/, const Logs& /*logs*/) { return Status::OK(); }
+  // Asked before each training batch whether to trace it (every op of every device: RunOptions
+  // FULL_TRACE). `step` is the global step the batch will make. When any callback asks, each one
+  // gets the step's statistics and its start and end (StepStatsNowNanos) before OnTrainBatchEnd.
+  virtual bool TraceTrainBatch(int64_t /*step*/) { return false; }
+  virtual Status OnTrainBatchTraced(Model& /*model*/, const proto::StepStats& /*stats*/,
+                                    int64_t /*start_nanos*/, int64_t /*end_nanos*/) {
+    return Status::OK();
+  }
   // The epoch's logs (Fit's History entry).
   virtual Status OnEpochEnd(Model& /*model*/, int /*epoch*/, const Logs& /*logs*/) {
     return Status::OK();
@@ -134,12 +142,15 @@ class ModelCheckpoint final : public Callback {
   int64_t saves() const { return checkpoints_ ? checkpoints_->saves() : 0; }
   int64_t failed_saves() const { return checkpoints_ ? checkpoints_->failed_saves() : 0; }
   double max_stall_seconds() const { return checkpoints_ ? checkpoints_->max_stall_seconds() : 0; }
+  // The global step of the checkpoint the first Fit resumed from; -1 when it started afresh.
+  int64_t resumed_from_step() const { return resumed_from_step_; }
 
  private:
   std::string directory_;
   ModelCheckpointOptions options_;
   const Model* model_ = nullptr;  // the model the checkpoint ops were built into
   std::unique_ptr<TrainCheckpoints> checkpoints_;
+  int64_t resumed_from_step_ = -1;
 };
 
 }  // namespace weft::train

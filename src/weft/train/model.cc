@@ -166,13 +166,14 @@ Status Model::EnsureBuilt(const InputSpec& input, const Tensor* labels) {
     Scope metrics_scope = root.NewSubScope("metrics");
     for (const std::string& metric : graph.metric_names) {
       MetricTotals made;
+      const Scope metric_scope = metrics_scope.NewSubScope(metric);
       for (auto [name, slot] : {std::pair{"total", &made.total}, std::pair{"count", &made.count}}) {
         WEFT_ASSIGN_OR_RETURN(
-            *slot,
-            strategy.CreateVariable(metrics_scope.NewSubScope(metric), name, TensorShape(),
-                                    DataType::kFloat, Initializer::Zeros(),
-                                    VariableSynchronization::kOnRead, VariableAggregation::kSum));
+            *slot, strategy.CreateVariable(metric_scope, name, TensorShape(), DataType::kFloat,
+                                           Initializer::Zeros(), VariableSynchronization::kOnRead,
+                                           VariableAggregation::kSum));
         graph.pending_initializers.push_back((*slot)->initializer());
+        graph.variables.push_back(*slot);
       }
       totals.push_back(std::move(made));
     }
@@ -291,6 +292,7 @@ Status Model::EnsureBuilt(const InputSpec& input, const Tensor* labels) {
   const auto variables = strategy.variables();
   for (size_t i = graph.initialized_variables; i < variables.size(); ++i) {
     initializers.push_back(variables[i]->initializer());
+    graph.variables.push_back(variables[i]);
   }
   graph.initialized_variables = variables.size();
   return SendNewNodes(std::move(initializers));
@@ -326,8 +328,18 @@ Status Model::SendNewNodes(std::vector<Output> initializers) {
   }
   if (session_ == nullptr) {
     SessionOptions session_options;
-    if (multi_worker != nullptr) session_options = multi_worker->session_options();
-    (*session_options.config.mutable_device_count())["CPU"] = CpuDeviceCount(strategy_->devices());
+    session_options.target = options_.target;
+    session_options.config = options_.session_config;
+    if (multi_worker != nullptr) {
+      const SessionOptions worker = multi_worker->session_options();
+      session_options.collective_executor_mgr = worker.collective_executor_mgr;
+      session_options.config.set_intra_op_parallelism_threads(
+          worker.config.intra_op_parallelism_threads());
+    }
+    if (options_.target.empty()) {
+      (*session_options.config.mutable_device_count())["CPU"] =
+          CpuDeviceCount(strategy_->devices());
+    }
     // A partition woken by another (a _Recv, a collective) continues on an inter-op thread: one
     // per replica (measured with W1 on 2 devices of 2 cores: 1 thread ~40k images/s, 2 ~63k).
     session_options.config.set_inter_op_parallelism_threads(options_.inter_op_threads > 0
@@ -345,6 +357,11 @@ Status Model::SendNewNodes(std::vector<Output> initializers) {
   if (!init.empty()) WEFT_RETURN_IF_ERROR(session_->Run({}, {}, {init}, &outputs));
   if (!broadcast.empty()) WEFT_RETURN_IF_ERROR(session_->Run({}, {}, {broadcast}, &outputs));
   return Status::OK();
+}
+
+std::vector<std::shared_ptr<distribute::DistributedVariable>> Model::distributed_variables() const {
+  if (graph_ == nullptr) return {};
+  return graph_->variables;
 }
 
 std::vector<Variable> Model::variables() const { return LayerVariables(/*trainable_only=*/false); }

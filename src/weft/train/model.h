@@ -60,11 +60,19 @@ struct CompileOptions {
   // The session's thread pools (0: inter-op one per replica, intra-op one per core).
   int inter_op_threads = 0;
   int intra_op_threads = 0;
+  // The session to train in: a target ("grpc://HOST:PORT", a cluster's master, whose devices the
+  // strategy then names) and its config. Empty: a session in this process with the CPU devices
+  // the strategy names.
+  std::string target{};
+  proto::ConfigProto session_config{};
 };
 
 struct FitOptions {
   int epochs = 1;
-  int64_t steps_per_epoch = -1;        // -1: until the dataset ends; else at most this many batches
+  int64_t steps_per_epoch = -1;  // -1: until the dataset ends; else at most this many batches
+  // Stops once the global step (Model::position(), counting a resumed run's past) reaches this
+  // (-1: no limit).
+  int64_t max_steps = -1;
   std::vector<Callback*> callbacks{};  // not owned; called in order
   // Evaluated after each epoch (logs gain "val_<name>").
   std::optional<data::Dataset> validation_data{};
@@ -113,6 +121,10 @@ class Model {
   // creation; empty before the model is built.
   std::vector<Variable> variables() const;
   std::vector<Variable> trainable_variables() const;
+  // Every variable the model keeps, with its per-replica components: the layers' weights and
+  // statistics, the optimizer's slots and learning rate (made through the strategy) and the
+  // metrics' totals (sync-on-read); what ModelCheckpoint saves. Empty before the model is built.
+  std::vector<std::shared_ptr<distribute::DistributedVariable>> distributed_variables() const;
 
   // For callbacks: ends Fit after the current epoch.
   void StopTraining() { stop_training_ = true; }
@@ -148,7 +160,8 @@ class Model {
   // the replicas' outputs and runs their steps: the whole batch on replica 0 alone when it does
   // not split evenly and `allow_uneven` (inference needs no other replica).
   Status RunBatch(const data::Element& batch, const ReplicaNames& names, bool allow_uneven,
-                  std::vector<Tensor>* outputs);
+                  std::vector<Tensor>* outputs, const proto::RunOptions* run_options = nullptr,
+                  proto::RunMetadata* metadata = nullptr);
   StatusOr<Logs> ReadMetrics(const std::string& prefix);
   // Starts a pass over `dataset` for `what` ("Fit", ...): its iterator, positioned after the first
   // batch (in *first), checked to have `components` batched components, and the model built for it.
@@ -193,6 +206,11 @@ class Sequential final : public Model {
     std::decay_t<L>& added = *owned;
     layers_.push_back(std::move(owned));
     return added;
+  }
+  // Appends a layer made elsewhere (StandardLayers); returns it.
+  Layer& Add(std::unique_ptr<Layer> layer) {
+    layers_.push_back(std::move(layer));
+    return *layers_.back();
   }
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
 

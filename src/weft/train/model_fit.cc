@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "weft/core/str_util.h"
+#include "weft/runtime/step_stats_collector.h"
 #include "weft/train/callbacks.h"
 #include "weft/train/model_graph.h"
 
@@ -72,7 +73,8 @@ std::string Thousands(int64_t n) {
 }  // namespace
 
 Status Model::RunBatch(const data::Element& batch, const ReplicaNames& names, bool allow_uneven,
-                       std::vector<Tensor>* outputs) {
+                       std::vector<Tensor>* outputs, const proto::RunOptions* run_options,
+                       proto::RunMetadata* metadata) {
   const int replicas = strategy_->num_local_replicas();
   const int workers = strategy_->num_workers();
   const bool with_labels = !names.labels.empty();
@@ -110,6 +112,9 @@ Status Model::RunBatch(const data::Element& batch, const ReplicaNames& names, bo
   for (int r = 0; r < used; ++r) {
     fetches.push_back(names.outputs[r]);
     if (!names.steps[r].empty()) targets.push_back(names.steps[r]);
+  }
+  if (run_options != nullptr) {
+    return session_->Run(*run_options, feeds, fetches, targets, outputs, metadata);
   }
   return session_->Run(feeds, fetches, targets, outputs);
 }
@@ -155,6 +160,9 @@ StatusOr<History> Model::Fit(const data::Dataset& dataset, const FitOptions& opt
     return InvalidArgument("Fit: steps_per_epoch must be positive or -1, got ",
                            options.steps_per_epoch);
   }
+  if (options.max_steps < -1) {
+    return InvalidArgument("Fit: max_steps must be -1 or at least 0, got ", options.max_steps);
+  }
   {
     // The graph is built from the first batch's shapes, before any callback runs.
     data::Element first;
@@ -165,46 +173,66 @@ StatusOr<History> Model::Fit(const data::Dataset& dataset, const FitOptions& opt
   position_.epoch = 0;
   position_.batch_index = 0;
   for (Callback* callback : options.callbacks) WEFT_RETURN_IF_ERROR(callback->OnTrainBegin(*this));
-  int first_epoch = 0;
   int64_t skip = 0;
   if (resume_.has_value()) {
     position_ = *resume_;
-    first_epoch = static_cast<int>(resume_->epoch);
     skip = resume_->batch_index;
   }
+  auto capped = [&] {
+    return options.max_steps >= 0 && position_.global_step >= options.max_steps;
+  };
   History history;
   std::vector<Tensor> outputs;
-  for (int epoch = first_epoch; epoch < options.epochs && !stop_training_; ++epoch) {
+  proto::RunOptions trace_options;
+  trace_options.set_trace_level(proto::RunOptions::FULL_TRACE);
+  for (int epoch = static_cast<int>(position_.epoch);
+       epoch < options.epochs && !stop_training_ && !capped(); ++epoch) {
     WEFT_ASSIGN_OR_RETURN(std::unique_ptr<data::Iterator> iterator,
                           dataset.MakeIterator(static_cast<uint64_t>(epoch)));
     for (Callback* callback : options.callbacks) {
       WEFT_RETURN_IF_ERROR(callback->OnEpochBegin(*this, epoch));
     }
-    const bool resuming = epoch == first_epoch && skip > 0;
-    if (!resuming) WEFT_RETURN_IF_ERROR(session_->Run({}, {}, {graph_->reset_metrics}, &outputs));
-    data::Element batch;
+    // A resumed epoch keeps the metrics' totals the checkpoint restored.
+    if (skip == 0) WEFT_RETURN_IF_ERROR(session_->Run({}, {}, {graph_->reset_metrics}, &outputs));
+    data::Element batch, next;
     bool end = false;
     int64_t in_epoch = 0;
-    for (; resuming && in_epoch < skip && !end; ++in_epoch) {
-      WEFT_RETURN_IF_ERROR(iterator->GetNext(&batch, &end));
-    }
+    for (; in_epoch < skip && !end; ++in_epoch)
+      WEFT_RETURN_IF_ERROR(iterator->GetNext(&next, &end));
     if (end) {
       return FailedPrecondition("Fit: resuming at batch ", skip, " of epoch ", epoch + 1,
                                 ", but this dataset's epoch has only ", in_epoch - 1, " batches");
     }
-    position_.epoch = epoch;
-    while (options.steps_per_epoch < 0 || in_epoch < options.steps_per_epoch) {
-      WEFT_RETURN_IF_ERROR(iterator->GetNext(&batch, &end));
-      if (end) break;
+    skip = 0;
+    // One batch ahead, so that the step that ends the epoch knows it does (its position is then
+    // the next epoch's start).
+    WEFT_RETURN_IF_ERROR(iterator->GetNext(&next, &end));
+    if (end && in_epoch == 0) {
+      return InvalidArgument("Fit: epoch ", epoch + 1, " of the dataset is empty");
+    }
+    while (!end && !capped() && !stop_training_) {
+      batch = std::move(next);
       WEFT_RETURN_IF_ERROR(CheckElement(batch, 2, "Fit"));
+      bool traced = false;
+      for (Callback* callback : options.callbacks) {
+        traced = traced || callback->TraceTrainBatch(position_.global_step + 1);
+      }
+      proto::RunMetadata metadata;
+      const int64_t start_nanos = StepStatsNowNanos();
       const auto start = Clock::now();
-      WEFT_RETURN_IF_ERROR(RunBatch(batch, graph_->training, /*allow_uneven=*/false, &outputs));
+      WEFT_RETURN_IF_ERROR(RunBatch(batch, graph_->training, /*allow_uneven=*/false, &outputs,
+                                    traced ? &trace_options : nullptr, &metadata));
       const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+      const int64_t end_nanos = StepStatsNowNanos();
       double loss = 0;
       for (const Tensor& replica_loss : outputs) loss += *replica_loss.data<float>();
       ++in_epoch;
       ++position_.global_step;
-      position_.batch_index = in_epoch;
+      const bool last = options.steps_per_epoch > 0 && in_epoch >= options.steps_per_epoch;
+      if (!last) WEFT_RETURN_IF_ERROR(iterator->GetNext(&next, &end));
+      position_.epoch = last || end ? epoch + 1 : epoch;
+      position_.batch_index = last || end ? 0 : in_epoch;
+      if (last) end = true;
       Logs logs = {{"loss", loss / static_cast<double>(outputs.size())},
                    {"examples", static_cast<double>(batch[0].dim_size(0))},
                    {"seconds", seconds},
@@ -213,10 +241,13 @@ StatusOr<History> Model::Fit(const data::Dataset& dataset, const FitOptions& opt
                    {"steps", static_cast<double>(options.steps_per_epoch)},
                    {"epochs", static_cast<double>(options.epochs)}};
       for (Callback* callback : options.callbacks) {
+        if (traced) {
+          WEFT_RETURN_IF_ERROR(
+              callback->OnTrainBatchTraced(*this, metadata.step_stats(), start_nanos, end_nanos));
+        }
         WEFT_RETURN_IF_ERROR(callback->OnTrainBatchEnd(*this, logs));
       }
     }
-    if (in_epoch == 0) return InvalidArgument("Fit: epoch ", epoch + 1, " of the dataset is empty");
     if (!graph_->sync_on_read_means.empty()) {
       WEFT_RETURN_IF_ERROR(session_->Run({}, {}, {graph_->sync_on_read_means}, &outputs));
     }

@@ -26,6 +26,8 @@ struct ModelGraph {
   std::set<std::string> sent;                // nodes already in the session
   size_t initialized_variables = 0;          // of strategy->variables()
   std::vector<Output> pending_initializers;  // of variables made outside Strategy::Scope
+  // Every variable of the model, in order of creation (see Model::distributed_variables).
+  std::vector<std::shared_ptr<distribute::DistributedVariable>> variables;
 
   bool has_inference = false;
   InputSpec input;

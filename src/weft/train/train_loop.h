@@ -1,20 +1,19 @@
-// The training loop behind `weft train`: loads Fashion-MNIST, builds a model and its training step,
-// runs epochs of shuffled batches through a Session, and evaluates test accuracy. Reports progress
-// through callbacks so the CLI decides how to show it. One call at a time per process (it sizes
-// process-wide thread pools).
+// The training loop behind `weft train`: loads Fashion-MNIST, builds one of the standard models
+// from the layers (StandardLayers) as a Sequential model, compiles it under the strategy the
+// options name and trains it with Model::Fit, the loop any user's model runs (one code path), then
+// measures test accuracy with Model::Evaluate. Reports progress through callbacks so the CLI
+// decides how to show it. One call at a time per process (it sizes process-wide thread pools).
 //
-// Data-parallel training: with devices > 1 (or a strategy named), the session gets that many CPU
-// devices and a distribute::Strategy builds the model once per replica (Strategy::Run, one
-// placeholder pair per replica, variables mirrored on every device); each global batch of
-// batch_size examples is split evenly between the replicas, the gradients are all-reduced (MEAN)
-// before every replica updates its own copy, the reported loss is the mean of the replicas'
-// losses and test accuracy is measured with replica 0's graph.
+// Data-parallel training: with devices > 1 (or a strategy named) the model is built once per
+// replica (MirroredStrategy, variables mirrored on every device); each global batch of batch_size
+// examples is split evenly between the replicas, the gradients are all-reduced (MEAN) before every
+// replica updates its own copy, and the reported loss is the mean of the replicas' losses.
 //
 // Multi-worker training (strategy "multi_worker_mirrored"): every worker process calls Train with
 // the same options but its own task in worker_cluster; devices is the devices per worker. Each
-// worker reads only its share of every global batch (BatchOptions shards), starts from the chief's
-// initial values (broadcast once), all-reduces the gradients with the other workers' replicas, and
-// reports the mean loss over every replica; throughput counts the whole global batch.
+// worker draws the same global batches and trains on its share of each, starts from the chief's
+// initial values (broadcast once) and all-reduces the gradients with the other workers' replicas;
+// the loss it reports is its own replicas' mean; throughput counts the whole global batch.
 #pragma once
 
 #include <cstdint>

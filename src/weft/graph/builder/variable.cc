@@ -130,6 +130,12 @@ Variable Variable::Create(const Scope& scope, std::string_view name, const Tenso
     } restore{creator};
     return creator(scope, name, shape, dtype, initializer, options);
   }
+  return CreateDirectly(scope, name, shape, dtype, initializer);
+}
+
+Variable Variable::CreateDirectly(const Scope& scope, std::string_view name,
+                                  const TensorShape& shape, DataType dtype,
+                                  const Initializer& initializer) {
   Output handle = ops::VarHandleOp(scope.WithOpName(name), dtype, PartialShape(shape));
   if (!handle) return Variable();
   std::string relative = RelativeName(name, handle.node()->name());

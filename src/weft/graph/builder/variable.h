@@ -111,6 +111,11 @@ class Variable {
   static Variable Create(const Scope& scope, std::string_view name, const TensorShape& shape,
                          DataType dtype, const Initializer& initializer,
                          const VariableOptions& options = {});
+  // Builds the variable itself, asking no creator: what Create does when no creator is installed,
+  // and what a creator (a strategy's distributed variable) uses for the components it makes.
+  static Variable CreateDirectly(const Scope& scope, std::string_view name,
+                                 const TensorShape& shape, DataType dtype,
+                                 const Initializer& initializer);
   // A variable whose initializer assigns `initial_value` (built by the caller, e.g. a copy of
   // another variable's initial value); its static shape must be fully known. The initializer is
   // named "<name>/Assign".
