@@ -8,7 +8,7 @@ include(GNUInstallDirs)
 set(WEFT_INSTALLED_LIBRARIES
     weft_train weft_checkpoint weft_distribute weft_distributed_rpc weft_grpc_proto
     weft_distributed weft_collective_transport weft_runtime weft_graph weft_kernels weft_device
-    weft_ops weft_framework weft_proto weft_train_data weft_data weft_io weft_core)
+    weft_ops weft_framework weft_proto weft_data weft_io weft_core)
 
 # Weft::weft: everything above, for programs that train models locally or on a cluster.
 add_library(weft_package INTERFACE)

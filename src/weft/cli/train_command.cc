@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "weft/cli/worker_cluster.h"
-#include "weft/train/data/fashion_mnist.h"
+#include "weft/data/fashion_mnist.h"
 #include "weft/train/train_loop.h"
 
 namespace weft::cli {
@@ -72,7 +72,7 @@ CLI::App* AddTrainCommand(CLI::App& app, TrainFlags& flags) {
   train->add_option("--seed", flags.seed, "Seed of initial weights and shuffling")
       ->capture_default_str();
   train->add_option("--data", flags.data_dir, "Fashion-MNIST directory (IDX files)")
-      ->default_str(train::kDefaultFashionMnistDir);
+      ->default_str(data::kDefaultFashionMnistDir);
   train->add_option("--threads", flags.threads, "Threads per pool (0: one per core)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();

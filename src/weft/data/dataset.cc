@@ -83,33 +83,9 @@ Dataset Dataset::FromTensors(std::vector<Tensor> components) {
 }
 
 Dataset Dataset::FromIdxFiles(const std::string& images_path, const std::string& labels_path) {
-  StatusOr<Tensor> images = ReadIdxFile(images_path);
-  if (!images.ok()) return Dataset(images.status());
-  StatusOr<Tensor> labels = ReadIdxFile(labels_path);
-  if (!labels.ok()) return Dataset(labels.status());
-  if (labels->dims() != 1) {
-    return Dataset(InvalidArgument("'", labels_path, "' holds labels of shape ", labels->shape(),
-                                   "; expected one dimension"));
-  }
-  if (images->dims() < 2) {
-    return Dataset(InvalidArgument("'", images_path, "' holds images of shape ", images->shape(),
-                                   "; expected [count, ...] with at least two dimensions"));
-  }
-  const int64_t count = images->dim_size(0);
-  if (labels->dim_size(0) != count) {
-    return Dataset(InvalidArgument("'", images_path, "' holds ", count, " images but '",
-                                   labels_path, "' holds ", labels->dim_size(0), " labels"));
-  }
-  const int64_t pixels = count == 0 ? 0 : images->NumElements() / count;
-  Tensor scaled(DataType::kFloat, TensorShape({count, pixels}));
-  const uint8_t* in = images->data<uint8_t>();
-  float* out = scaled.data<float>();
-  for (int64_t i = 0; i < images->NumElements(); ++i) out[i] = static_cast<float>(in[i]) / 255.0f;
-  Tensor label_values(DataType::kInt64, TensorShape({count}));
-  const uint8_t* label_in = labels->data<uint8_t>();
-  int64_t* label_out = label_values.data<int64_t>();
-  for (int64_t i = 0; i < count; ++i) label_out[i] = label_in[i];
-  return FromTensors({std::move(scaled), std::move(label_values)});
+  StatusOr<IdxExamples> examples = ReadIdxExamples(images_path, labels_path);
+  if (!examples.ok()) return Dataset(examples.status());
+  return FromTensors({std::move(examples->images), std::move(examples->labels)});
 }
 
 Dataset Dataset::FromCsvFile(std::string path, CsvOptions options) {

@@ -108,7 +108,44 @@ StatusOr<Tensor> ReadIdxFile(const std::string& path) {
     return InvalidArgument("'", path, "' has bytes after the ", total,
                            " data bytes its IDX dims call for");
   }
+  // gzclose tells whether the input ended inside a gzip stream (its trailer cut off, say), which
+  // no read reports once the data itself is complete.
+  const int closed = gzclose(file.release());
+  if (closed == Z_BUF_ERROR) {
+    return DataLoss("'", path, "' ends inside its gzip stream (truncated file?)");
+  }
+  if (closed != Z_OK)
+    return DataLoss("cannot read '", path, "' to its end (zlib error ", closed, ")");
   return out;
+}
+
+StatusOr<IdxExamples> ReadIdxExamples(const std::string& images_path,
+                                      const std::string& labels_path) {
+  WEFT_ASSIGN_OR_RETURN(Tensor images, ReadIdxFile(images_path));
+  WEFT_ASSIGN_OR_RETURN(Tensor labels, ReadIdxFile(labels_path));
+  if (labels.dims() != 1) {
+    return InvalidArgument("'", labels_path, "' holds labels of shape ", labels.shape(),
+                           "; expected one dimension");
+  }
+  if (images.dims() < 2) {
+    return InvalidArgument("'", images_path, "' holds images of shape ", images.shape(),
+                           "; expected [count, ...] with at least two dimensions");
+  }
+  const int64_t count = images.dim_size(0);
+  if (labels.dim_size(0) != count) {
+    return InvalidArgument("'", images_path, "' holds ", count, " images but '", labels_path,
+                           "' holds ", labels.dim_size(0), " labels");
+  }
+  const int64_t pixels = count == 0 ? 0 : images.NumElements() / count;
+  IdxExamples examples{Tensor(DataType::kFloat, TensorShape({count, pixels})),
+                       Tensor(DataType::kInt64, TensorShape({count}))};
+  const uint8_t* in = images.data<uint8_t>();
+  float* out = examples.images.data<float>();
+  for (int64_t i = 0; i < images.NumElements(); ++i) out[i] = static_cast<float>(in[i]) / 255.0f;
+  const uint8_t* label_in = labels.data<uint8_t>();
+  int64_t* label_out = examples.labels.data<int64_t>();
+  for (int64_t i = 0; i < count; ++i) label_out[i] = label_in[i];
+  return examples;
 }
 
 }  // namespace weft::data

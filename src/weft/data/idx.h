@@ -19,4 +19,16 @@ inline constexpr int kMaxIdxRank = 8;
 // other IDX dtypes; DataLoss for a truncated or corrupt file. Every message names the path.
 StatusOr<Tensor> ReadIdxFile(const std::string& path);
 
+// Labelled examples from an IDX image file ([count, ...]) and an IDX label file ([count]).
+struct IdxExamples {
+  Tensor images;  // float32 [count, pixels], each byte / 255
+  Tensor labels;  // int64 [count]
+  int64_t size() const { return labels.IsInitialized() ? labels.dim_size(0) : 0; }
+};
+
+// Reads both files (ReadIdxFile's errors) and checks that they hold as many images as labels;
+// InvalidArgument naming the file otherwise.
+StatusOr<IdxExamples> ReadIdxExamples(const std::string& images_path,
+                                      const std::string& labels_path);
+
 }  // namespace weft::data

@@ -1,5 +1,6 @@
 #include "weft/data/idx.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -7,25 +8,18 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <zlib.h>
 
+#include "weft/core/str_util.h"
 #include "weft/data/data_test_util.h"
 #include "weft/data/dataset.h"
+#include "weft/data/idx_test_util.h"
+#include "weft/io/io_test_util.h"
 
 namespace weft::data {
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-std::vector<uint8_t> IdxBytes(const std::vector<uint32_t>& dims, const std::vector<uint8_t>& data) {
-  std::vector<uint8_t> bytes = {0, 0, 0x08, static_cast<uint8_t>(dims.size())};
-  for (uint32_t d : dims) {
-    for (int shift = 24; shift >= 0; shift -= 8) bytes.push_back((d >> shift) & 0xff);
-  }
-  bytes.insert(bytes.end(), data.begin(), data.end());
-  return bytes;
-}
 
 std::string TempPath(const std::string& suffix) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
@@ -36,20 +30,12 @@ std::string TempPath(const std::string& suffix) {
 
 std::string WritePlain(const std::string& suffix, const std::vector<uint8_t>& bytes) {
   const std::string path = TempPath(suffix);
-  std::ofstream(path, std::ios::binary)
-      .write(reinterpret_cast<const char*>(bytes.data()),
-             static_cast<std::streamsize>(bytes.size()));
+  WriteBytes(path, bytes);
   return path;
 }
 
 std::string WriteGzip(const std::string& suffix, const std::vector<uint8_t>& bytes) {
-  const std::string path = TempPath(suffix);
-  gzFile file = gzopen(path.c_str(), "wb");
-  EXPECT_NE(file, nullptr);
-  EXPECT_EQ(gzwrite(file, bytes.data(), static_cast<unsigned>(bytes.size())),
-            static_cast<int>(bytes.size()));
-  gzclose(file);
-  return path;
+  return WritePlain(suffix, Gzip(bytes));
 }
 
 // Three 2x2 images with pixel values 0, 51, 102, 255 in various places, and labels 7, 0, 3.
@@ -107,6 +93,77 @@ TEST(IdxTest, Errors) {
   EXPECT_TRUE(IsInvalidArgument(mismatch));
   EXPECT_THAT(mismatch.message(), HasSubstr("3 images"));
   EXPECT_THAT(mismatch.message(), HasSubstr("2 labels"));
+}
+
+// The reader's robustness on bad input: every error is a Status naming the file, never a crash.
+Bytes SmallPayload() {
+  Bytes data(24);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 10);
+  return data;
+}
+
+TEST(IdxRobustnessTest, BadHeadersAndAbsurdDimsAreRefused) {
+  io::TempDir dir;
+  struct Case {
+    Bytes bytes;
+    Code code;
+  };
+  const std::vector<Case> cases = {
+      {{}, Code::kDataLoss},
+      {{'h', 'e', 'l', 'l', 'o'}, Code::kInvalidArgument},
+      {IdxBytes({1}, {0, 0, 0, 0}, 0x0D), Code::kUnimplemented},  // float32
+      {IdxBytes({}, {7}), Code::kInvalidArgument},                // rank 0
+      {IdxBytes(std::vector<uint32_t>(9, 1), {7}), Code::kInvalidArgument},
+      {IdxBytes({0xffffffff, 0xffffffff, 0xffffffff}, {}), Code::kInvalidArgument},
+      {IdxBytes({65536, 65536}, {}), Code::kInvalidArgument},  // 4 GiB
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const std::string path = dir.File(StrCat("bad", i));
+    WriteBytes(path, cases[i].bytes);
+    StatusOr<Tensor> tensor = ReadIdxFile(path);
+    ASSERT_FALSE(tensor.ok()) << "case " << i;
+    EXPECT_EQ(tensor.status().code(), cases[i].code) << "case " << i << ": " << tensor.status();
+    EXPECT_THAT(tensor.status().message(), HasSubstr(path));
+  }
+}
+
+TEST(IdxRobustnessTest, EveryTruncationFailsNamingTheFile) {
+  io::TempDir dir;
+  const Bytes plain = IdxBytes({2, 3, 4}, SmallPayload());
+  const Bytes gzipped = Gzip(plain);
+  for (const Bytes* full : {&plain, &gzipped}) {
+    for (size_t length = 0; length < full->size(); ++length) {
+      const std::string path = dir.File(StrCat("cut", full == &plain ? "" : "gz", length));
+      WriteBytes(path, Bytes(full->begin(), full->begin() + length));
+      StatusOr<Tensor> tensor = ReadIdxFile(path);
+      ASSERT_FALSE(tensor.ok()) << "length " << length << " of " << full->size()
+                                << (full == &plain ? " plain" : " gzip'd");
+      EXPECT_THAT(tensor.status().message(), HasSubstr(path));
+    }
+  }
+  Bytes corrupt = gzipped;
+  corrupt[corrupt.size() - 5] ^= 0xff;  // the CRC-32
+  WriteBytes(dir.File("crc.gz"), corrupt);
+  EXPECT_TRUE(IsDataLoss(ReadIdxFile(dir.File("crc.gz")).status()));
+}
+
+TEST(IdxRobustnessTest, RandomBytesNeverCrash) {
+  io::TempDir dir;
+  const Bytes valid = IdxBytes({2, 3, 4}, SmallPayload());
+  for (uint64_t seed = 0; seed < 400; ++seed) {
+    const std::string path = dir.File(StrCat("garbage", seed));
+    Bytes bytes = RandomBytes(seed, seed % 97);
+    // Some inputs get past the first checks: a valid IDX or gzip prefix, a random tail; some are
+    // random bytes inside a valid gzip wrapper.
+    if (seed % 4 == 1 && bytes.size() >= 4) std::copy_n(valid.begin(), 4, bytes.begin());
+    if (seed % 4 == 2 && bytes.size() >= 2) bytes[0] = 0x1f, bytes[1] = 0x8b;
+    if (seed % 4 == 3) bytes = Gzip(bytes);
+    WriteBytes(path, bytes);
+    StatusOr<Tensor> tensor = ReadIdxFile(path);
+    if (!tensor.ok()) {
+      EXPECT_THAT(tensor.status().message(), HasSubstr(path));
+    }
+  }
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include "weft/core/str_util.h"
 #include "weft/data/dataset.h"
+#include "weft/data/fashion_mnist.h"
 #include "weft/distribute/multi_worker_mirrored_strategy.h"
 #include "weft/distribute/strategy.h"
 #include "weft/distributed/cluster_spec.h"
@@ -13,7 +14,6 @@
 #include "weft/runtime/session.h"
 #include "weft/runtime/step_breakdown.h"
 #include "weft/train/callbacks.h"
-#include "weft/train/data/fashion_mnist.h"
 #include "weft/train/model.h"
 #include "weft/train/optimizer.h"
 
@@ -263,8 +263,9 @@ StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& 
   }
   WEFT_RETURN_IF_ERROR(Validate(options, workers));
   WEFT_ASSIGN_OR_RETURN(
-      FashionMnist data,
-      LoadFashionMnist(options.data_dir.empty() ? kDefaultFashionMnistDir : options.data_dir));
+      data::FashionMnist data,
+      data::LoadFashionMnist(options.data_dir.empty() ? data::kDefaultFashionMnistDir
+                                                      : options.data_dir));
 
   // On a cluster the devices come from its master.
   WEFT_ASSIGN_OR_RETURN(proto::ConfigProto session_config, MakeSessionConfig(options));
@@ -301,7 +302,7 @@ StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& 
        .target = options.target,
        .session_config = session_config}));
 
-  const int64_t examples = data.train.NumExamples();
+  const int64_t examples = data.train.size();
   data::Dataset train = data::Dataset::FromTensors({data.train.images, data.train.labels})
                             .Shuffle(examples, static_cast<uint64_t>(options.seed))
                             .Batch(options.batch_size, /*drop_remainder=*/true);

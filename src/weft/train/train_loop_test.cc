@@ -6,10 +6,17 @@
 #include <gtest/gtest.h>
 
 #include "weft/core/str_util.h"
-#include "weft/train/data/data_test_util.h"
+#include "weft/data/idx_test_util.h"
+#include "weft/io/io_test_util.h"
 
 namespace weft::train {
 namespace {
+
+using data::Bytes;
+using data::Gzip;
+using data::IdxBytes;
+using data::WriteBytes;
+using io::TempDir;
 
 // A small Fashion-MNIST-shaped dataset that is easy to learn: class c lights up row c.
 void WriteToyFashionMnist(const TempDir& dir, int train_count, int test_count) {

@@ -1,4 +1,4 @@
-#include "weft/train/data/fashion_mnist.h"
+#include "weft/data/fashion_mnist.h"
 
 #include <algorithm>
 #include <chrono>
@@ -8,11 +8,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "weft/train/data/data_test_util.h"
+#include "weft/data/idx_test_util.h"
+#include "weft/io/io_test_util.h"
 
-namespace weft::train {
+namespace weft::data {
 namespace {
 
+using io::TempDir;
 using ::testing::HasSubstr;
 
 // Writes a tiny Fashion-MNIST lookalike: `train` and `test` examples of 28x28, labels i % 10.
@@ -45,11 +47,10 @@ TEST(FashionMnistTest, LoadsPlainAndGzipFiles) {
   WriteFakeFashionMnist(dir, 30, 12);
   StatusOr<FashionMnist> data = LoadFashionMnist(dir.path());
   ASSERT_TRUE(data.ok()) << data.status();
-  EXPECT_EQ(data->train.NumExamples(), 30);
-  EXPECT_EQ(data->test.NumExamples(), 12);
+  EXPECT_EQ(data->train.size(), 30);
+  EXPECT_EQ(data->test.size(), 12);
   EXPECT_EQ(data->train.images.shape(), TensorShape({30, 784}));
-  EXPECT_EQ(data->test.height, 28);
-  EXPECT_EQ(data->test.width, 28);
+  EXPECT_EQ(data->test.images.shape(), TensorShape({12, 784}));
   EXPECT_EQ(data->test.labels.data<int64_t>()[11], 1);
 }
 
@@ -100,11 +101,10 @@ TEST(FashionMnistTest, LoadsTheRealDataWhenInstalled) {
   std::cout << "LoadFashionMnist took " << seconds * 1000 << " ms\n";
   RecordProperty("load_ms", static_cast<int>(seconds * 1000));
 
-  EXPECT_EQ(data->train.NumExamples(), 60000);
-  EXPECT_EQ(data->test.NumExamples(), 10000);
-  for (const Dataset* split : {&data->train, &data->test}) {
-    EXPECT_EQ(split->height, 28);
-    EXPECT_EQ(split->width, 28);
+  EXPECT_EQ(data->train.size(), 60000);
+  EXPECT_EQ(data->test.size(), 10000);
+  for (const IdxExamples* split : {&data->train, &data->test}) {
+    EXPECT_EQ(split->images.dim_size(1), 784);
     std::span<const float> pixels = split->images.flat<float>();
     auto [low, high] = std::minmax_element(pixels.begin(), pixels.end());
     EXPECT_EQ(*low, 0.0f);
@@ -116,9 +116,9 @@ TEST(FashionMnistTest, LoadsTheRealDataWhenInstalled) {
       ++per_class[label];
     }
     // Fashion-MNIST is balanced: 6,000 / 1,000 examples per class.
-    for (int64_t count : per_class) EXPECT_EQ(count, split->NumExamples() / 10);
+    for (int64_t count : per_class) EXPECT_EQ(count, split->size() / 10);
   }
 }
 
 }  // namespace
-}  // namespace weft::train
+}  // namespace weft::data
