@@ -141,6 +141,40 @@ TEST(DistributedDatasetTest, FromFunctionOnAWorkerOfSeveralGetsThatWorkersPipeli
   EXPECT_TENSOR_EQ(per_replica[1][1], Tensor::FromVector<int64_t>({2, 3}));
 }
 
+TEST(DistributedDatasetTest, ADataDatasetIsSplitOverTheReplicasOfEachWorker) {
+  Tensor rows(DataType::kInt64, TensorShape({24}));
+  for (int64_t i = 0; i < 24; ++i) rows.data<int64_t>()[i] = i;
+  data::Dataset batches = data::Dataset::FromTensors({rows}).Batch(12);
+  // One worker, two replicas: six rows each.
+  auto mirrored = MirroredStrategy::Create(testing::CpuDevices(2)).value();
+  StatusOr<DistributedDataset> one = mirrored->ExperimentalDistributeDataset(batches);
+  ASSERT_TRUE(one.ok()) << one.status();
+  std::vector<std::vector<Tensor>> per_replica;
+  ASSERT_TRUE(one->Next(&per_replica).value());
+  ASSERT_EQ(per_replica.size(), 2u);
+  EXPECT_TENSOR_EQ(per_replica[1][0], Tensor::FromVector<int64_t>({6, 7, 8, 9, 10, 11}));
+  // Worker 1 of 3 with two replicas: rows 4..7 of every global batch, two per replica.
+  ThirdOfThreeWorkersForTesting worker;
+  StatusOr<DistributedDataset> share = worker.ExperimentalDistributeDataset(batches);
+  ASSERT_TRUE(share.ok()) << share.status();
+  ASSERT_TRUE(share->Next(&per_replica).value());
+  EXPECT_TENSOR_EQ(per_replica[0][0], Tensor::FromVector<int64_t>({4, 5}));
+  EXPECT_TENSOR_EQ(per_replica[1][0], Tensor::FromVector<int64_t>({6, 7}));
+  ASSERT_TRUE(share->Next(&per_replica).value());
+  EXPECT_TENSOR_EQ(per_replica[0][0], Tensor::FromVector<int64_t>({16, 17}));
+  EXPECT_FALSE(share->Next(&per_replica).value());
+  // A global batch that does not split over the workers, and a dataset that cannot start.
+  StatusOr<DistributedDataset> uneven =
+      worker.ExperimentalDistributeDataset(data::Dataset::FromTensors({rows}).Batch(8));
+  ASSERT_TRUE(uneven.ok());
+  Status status = uneven->Next(&per_replica).status();
+  EXPECT_TRUE(IsInvalidArgument(status)) << status;
+  EXPECT_NE(status.message().find("8 rows, which do not split over 3 workers"), std::string::npos)
+      << status;
+  EXPECT_TRUE(IsInvalidArgument(
+      worker.ExperimentalDistributeDataset(data::Dataset::FromTensors({rows}).Batch(0)).status()));
+}
+
 TEST(DistributedDatasetTest, FromFunctionReturnsTheFunctionsErrorNamingThePipeline) {
   ThirdOfThreeWorkersForTesting strategy;
   Status s = strategy

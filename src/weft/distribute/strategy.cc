@@ -197,6 +197,33 @@ StatusOr<std::vector<Tensor>> Strategy::SplitBatch(const Tensor& global_batch) c
   return slices;
 }
 
+StatusOr<DistributedDataset> Strategy::ExperimentalDistributeDataset(
+    const data::Dataset& dataset) const {
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<data::Iterator> made, dataset.MakeIterator());
+  std::shared_ptr<data::Iterator> iterator = std::move(made);  // the source must be copyable
+  const int workers = num_workers_;
+  const int index = worker_index_;
+  return DistributedDataset(
+      *this, [iterator, workers, index](std::vector<Tensor>* batch) -> StatusOr<bool> {
+        data::Element element;
+        bool end = false;
+        WEFT_RETURN_IF_ERROR(iterator->GetNext(&element, &end));
+        if (end) return false;
+        for (size_t c = 0; c < element.size() && workers > 1; ++c) {
+          const int64_t rows = element[c].dims() > 0 ? element[c].dim_size(0) : 0;
+          if (element[c].dims() == 0 || rows % workers != 0) {
+            return InvalidArgument("ExperimentalDistributeDataset: component ", c,
+                                   " of a batch has ", rows, " rows, which do not split over ",
+                                   workers, " workers (batch the dataset by a multiple of ",
+                                   workers, ")");
+          }
+          element[c] = element[c].Slice(rows / workers * index, rows / workers * (index + 1));
+        }
+        *batch = std::move(element);
+        return true;
+      });
+}
+
 StatusOr<DistributedDataset> Strategy::DistributeDatasetsFromFunction(const DatasetFn& fn) const {
   const std::string pipeline = StrCat("DistributeDatasetsFromFunction: input pipeline ",
                                       worker_index_, " of ", num_workers_);

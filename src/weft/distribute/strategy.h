@@ -43,6 +43,7 @@
 #include "weft/core/mutex.h"
 #include "weft/core/statusor.h"
 #include "weft/core/tensor.h"
+#include "weft/data/dataset.h"
 #include "weft/distribute/cross_device_ops.h"
 #include "weft/distribute/distributed_dataset.h"
 #include "weft/distribute/distributed_variable.h"
@@ -104,11 +105,15 @@ class Strategy {
   // along dimension 0, one per local replica in order, each sharing the
   // batch's buffer. InvalidArgument for a scalar or a batch not divisible by the replica count.
   StatusOr<std::vector<Tensor>> SplitBatch(const Tensor& global_batch) const;
+  // The per-replica view of a data::Dataset whose elements are batches (Dataset::Batch; one
+  // tensor per component): with one worker each element is the global batch; with several, every
+  // worker draws the same elements and takes its share of each (its rows: the global batch must
+  // divide by num_workers()), as Model::Fit does. Then each share is split over the local
+  // replicas. MakeIterator's error comes back here; a batch's, from DistributedDataset::Next.
+  StatusOr<DistributedDataset> ExperimentalDistributeDataset(const data::Dataset& dataset) const;
   // The per-replica view of a source of batches (see distributed_dataset.h): each batch the source
   // gives is split over the local replicas as it is. With one worker that is the global batch;
-  // with several, unlike the reference, nothing is sharded across workers here, so each worker's
-  // source must give its own share (the `weft train` loop passes a BatchIterator with
-  // num_shards = num_workers() and shard_index = the worker's task index).
+  // with several, each worker's source must give its own share.
   DistributedDataset ExperimentalDistributeDataset(
       DistributedDataset::GlobalBatchSource source) const {
     return DistributedDataset(*this, std::move(source));
