@@ -65,12 +65,13 @@ Output Layer::operator()(const Scope& scope, const Output& input, bool training)
   Scope layer_scope = scope.NewSubScope(name_);
   const Graph* graph = scope.graph();
   const int replica = CurrentReplica();
+  std::erase_if(built_, [](const Built& entry) { return entry.owner.expired(); });
   const Built* built = nullptr;
   for (const Built& candidate : built_) {
     if (candidate.graph == graph && candidate.replica == replica) built = &candidate;
   }
   if (built == nullptr) {
-    built_.push_back({graph, replica, {}, {}});
+    built_.push_back({scope.graph_as_shared_ptr(), graph, replica, {}, {}});
     // Weights are named after the layer ("dense/kernel") wherever the layer is first called.
     Build(layer_scope, input.shape());
     if (!scope.ok()) {
@@ -103,7 +104,7 @@ void Layer::Fail(const Scope& scope, std::string_view message) const {
 std::vector<Variable> Layer::Select(int which) const {
   std::vector<Variable> selected;
   for (const Built& built : built_) {
-    if (built.replica != 0) continue;
+    if (built.replica != 0 || built.owner.expired()) continue;
     for (size_t i = 0; i < built.weights.size(); ++i) {
       if (which == 0 || (which == 1) == built.trainable[i]) selected.push_back(built.weights[i]);
     }
@@ -120,7 +121,7 @@ std::vector<Variable> Layer::VariablesIn(const Graph* graph, int replica,
                                          bool trainable_only) const {
   std::vector<Variable> selected;
   for (const Built& built : built_) {
-    if (built.graph != graph || built.replica != replica) continue;
+    if (built.graph != graph || built.replica != replica || built.owner.expired()) continue;
     for (size_t i = 0; i < built.weights.size(); ++i) {
       if (!trainable_only || built.trainable[i]) selected.push_back(built.weights[i]);
     }

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -80,8 +81,8 @@ class Layer {
   // The layer's class name, "Dense".
   virtual std::string_view type() const = 0;
 
-  // The variables of replica 0 in the first graph the layer was built in (the model's own), in
-  // creation order; empty before the first call.
+  // The variables of replica 0 in the first graph the layer was built in that still exists (the
+  // model's own), in creation order; empty before the first call and once that graph is gone.
   std::vector<Variable> variables() const;
   std::vector<Variable> trainable_variables() const;
   std::vector<Variable> non_trainable_variables() const;
@@ -112,6 +113,9 @@ class Layer {
  private:
   // The weights of one replica in one graph.
   struct Built {
+    // Entries of a graph that is gone are dropped before any lookup, so a new graph at the same
+    // address never finds them.
+    std::weak_ptr<const Graph> owner;
     const Graph* graph;
     int replica;
     std::vector<Variable> weights;

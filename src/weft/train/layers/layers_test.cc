@@ -36,6 +36,7 @@ struct Ran {
   std::vector<float> output;
   std::vector<Tensor> weights;
   TensorShape output_shape;
+  int64_t params = 0;  // CountParams() while the graph lived
 };
 
 Ran RunLayer(Layer& layer, const Tensor& input, bool training = false) {
@@ -57,6 +58,7 @@ Ran RunLayer(Layer& layer, const Tensor& input, bool training = false) {
   if (values.size() != fetches.size()) return ran;
   ran.output = Values(values[0]);
   ran.output_shape = values[0].shape();
+  ran.params = layer.CountParams();
   ran.weights.assign(values.begin() + 1, values.end());
   return ran;
 }
@@ -86,7 +88,7 @@ TEST(DenseTest, ComputesReluOfInputTimesKernelPlusBias) {
     }
   }
   ExpectNear(ran.output, expected);
-  EXPECT_EQ(dense.CountParams(), 5 * 3 + 3);
+  EXPECT_EQ(ran.params, 5 * 3 + 3);
 }
 
 TEST(DenseTest, AppliesToTheLastDimensionOfHigherRanks) {
@@ -138,6 +140,24 @@ TEST(LayerTest, ACallInTheSameGraphReusesTheVariables) {
   EXPECT_EQ(dense.VariablesIn(other.graph(), 0, false).size(), 2u);
   EXPECT_EQ(dense.variables()[0].handle().node(),
             dense.VariablesIn(root.graph(), 0, false)[0].handle().node());
+}
+
+// A layer keeps weights per graph; once a graph is gone its weights are, too, and a new graph
+// (perhaps at the same address) gets weights of its own, built for its input.
+TEST(LayerTest, AGraphThatIsGoneLeavesNoWeightsBehind) {
+  Dense dense(2);
+  {
+    Scope first = Scope::NewRootScope();
+    dense(first, ops::Const(first, Input(TensorShape({1, 3}))));
+    ASSERT_TRUE(first.ok()) << first.status();
+    ASSERT_EQ(dense.variables().size(), 2u);
+  }
+  EXPECT_TRUE(dense.variables().empty());
+  Scope second = Scope::NewRootScope();
+  dense(second, ops::Const(second, Input(TensorShape({1, 4}))));
+  ASSERT_TRUE(second.ok()) << second.status();
+  ASSERT_EQ(dense.variables().size(), 2u);
+  EXPECT_EQ(dense.variables()[0].shape(), TensorShape({4, 2}));
 }
 
 TEST(AutomaticNamesTest, AreUniquePerType) {
