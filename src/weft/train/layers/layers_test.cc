@@ -176,6 +176,18 @@ TEST(FlattenTest, KeepsTheBatchAndMultipliesTheRest) {
   ExpectNear(ran.output, Values(x), 0);
 }
 
+TEST(ReshapeTest, KeepsTheBatchAndRefusesADimensionBelowOne) {
+  Reshape reshape({2, 3});
+  Tensor x = Input(TensorShape({2, 6}));
+  Ran ran = RunLayer(reshape, x);
+  EXPECT_EQ(ran.output_shape, TensorShape({2, 2, 3}));
+  ExpectNear(ran.output, Values(x), 0);
+  Reshape bad({0, 3});
+  Scope root = Scope::NewRootScope();
+  bad(root, ops::Const(root, x));
+  EXPECT_THAT(root.status().message(), HasSubstr("must be positive, got 0"));
+}
+
 TEST(ActivationTest, AppliesTheFunction) {
   Activation tanh_layer("tanh");
   Tensor x = Input(TensorShape({3, 2}));
