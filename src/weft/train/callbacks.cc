@@ -3,7 +3,10 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <string>
+#include <vector>
 
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include "weft/core/str_util.h"
@@ -22,12 +25,18 @@ std::string FormatLogs(const Logs& logs) {
   return text;
 }
 
-// A JSON number (JSON has no NaN or infinity: those become null).
-std::string JsonNumber(double value) {
-  if (!std::isfinite(value)) return "null";
-  char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), "%.9g", value);
-  return buffer;
+// A JSON string or number; names that are not UTF-8 are repaired rather than thrown at, and NaN
+// and infinity, which JSON lacks, become null.
+std::string Json(const nlohmann::json& value) {
+  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// One JSON object of `logs`, after `first` if any, on one line ({"epoch": 1, "loss": 0.25}).
+std::string JsonLine(const Logs& logs, const std::pair<std::string, int>* first = nullptr) {
+  std::vector<std::string> fields;
+  if (first != nullptr) fields.push_back(StrCat(Json(first->first), ": ", first->second));
+  for (const auto& [name, value] : logs) fields.push_back(StrCat(Json(name), ": ", Json(value)));
+  return StrCat("{", StrJoin(fields, ", "), "}\n");
 }
 
 }  // namespace
@@ -95,17 +104,12 @@ Status JsonLinesLogger::Write(const std::string& line) {
 
 Status JsonLinesLogger::OnTrainBatchEnd(Model&, const Logs& logs) {
   if (!every_batch_) return Status::OK();
-  std::string line;
-  for (const auto& [name, value] : logs) {
-    line += StrCat(line.empty() ? "{\"" : ", \"", name, "\": ", JsonNumber(value));
-  }
-  return Write(line + "}\n");
+  return Write(JsonLine(logs));
 }
 
 Status JsonLinesLogger::OnEpochEnd(Model&, int epoch, const Logs& logs) {
-  std::string line = StrCat("{\"epoch\": ", epoch + 1);
-  for (const auto& [name, value] : logs) line += StrCat(", \"", name, "\": ", JsonNumber(value));
-  return Write(line + "}\n");
+  const std::pair<std::string, int> number = {"epoch", epoch + 1};
+  return Write(JsonLine(logs, &number));
 }
 
 Status JsonLinesLogger::OnTrainEnd(Model&) {

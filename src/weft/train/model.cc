@@ -92,7 +92,11 @@ Status Model::EnsureBuilt(const InputSpec& input, const Tensor* labels) {
   if (strategy_ == nullptr) return FailedPrecondition("model '", name_, "' is not compiled");
   if (!call_) return FailedPrecondition("model '", name_, "' has no layers");
   const distribute::Strategy& strategy = *strategy_;
-  if (graph_ == nullptr) graph_ = std::make_unique<ModelGraph>(Scope::NewRootScope());
+  if (graph_ == nullptr) {
+    graph_ = std::make_unique<ModelGraph>(Scope::NewRootScope());
+    // Variables the strategy already holds belong to other models sharing it.
+    graph_->adopted_variables = strategy.variables().size();
+  }
   ModelGraph& graph = *graph_;
   if (graph.has_inference || graph.has_training) {
     if (input.dtype != graph.input.dtype || !graph.input.shape.Merge(input.shape).ok()) {
@@ -231,6 +235,7 @@ Status Model::EnsureBuilt(const InputSpec& input, const Tensor* labels) {
               ops::NoOp(scope.WithOpName("eval_step").WithControlDependencies(metric_updates))};
           return Status::OK();
         }));
+    AdoptNewVariables();
     // The results (cross-replica reads), their reset, the learning rate and the moving
     // statistics' synchronisation.
     Scope results = root.NewSubScope("metric_results");
@@ -258,7 +263,7 @@ Status Model::EnsureBuilt(const InputSpec& input, const Tensor* labels) {
     std::vector<Output> syncs;
     if (strategy.num_replicas_in_sync() > 1) {
       Scope sync = root.NewSubScope("sync_on_read_means");
-      for (const auto& variable : strategy.variables()) {
+      for (const auto& variable : graph.variables) {
         if (variable->synchronization() != VariableSynchronization::kOnRead ||
             variable->aggregation() != VariableAggregation::kMean) {
           continue;
@@ -287,15 +292,20 @@ Status Model::EnsureBuilt(const InputSpec& input, const Tensor* labels) {
   WEFT_RETURN_IF_ERROR(root.status());
 
   // Sends what is new to the session and initializes the new variables.
+  AdoptNewVariables();
   std::vector<Output> initializers = std::move(graph.pending_initializers);
   graph.pending_initializers.clear();
-  const auto variables = strategy.variables();
-  for (size_t i = graph.initialized_variables; i < variables.size(); ++i) {
-    initializers.push_back(variables[i]->initializer());
+  return SendNewNodes(std::move(initializers));
+}
+
+void Model::AdoptNewVariables() {
+  ModelGraph& graph = *graph_;
+  const auto variables = strategy_->variables();
+  for (size_t i = graph.adopted_variables; i < variables.size(); ++i) {
+    graph.pending_initializers.push_back(variables[i]->initializer());
     graph.variables.push_back(variables[i]);
   }
-  graph.initialized_variables = variables.size();
-  return SendNewNodes(std::move(initializers));
+  graph.adopted_variables = variables.size();
 }
 
 Status Model::AddToGraph(const std::function<Status(const Scope& root)>& build) {

@@ -169,6 +169,8 @@ class Model {
                                                       size_t components, std::string_view what,
                                                       data::Element* first);
   std::vector<Variable> LayerVariables(bool trainable_only) const;
+  // Takes the strategy's variables made since the last call into the model's own list.
+  void AdoptNewVariables();
   // Sends the graph's new nodes to the session (creating it on first use) and runs
   // `initializers`, then, under MultiWorkerMirroredStrategy, the broadcast from the chief.
   Status SendNewNodes(std::vector<Output> initializers);

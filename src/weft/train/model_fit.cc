@@ -154,8 +154,9 @@ Status Model::SetLearningRate(double learning_rate) {
 }
 
 StatusOr<History> Model::Fit(const data::Dataset& dataset, const FitOptions& options) {
-  if (options.epochs < 1)
+  if (options.epochs < 1) {
     return InvalidArgument("Fit: epochs must be positive, got ", options.epochs);
+  }
   if (options.steps_per_epoch == 0 || options.steps_per_epoch < -1) {
     return InvalidArgument("Fit: steps_per_epoch must be positive or -1, got ",
                            options.steps_per_epoch);
@@ -197,8 +198,9 @@ StatusOr<History> Model::Fit(const data::Dataset& dataset, const FitOptions& opt
     data::Element batch, next;
     bool end = false;
     int64_t in_epoch = 0;
-    for (; in_epoch < skip && !end; ++in_epoch)
+    for (; in_epoch < skip && !end; ++in_epoch) {
       WEFT_RETURN_IF_ERROR(iterator->GetNext(&next, &end));
+    }
     if (end) {
       return FailedPrecondition("Fit: resuming at batch ", skip, " of epoch ", epoch + 1,
                                 ", but this dataset's epoch has only ", in_epoch - 1, " batches");

@@ -23,9 +23,11 @@ struct ModelGraph {
   explicit ModelGraph(Scope root) : root(std::move(root)) {}
 
   Scope root;
-  std::set<std::string> sent;                // nodes already in the session
-  size_t initialized_variables = 0;          // of strategy->variables()
-  std::vector<Output> pending_initializers;  // of variables made outside Strategy::Scope
+  std::set<std::string> sent;  // nodes already in the session
+  // How many of strategy->variables() this model has taken into `variables` (those made while it
+  // was built), and the initializers not yet run.
+  size_t adopted_variables = 0;
+  std::vector<Output> pending_initializers;
   // Every variable of the model, in order of creation (see Model::distributed_variables).
   std::vector<std::shared_ptr<distribute::DistributedVariable>> variables;
 

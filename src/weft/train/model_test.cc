@@ -105,6 +105,30 @@ TEST(ModelTest, BatchNormalizationMovingStatisticsAgreeAcrossReplicas) {
   }
 }
 
+// Two models compiled with one strategy keep apart: building the second neither initializes nor
+// checkpoints the first's variables.
+TEST(ModelTest, TwoModelsShareAStrategyWithoutTouchingEachOther) {
+  auto strategy = Mirrored(2);
+  Sequential first(Dense(1, "", {.kernel_initializer = Initializer::GlorotUniform(2)}));
+  ASSERT_TRUE(first
+                  .Compile(NewGradientDescentOptimizer(0.1), MeanSquaredError(), {},
+                           {.strategy = strategy.get()})
+                  .ok());
+  ASSERT_TRUE(first.Fit(Regression(64, 16), {.epochs = 5}).ok());
+  auto trained = first.Predict(Regression(4, 4));
+  ASSERT_TRUE(trained.ok()) << trained.status();
+  Sequential second(Dense(1, "", {.kernel_initializer = Initializer::GlorotUniform(3)}));
+  ASSERT_TRUE(second
+                  .Compile(NewGradientDescentOptimizer(0.1), MeanSquaredError(), {},
+                           {.strategy = strategy.get()})
+                  .ok());
+  ASSERT_TRUE(second.Fit(Regression(64, 16)).ok());
+  EXPECT_EQ(second.distributed_variables().size(), first.distributed_variables().size());
+  auto again = first.Predict(Regression(4, 4));
+  ASSERT_TRUE(again.ok()) << again.status();
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(again->data<float>()[i], trained->data<float>()[i]);
+}
+
 TEST(ModelTest, SummaryListsLayersShapesAndParameters) {
   Sequential model(Conv2D(4, 3, "relu", {.name = "conv"}), MaxPooling2D(2, {.name = "pool"}),
                    Flatten("flat"), Dense(10, "", {.name = "logits"}));
