@@ -28,6 +28,14 @@ struct BroadcastPlan {
 // pair is neither equal nor has a 1.
 StatusOr<BroadcastPlan> MakeBroadcastPlan(const TensorShape& x, const TensorShape& y);
 
+// Expands `source` (row-major, collapsed dims `source_dims`: each equal to `output_dims`' or 1)
+// into rows [first_row, end_row) of a row-major buffer of shape `output_dims`, a row being the last
+// dimension. Elements are `element_size` bytes, copied as raw bytes. Writes only those rows, so
+// disjoint row ranges may be filled from different threads.
+void BroadcastRows(const void* source, int64_t element_size,
+                   const std::vector<int64_t>& source_dims, const std::vector<int64_t>& output_dims,
+                   int64_t first_row, int64_t end_row, void* destination);
+
 // For shapes s0 and s1 (dims >= 0, checked by the caller) of the inputs of a broadcasting binary
 // op, the axes of the output each input's gradient must be summed over: the axes where that input
 // has (or is padded with) size 1 while the output does not, plus the axes where every side is 1.

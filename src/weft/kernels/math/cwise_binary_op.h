@@ -10,8 +10,8 @@
 //
 // Paths, fastest first: same elements on both sides (flat); one side a single element (the other
 // flat against a constant); [N,C] op [C] or [C] op [N,C] (row by row, narrow rows grouped against
-// a tiled copy of the broadcast row); and the general case as an Eigen broadcast of the collapsed
-// shapes (rank 2 to 5). The output reuses an input buffer when it can.
+// a tiled copy of the broadcast row); and the general case, where the broadcast sides are expanded
+// to the output's shape and the op runs flat. The output reuses an input buffer when it can.
 #pragma once
 
 #include <algorithm>
@@ -25,8 +25,6 @@
 
 namespace weft::kernels {
 
-// Collapsed broadcasts above this rank are refused (InvalidArgument).
-inline constexpr int kMaxBroadcastRank = 5;
 // The row path for [N,C] op [C] works on at least this many elements per step.
 inline constexpr int64_t kMinRowPathWidth = 64;
 
@@ -44,12 +42,6 @@ class BinaryOp final : public OpKernel {
     if (!plan.ok()) return plan.status().WithContext(FormatNodeForError(def()));
     if constexpr (requires { Functor::Validate(*this, x, y); }) {
       WEFT_RETURN_IF_ERROR(Functor::Validate(*this, x, y));
-    }
-    if (plan->needs_broadcast && static_cast<int>(plan->output_dims.size()) > kMaxBroadcastRank) {
-      return InvalidArgument(FormatNodeForError(def()), ": broadcasting ", x.shape(), " with ",
-                             y.shape(), " needs ", plan->output_dims.size(),
-                             " dimensions after merging; at most ", kMaxBroadcastRank,
-                             " are supported");
     }
     Tensor* out = nullptr;
     WEFT_RETURN_IF_ERROR(
@@ -74,21 +66,7 @@ class BinaryOp final : public OpKernel {
     } else if (IsRowBroadcast(*plan)) {
       ComputeRows(context, x, y, *plan, out);
     } else {
-      switch (plan->output_dims.size()) {
-        case 2:
-          ComputeBroadcast<2>(context, x, y, *plan, out);
-          break;
-        case 3:
-          ComputeBroadcast<3>(context, x, y, *plan, out);
-          break;
-        case 4:
-          ComputeBroadcast<4>(context, x, y, *plan, out);
-          break;
-        default:
-          WEFT_CHECK(plan->output_dims.size() == 5) << plan->output_dims.size();
-          ComputeBroadcast<5>(context, x, y, *plan, out);
-          break;
-      }
+      WEFT_RETURN_IF_ERROR(ComputeBroadcast(context, x, y, *plan, out));
     }
     return Status::OK();
   }
@@ -142,23 +120,41 @@ class BinaryOp final : public OpKernel {
     }
   }
 
-  template <int Rank>
-  static void ComputeBroadcast(OpKernelContext* context, const Tensor& x, const Tensor& y,
-                               const BroadcastPlan& plan, Tensor* out) {
-    std::array<Eigen::DenseIndex, Rank> x_dims, y_dims, out_dims, x_bcast, y_bcast;
-    for (int i = 0; i < Rank; ++i) {
-      x_dims[i] = plan.x_dims[i];
-      y_dims[i] = plan.y_dims[i];
-      out_dims[i] = plan.output_dims[i];
-      x_bcast[i] = plan.output_dims[i] / plan.x_dims[i];
-      y_bcast[i] = plan.output_dims[i] / plan.y_dims[i];
+  // The general case: each broadcast side is expanded into a temporary of the output's shape, then
+  // the op runs flat. One Eigen expression per op (the flat one) keeps these kernels quick to
+  // compile for every type and rank; the copies are plain row copies and fills.
+  static Status ComputeBroadcast(OpKernelContext* context, const Tensor& x, const Tensor& y,
+                                 const BroadcastPlan& plan, Tensor* out) {
+    StatusOr<Tensor> x_full = Expand(context, x, plan.x_dims, plan);
+    if (!x_full.ok()) return x_full.status();
+    StatusOr<Tensor> y_full = Expand(context, y, plan.y_dims, plan);
+    if (!y_full.ok()) return y_full.status();
+    auto xf = Flat<T>(*x_full);
+    auto yf = Flat<T>(*y_full);
+    auto o = Flat<Out>(*out);
+    EvaluateOnDevice(context, out->NumElements(),
+                     [&](const auto& d) { o.device(d) = Functor::Apply(xf, yf); });
+    return Status::OK();
+  }
+
+  // `input` with the output's shape: itself when it already has every element, else a temporary.
+  static StatusOr<Tensor> Expand(OpKernelContext* context, const Tensor& input,
+                                 const std::vector<int64_t>& dims, const BroadcastPlan& plan) {
+    if (dims == plan.output_dims) return input;
+    StatusOr<Tensor> full = context->AllocateTemp(input.dtype(), plan.output_shape);
+    if (!full.ok()) return full.status();
+    const int64_t width = plan.output_dims.back();
+    const int64_t rows = plan.output_shape.num_elements() / width;
+    auto copy_rows = [&](int64_t begin, int64_t end) {
+      BroadcastRows(input.data<T>(), sizeof(T), dims, plan.output_dims, begin, end,
+                    full->template data<T>());
+    };
+    if (rows * width < kMinParallelElements) {
+      copy_rows(0, rows);
+    } else {
+      ParallelFor(context, rows, static_cast<double>(width), copy_rows);
     }
-    auto xm = Shaped<T, Rank>(x, x_dims);
-    auto ym = Shaped<T, Rank>(y, y_dims);
-    auto o = Shaped<Out, Rank>(*out, out_dims);
-    EvaluateOnDevice(context, out->NumElements(), [&](const auto& d) {
-      o.device(d) = Functor::Apply(xm.broadcast(x_bcast), ym.broadcast(y_bcast));
-    });
+    return full;
   }
 };
 
