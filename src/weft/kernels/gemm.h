@@ -1,6 +1,7 @@
 // Gemm: row-major C = alpha * op(A) * op(B) + beta * C, float through oneDNN's sgemm (its AVX-512
 // kernels measured 1.0-2.1x OpenBLAS's on every W1/W2 shape, bench/run.sh matmul), double through
-// OpenBLAS's dgemm. m, n and k may be 0; double's must fit BLAS's 32-bit int (checked).
+// OpenBLAS's dgemm. m, n and k may be 0; double's must fit BLAS's 32-bit int (kernels check with
+// FitsBlasInt first and fail naming their node).
 // float Gemm runs on the calling thread; double Gemm on OpenBLAS's own threads (if it has any) and
 // must then be called from one thread at a time. ParallelGemm splits C into blocks computed on the
 // kernel's intra-op threads when the library is single-threaded, which is how the runtime
@@ -11,6 +12,7 @@
 #include <atomic>
 #include <climits>
 #include <cstdint>
+#include <initializer_list>
 
 #include <cblas.h>
 
@@ -28,6 +30,12 @@ struct GemmDims {
   bool transpose_a = false;
   bool transpose_b = false;
 };
+
+// True when every one of `values` (dimensions, leading dimensions) fits BLAS's 32-bit int.
+inline bool FitsBlasInt(std::initializer_list<int64_t> values) {
+  return std::all_of(values.begin(), values.end(),
+                     [](int64_t v) { return v >= 0 && v <= INT_MAX; });
+}
 
 namespace internal {
 inline blasint BlasInt(int64_t v) {

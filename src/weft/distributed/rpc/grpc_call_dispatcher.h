@@ -68,8 +68,13 @@ void RegisterTypedMethod(
     auto run = [call, function, options, response_bytes, done = std::move(done)]() {
       function(options, &call->request, &call->response,
                [call, response_bytes, done](const Status& status) {
-                 if (status.ok()) *response_bytes = SerializeToByteBuffer(call->response);
-                 done(ToGrpcStatus(status));
+                 if (!status.ok()) {
+                   done(ToGrpcStatus(status));
+                   return;
+                 }
+                 StatusOr<grpc::ByteBuffer> bytes = SerializeToByteBuffer(call->response);
+                 if (bytes.ok()) *response_bytes = std::move(*bytes);
+                 done(ToGrpcStatus(bytes.status()));
                });
     };
     if (pool != nullptr) {

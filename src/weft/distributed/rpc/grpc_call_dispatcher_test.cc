@@ -106,7 +106,7 @@ TEST_F(GrpcCallDispatcherTest, ManyConcurrentCalls) {
     auto call = std::make_unique<Pending>();
     proto::DeleteWorkerSessionRequest request;
     request.set_session_handle("call " + std::to_string(i));
-    call->request = SerializeToByteBuffer(request);
+    call->request = SerializeToByteBuffer(request).value();
     call->context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     Pending* raw = call.get();
     stub.UnaryCall(&raw->context, "/test.Service/Echo", grpc::StubOptions(), &raw->request,

@@ -19,45 +19,50 @@ class GrpcRemoteMaster final : public MasterInterface {
 
   Status CreateSession(CallOptions* options, const proto::CreateSessionRequest& request,
                        proto::CreateSessionResponse* response) override {
-    return Call("CreateSession", options, /*wait_for_ready=*/true,
+    return Call("CreateSession", options, /*wait_for_ready=*/true, request,
                 [&](grpc::ClientContext* context) {
                   return stub_->CreateSession(context, request, response);
                 });
   }
   Status ExtendSession(CallOptions* options, const proto::ExtendSessionRequest& request,
                        proto::ExtendSessionResponse* response) override {
-    return Call("ExtendSession", options, false, [&](grpc::ClientContext* context) {
+    return Call("ExtendSession", options, false, request, [&](grpc::ClientContext* context) {
       return stub_->ExtendSession(context, request, response);
     });
   }
   Status RunStep(CallOptions* options, const proto::RunStepRequest& request,
                  proto::RunStepResponse* response) override {
-    return Call("RunStep", options, false, [&](grpc::ClientContext* context) {
+    return Call("RunStep", options, false, request, [&](grpc::ClientContext* context) {
       return stub_->RunStep(context, request, response);
     });
   }
   Status CloseSession(CallOptions* options, const proto::CloseSessionRequest& request,
                       proto::CloseSessionResponse* response) override {
-    return Call("CloseSession", options, false, [&](grpc::ClientContext* context) {
+    return Call("CloseSession", options, false, request, [&](grpc::ClientContext* context) {
       return stub_->CloseSession(context, request, response);
     });
   }
   Status ListDevices(CallOptions* options, const proto::ListDevicesRequest& request,
                      proto::ListDevicesResponse* response) override {
-    return Call("ListDevices", options, /*wait_for_ready=*/true, [&](grpc::ClientContext* context) {
-      return stub_->ListDevices(context, request, response);
-    });
+    return Call("ListDevices", options, /*wait_for_ready=*/true, request,
+                [&](grpc::ClientContext* context) {
+                  return stub_->ListDevices(context, request, response);
+                });
   }
   Status Reset(CallOptions* options, const proto::ResetRequest& request,
                proto::ResetResponse* response) override {
-    return Call("Reset", options, false, [&](grpc::ClientContext* context) {
+    return Call("Reset", options, false, request, [&](grpc::ClientContext* context) {
       return stub_->Reset(context, request, response);
     });
   }
 
  private:
   template <typename Invoke>
-  Status Call(const char* method, CallOptions* options, bool wait_for_ready, Invoke invoke) {
+  Status Call(const char* method, CallOptions* options, bool wait_for_ready,
+              const google::protobuf::MessageLite& request, Invoke invoke) {
+    // gRPC's own coding cannot report a message over protobuf's limit; RunStep names the feed.
+    Status fits = CheckMessageSize(request);
+    if (!fits.ok()) return fits.WithContext(StrCat(method, " to master at ", address_));
     // Shared with the cancel callback, which may still be running when the call returns.
     auto context = std::make_shared<grpc::ClientContext>();
     bool wait = wait_for_ready;

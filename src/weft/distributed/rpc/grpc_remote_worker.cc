@@ -24,6 +24,12 @@ GrpcRemoteWorker::GrpcRemoteWorker(std::string task_name, std::string address,
 template <typename Request, typename Response, typename Start>
 void GrpcRemoteWorker::Issue(const char* method, CallOptions* options, const Request* request,
                              Response* response, StatusCallback done, Start start) {
+  // gRPC's own coding cannot report a message over protobuf's limit; RunGraph names the feed.
+  Status fits = CheckMessageSize(*request);
+  if (!fits.ok()) {
+    done(fits.WithContext(StrCat(method, " to ", task_name_, " at ", address_)));
+    return;
+  }
   // Shared with the cancel callback, which may still be running when the call completes.
   auto context = std::make_shared<grpc::ClientContext>();
   if (options != nullptr) {

@@ -54,6 +54,37 @@ TEST(GrpcRemoteWorkerTest, WaitForReadyHonoursTheDeadline) {
   EXPECT_NE(status.message().find(address), std::string::npos) << status;
 }
 
+// Messages over protobuf's 2 GB limit fail as errors naming the tensor, in both directions.
+TEST(GrpcRemoteWorkerTest, TensorsOverTheMessageLimitAreErrorsNamingThem) {
+  WorkerFixture fixture;
+  const std::string address = fixture.server->address();
+  GrpcRemoteWorker remote(kTask, address, NewWeftChannel(address), nullptr);
+  CallOptions options;
+  options.set_timeout_ms(60000);
+  proto::RunGraphResponse response;
+  {
+    proto::RunGraphRequest request;
+    request.set_session_handle("s");
+    proto::NamedTensorProto* feed = request.add_send();
+    feed->set_name("big_feed:0");
+    feed->mutable_tensor()->mutable_tensor_content()->resize(kMaxMessageBytes);
+    Status status = remote.RunGraph(&options, request, &response);
+    EXPECT_TRUE(IsResourceExhausted(status)) << status;
+    EXPECT_NE(status.message().find("feed 'big_feed:0' ("), std::string::npos) << status;
+    EXPECT_NE(status.message().find("RunGraph to " + std::string(kTask)), std::string::npos)
+        << status;
+  }
+  proto::RunGraphRequest request;
+  request.set_session_handle("s");
+  request.set_graph_handle("huge");
+  Status status = remote.RunGraph(&options, request, &response);
+  EXPECT_TRUE(IsResourceExhausted(status)) << status;
+  EXPECT_NE(status.message().find("fetch 'huge:0' ("), std::string::npos) << status;
+  // The server goes on serving.
+  proto::GetStatusResponse status_response;
+  EXPECT_TRUE(remote.GetStatus(&options, proto::GetStatusRequest(), &status_response).ok());
+}
+
 TEST(GrpcRemoteWorkerTest, CancelledBeforeTheCallFailsAtOnce) {
   WorkerFixture fixture;
   const std::string address = fixture.server->address();

@@ -12,8 +12,46 @@
 
 #include "weft/core/logging.h"
 #include "weft/core/notification.h"
+#include "weft/core/str_util.h"
+#include "weft/master.pb.h"
+#include "weft/worker.pb.h"
 
 namespace weft {
+namespace {
+
+// The largest of `tensors`, described as "<role> '<name>' (<bytes> bytes)"; "" when empty.
+std::string LargestTensor(
+    const google::protobuf::RepeatedPtrField<proto::NamedTensorProto>& tensors, const char* role) {
+  const proto::NamedTensorProto* largest = nullptr;
+  size_t largest_bytes = 0;
+  for (const proto::NamedTensorProto& tensor : tensors) {
+    const size_t bytes = tensor.tensor().ByteSizeLong();
+    if (largest == nullptr || bytes > largest_bytes) {
+      largest = &tensor;
+      largest_bytes = bytes;
+    }
+  }
+  if (largest == nullptr) return "";
+  return StrCat(role, " '", largest->name(), "' (", largest_bytes, " bytes)");
+}
+
+std::string LargestTensorIn(const google::protobuf::MessageLite& message) {
+  if (auto* m = dynamic_cast<const proto::RunStepRequest*>(&message)) {
+    return LargestTensor(m->feed(), "feed");
+  }
+  if (auto* m = dynamic_cast<const proto::RunStepResponse*>(&message)) {
+    return LargestTensor(m->tensor(), "fetch");
+  }
+  if (auto* m = dynamic_cast<const proto::RunGraphRequest*>(&message)) {
+    return LargestTensor(m->send(), "feed");
+  }
+  if (auto* m = dynamic_cast<const proto::RunGraphResponse*>(&message)) {
+    return LargestTensor(m->recv(), "fetch");
+  }
+  return "";
+}
+
+}  // namespace
 
 grpc::Status ToGrpcStatus(const Status& status) {
   if (status.ok()) return grpc::Status::OK;
@@ -29,7 +67,17 @@ Status FromGrpcStatus(const grpc::Status& status) {
   return Status(static_cast<Code>(code), status.error_message());
 }
 
-grpc::ByteBuffer SerializeToByteBuffer(const google::protobuf::MessageLite& message) {
+Status CheckMessageSize(const google::protobuf::MessageLite& message, size_t limit) {
+  const size_t size = message.ByteSizeLong();
+  if (size <= limit) return Status::OK();
+  const std::string largest = LargestTensorIn(message);
+  return ResourceExhausted(largest.empty() ? "" : StrCat(largest, " makes "), "a ",
+                           message.GetTypeName(), " of ", size, " bytes, over the ", limit,
+                           "-byte limit of one RPC message");
+}
+
+StatusOr<grpc::ByteBuffer> SerializeToByteBuffer(const google::protobuf::MessageLite& message) {
+  WEFT_RETURN_IF_ERROR(CheckMessageSize(message));
   const size_t size = message.ByteSizeLong();
   if (size == 0) {
     // A ByteBuffer with no slices is not a message gRPC can send.
@@ -39,8 +87,9 @@ grpc::ByteBuffer SerializeToByteBuffer(const google::protobuf::MessageLite& mess
   grpc::ByteBuffer buffer;
   grpc::ProtoBufferWriter writer(&buffer, grpc::kProtoBufferWriterMaxBufferLength,
                                  static_cast<int>(size));
-  const bool ok = message.SerializeToZeroCopyStream(&writer);
-  WEFT_CHECK(ok) << "serializing " << message.GetTypeName() << " failed";
+  if (!message.SerializeToZeroCopyStream(&writer)) {
+    return Internal("cannot serialize a ", message.GetTypeName(), " of ", size, " bytes");
+  }
   return buffer;
 }
 

@@ -3,6 +3,8 @@
 // functions without state; thread-safe.
 #pragma once
 
+#include <climits>
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -13,14 +15,24 @@
 #include <grpcpp/support/status.h>
 
 #include "weft/core/status.h"
+#include "weft/core/statusor.h"
 
 namespace weft {
 
 grpc::Status ToGrpcStatus(const Status& status);
 Status FromGrpcStatus(const grpc::Status& status);
 
-// Serializes `message` into slices gRPC can send without another copy.
-grpc::ByteBuffer SerializeToByteBuffer(const google::protobuf::MessageLite& message);
+// The most bytes one RPC message may hold: protobuf's limit on a serialized message.
+inline constexpr size_t kMaxMessageBytes = INT_MAX;
+
+// OK when `message` serializes to at most `limit` bytes; else ResourceExhausted naming the message
+// type and size and, for the messages that carry a step's tensors (RunStep and RunGraph requests
+// and responses), the largest tensor in it by name, as a feed or a fetch.
+Status CheckMessageSize(const google::protobuf::MessageLite& message,
+                        size_t limit = kMaxMessageBytes);
+// Serializes `message` into slices gRPC can send without another copy; CheckMessageSize's error
+// when it does not fit in one message.
+StatusOr<grpc::ByteBuffer> SerializeToByteBuffer(const google::protobuf::MessageLite& message);
 // Parses `buffer` into `message`; malformed bytes are an InvalidArgument naming the message type
 // and the byte count.
 Status ParseFromByteBuffer(const grpc::ByteBuffer& buffer, google::protobuf::MessageLite* message);

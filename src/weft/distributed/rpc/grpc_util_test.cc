@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "weft/master.pb.h"
 #include "weft/worker.pb.h"
 
 namespace weft {
@@ -29,7 +30,7 @@ TEST(GrpcUtilTest, ProtoRoundTripsThroughByteBuffer) {
   request.set_session_handle("session-1");
   request.set_step_id(42);
   request.add_send()->mutable_tensor()->set_tensor_content(std::string(100000, 'x'));
-  grpc::ByteBuffer buffer = SerializeToByteBuffer(request);
+  grpc::ByteBuffer buffer = SerializeToByteBuffer(request).value();
   EXPECT_EQ(buffer.Length(), request.ByteSizeLong());
   EXPECT_EQ(ByteBufferToString(buffer), request.SerializeAsString());
   proto::RunGraphRequest parsed;
@@ -40,10 +41,40 @@ TEST(GrpcUtilTest, ProtoRoundTripsThroughByteBuffer) {
 }
 
 TEST(GrpcUtilTest, EmptyMessageRoundTrips) {
-  grpc::ByteBuffer buffer = SerializeToByteBuffer(proto::GetStatusRequest());
+  grpc::ByteBuffer buffer = SerializeToByteBuffer(proto::GetStatusRequest()).value();
   EXPECT_EQ(buffer.Length(), 0u);
   proto::GetStatusRequest parsed;
   EXPECT_TRUE(ParseFromByteBuffer(buffer, &parsed).ok());
+}
+
+TEST(GrpcUtilTest, OversizedMessagesNameTheirLargestTensor) {
+  // The real limit is 2 GB; a small one exercises the same check.
+  proto::RunStepResponse response;
+  auto* small = response.add_tensor();
+  small->set_name("small:0");
+  small->mutable_tensor()->set_tensor_content(std::string(10, 'x'));
+  auto* big = response.add_tensor();
+  big->set_name("big:0");
+  big->mutable_tensor()->set_tensor_content(std::string(500, 'x'));
+  EXPECT_TRUE(CheckMessageSize(response, 1000).ok());
+  Status status = CheckMessageSize(response, 400);
+  EXPECT_TRUE(IsResourceExhausted(status)) << status;
+  EXPECT_NE(status.message().find("fetch 'big:0' (503 bytes) makes a weft.proto.RunStepResponse"),
+            std::string::npos)
+      << status;
+  proto::RunStepRequest request;
+  request.add_feed()->set_name("x");
+  request.mutable_feed(0)->mutable_tensor()->set_tensor_content(std::string(100, 'x'));
+  status = CheckMessageSize(request, 50);
+  EXPECT_NE(status.message().find("feed 'x'"), std::string::npos) << status;
+  // Messages without tensors name only their type and size.
+  proto::ExtendSessionRequest plain;
+  plain.set_session_handle(std::string(100, 's'));
+  status = CheckMessageSize(plain, 50);
+  EXPECT_NE(
+      status.message().find("a weft.proto.ExtendSessionRequest of 102 bytes, over the 50-byte"),
+      std::string::npos)
+      << status;
 }
 
 TEST(GrpcUtilTest, GarbageIsInvalidArgumentNamingTypeAndSize) {

@@ -38,8 +38,14 @@ void DeleteTensor(void* tensor) { delete static_cast<Tensor*>(tensor); }
 
 }  // namespace
 
-grpc::ByteBuffer EncodeRecvTensorResponse(const Tensor& tensor, bool is_dead) {
+StatusOr<grpc::ByteBuffer> EncodeRecvTensorResponse(const Tensor& tensor, bool is_dead) {
   const size_t content_bytes = tensor.TotalBytes();
+  // The header fields take well under a kilobyte.
+  if (content_bytes > kMaxMessageBytes - 1024) {
+    return ResourceExhausted("a tensor of ", content_bytes, " bytes (", tensor.shape(),
+                             ") does not fit in one RecvTensor response (at most ",
+                             kMaxMessageBytes, " bytes); only the bulk data path carries it");
+  }
   if (content_bytes <= kZeroCopyThreshold) {
     proto::RecvTensorResponse response;
     *response.mutable_tensor() = ToProto(tensor);
@@ -188,10 +194,18 @@ void GrpcWorkerService::RecvTensor(const grpc::ByteBuffer& request_bytes,
           bulk->set_ticket(bulk_server->Offer(call->request.step_id(), tensor));
           bulk->set_port(bulk_server->port());
           bulk->set_num_bytes(static_cast<int64_t>(num_bytes));
-          *response_bytes = SerializeToByteBuffer(response);
-        } else {
-          *response_bytes = EncodeRecvTensorResponse(tensor, call->response.is_dead);
+          StatusOr<grpc::ByteBuffer> bytes = SerializeToByteBuffer(response);
+          if (bytes.ok()) *response_bytes = std::move(*bytes);
+          done(ToGrpcStatus(bytes.status()));
+          return;
         }
+        StatusOr<grpc::ByteBuffer> bytes = EncodeRecvTensorResponse(tensor, call->response.is_dead);
+        if (!bytes.ok()) {
+          done(ToGrpcStatus(bytes.status().WithContext(
+              StrCat("RecvTensor '", call->request.rendezvous_key(), "'"))));
+          return;
+        }
+        *response_bytes = std::move(*bytes);
         done(grpc::Status::OK);
       });
 }

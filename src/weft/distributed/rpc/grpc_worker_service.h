@@ -41,7 +41,8 @@ class GrpcWorkerService {
 };
 
 // The RecvTensorResponse wire bytes for `tensor`, content framed without a copy when it is over
-// kZeroCopyThreshold bytes. Byte-identical to serializing the equivalent proto.
-grpc::ByteBuffer EncodeRecvTensorResponse(const Tensor& tensor, bool is_dead);
+// kZeroCopyThreshold bytes. Byte-identical to serializing the equivalent proto. ResourceExhausted
+// when the tensor cannot fit in one message (the bulk data path carries such tensors).
+StatusOr<grpc::ByteBuffer> EncodeRecvTensorResponse(const Tensor& tensor, bool is_dead);
 
 }  // namespace weft

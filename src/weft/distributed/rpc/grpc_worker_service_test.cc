@@ -158,7 +158,7 @@ TEST_F(GrpcWorkerServiceTest, HandEncodedResponseMatchesProtobuf) {
       proto::RecvTensorResponse expected;
       *expected.mutable_tensor() = ToProto(value);
       expected.set_is_dead(is_dead);
-      grpc::ByteBuffer encoded = EncodeRecvTensorResponse(value, is_dead);
+      grpc::ByteBuffer encoded = EncodeRecvTensorResponse(value, is_dead).value();
       EXPECT_EQ(ByteBufferToString(encoded), expected.SerializeAsString()) << size;
       proto::RecvTensorResponse parsed;
       ASSERT_TRUE(ParseFromByteBuffer(encoded, &parsed).ok());
@@ -172,7 +172,7 @@ TEST_F(GrpcWorkerServiceTest, HandEncodedResponseMatchesProtobuf) {
         Tensor::Scalar<int64_t>(7)}) {
     proto::RecvTensorResponse expected;
     *expected.mutable_tensor() = ToProto(value);
-    EXPECT_EQ(ByteBufferToString(EncodeRecvTensorResponse(value, false)),
+    EXPECT_EQ(ByteBufferToString(EncodeRecvTensorResponse(value, false).value()),
               expected.SerializeAsString());
   }
 }
@@ -185,7 +185,7 @@ TEST_F(GrpcWorkerServiceTest, ZeroCopyResponseKeepsTheBufferAlive) {
     proto::RecvTensorResponse response;
     *response.mutable_tensor() = ToProto(value);
     expected = response.SerializeAsString();
-    encoded = EncodeRecvTensorResponse(value, false);
+    encoded = EncodeRecvTensorResponse(value, false).value();
   }
   EXPECT_EQ(ByteBufferToString(encoded), expected);
 }

@@ -25,7 +25,8 @@
 
 namespace weft::testing_rpc {
 
-// Answers from its own state; the session handle "bad" fails every method that takes one.
+// Answers from its own state; the session handle "bad" fails every method that takes one. RunGraph
+// echoes its feeds as fetches; graph handle "huge" adds a fetch too large for one message.
 class FakeWorker final : public WorkerInterface {
  public:
   void GetStatusAsync(CallOptions*, const proto::GetStatusRequest*,
@@ -61,6 +62,11 @@ class FakeWorker final : public WorkerInterface {
     if (request->graph_handle() == "bad") {
       done(Aborted("step ", request->step_id(), ": graph handle bad is gone"));
       return;
+    }
+    if (request->graph_handle() == "huge") {  // a fetch over one message's 2 GB limit
+      proto::NamedTensorProto* recv = response->add_recv();
+      recv->set_name("huge:0");
+      recv->mutable_tensor()->mutable_tensor_content()->resize(kMaxMessageBytes + 1);
     }
     done(CheckHandle(request->session_handle()));
   }

@@ -83,8 +83,7 @@ class MatMulOp final : public OpKernel {
   Status Multiply(OpKernelContext* context, const Tensor& a, const Tensor& b, int64_t m, int64_t n,
                   int64_t k, T* c) {
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-      constexpr int64_t kMaxBlasDim = std::numeric_limits<blasint>::max();
-      if (std::max({m, n, k, a.dim_size(1), b.dim_size(1)}) > kMaxBlasDim) {
+      if (!FitsBlasInt({m, n, k, a.dim_size(1), b.dim_size(1)})) {
         return InvalidArgument(FormatNodeForError(def()), ": dimensions of ", a.shape(), " x ",
                                b.shape(), " exceed what BLAS can index");
       }

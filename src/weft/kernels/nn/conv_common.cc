@@ -1,6 +1,8 @@
 // Shape checks and chunk planning shared by the Conv2D kernels; see conv_common.h.
 #include "weft/kernels/nn/conv_common.h"
 
+#include <climits>
+
 #include "weft/framework/node_def_util.h"
 #include "weft/kernels/gemm.h"
 
@@ -50,6 +52,15 @@ Status CheckOutBackpropShape(const proto::NodeDef& node, const TensorShape& out_
                            expected);
   }
   return Status::OK();
+}
+
+Status CheckConvGemmFitsBlas(const proto::NodeDef& node, const SpatialGeometry& g,
+                             int64_t out_depth, const ConvPlan& plan) {
+  const int64_t chunk_rows = std::min(plan.units, plan.units_per_chunk) * g.out_cols;
+  if (FitsBlasInt({chunk_rows, g.patch_size(), out_depth})) return Status::OK();
+  return InvalidArgument(FormatNodeForError(node), ": a GEMM of ", chunk_rows, " rows, patch size ",
+                         g.patch_size(), " and output depth ", out_depth,
+                         " exceeds what BLAS can index (", INT_MAX, ")");
 }
 
 ConvPlan PlanConvChunks(const SpatialGeometry& g, int64_t element_bytes, int intra_op_threads,

@@ -55,6 +55,11 @@ struct ConvPlan {
 ConvPlan PlanConvChunks(const SpatialGeometry& g, int64_t element_bytes, int intra_op_threads,
                         bool whole_images);
 
+// InvalidArgument naming `node` when a chunk's GEMM (its rows, the patch size, the output depth)
+// would pass BLAS's 32-bit int, which only shapes of many gigabytes reach.
+Status CheckConvGemmFitsBlas(const proto::NodeDef& node, const SpatialGeometry& g,
+                             int64_t out_depth, const ConvPlan& plan);
+
 // Calls body(first_unit, last_unit, task, first_of_task) for each chunk of `plan`: in order on
 // this thread when plan.num_tasks == 1, else from plan.num_tasks concurrent tasks, each running
 // its chunks in order. `first_of_task` marks a task's first chunk.

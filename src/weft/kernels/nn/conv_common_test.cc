@@ -3,8 +3,10 @@
 // single-threaded and there are several intra-op threads.
 #include "weft/kernels/nn/conv_common.h"
 
+#include <climits>
 #include <vector>
 
+#include "weft/kernels/gemm.h"
 #include "weft/kernels/nn/nn_test_util.h"
 
 namespace weft::kernels {
@@ -70,6 +72,32 @@ TEST(ConvPlanTest, ConcurrentTasksWhenBlasIsSingleThreaded) {
   EXPECT_EQ(PlanConvChunks(Geometry(128, 14, 14, 800), 4, 1, false).num_tasks, 1);
   // An empty batch has no chunks.
   EXPECT_EQ(PlanConvChunks(Geometry(0, 14, 14, 800), 4, 2, false).num_chunks, 0);
+}
+
+// Shapes this large cannot be allocated in a test; the check works from the geometry alone.
+TEST(ConvPlanTest, GemmBeyondBlasIntIsAnErrorNamingTheNode) {
+  proto::NodeDef node;
+  node.set_name("huge_conv");
+  node.set_op("Conv2D");
+  SpatialGeometry g;
+  g.batch = 1;
+  g.in_rows = g.out_rows = 4;
+  g.in_cols = g.out_cols = 4;
+  g.window_rows = g.window_cols = 3;
+  g.in_depth = 8;
+  ConvPlan plan;
+  plan.units = 4;
+  plan.units_per_chunk = 4;
+  EXPECT_TRUE(CheckConvGemmFitsBlas(node, g, 16, plan).ok());
+  g.in_depth = int64_t{1} << 30;  // patch 9 * 2^30
+  Status status = CheckConvGemmFitsBlas(node, g, 16, plan);
+  EXPECT_TRUE(IsInvalidArgument(status)) << status;
+  EXPECT_NE(status.message().find("node 'huge_conv' (Conv2D)"), std::string::npos) << status;
+  g.in_depth = 8;
+  EXPECT_FALSE(CheckConvGemmFitsBlas(node, g, int64_t{1} << 31, plan).ok());
+  EXPECT_TRUE(FitsBlasInt({0, INT_MAX}));
+  EXPECT_FALSE(FitsBlasInt({int64_t{INT_MAX} + 1}));
+  EXPECT_FALSE(FitsBlasInt({-1}));
 }
 
 }  // namespace

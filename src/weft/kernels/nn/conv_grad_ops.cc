@@ -78,6 +78,7 @@ class Conv2DBackpropInputOp final : public OpKernel {
     if (out_backprop.NumElements() == 0) return Status::OK();
     const ConvPlan plan = PlanConvChunks(g, sizeof(T), context->device()->intra_op_threads(),
                                          /*whole_images=*/true);
+    WEFT_RETURN_IF_ERROR(CheckConvGemmFitsBlas(def(), g, out_depth, plan));
     WEFT_ASSIGN_OR_RETURN(Tensor col, AllocateColumnBuffers<T>(plan, g, pointwise));
     const int64_t patch = g.patch_size();
     const T* weights = filter.data<T>();
@@ -149,6 +150,7 @@ class Conv2DBackpropFilterOp final : public OpKernel {
     const bool pointwise = IsPointwise(g);
     const ConvPlan plan = PlanConvChunks(g, sizeof(T), context->device()->intra_op_threads(),
                                          /*whole_images=*/false);
+    WEFT_RETURN_IF_ERROR(CheckConvGemmFitsBlas(def(), g, out_depth, plan));
     const int64_t patch = g.patch_size();
     const int64_t filter_size = output->NumElements();
     // Task 0 sums into the output, task t > 0 into partial row t - 1.

@@ -65,6 +65,7 @@ class Conv2DOp final : public OpKernel {
     const bool pointwise = IsPointwise(g);
     const ConvPlan plan = PlanConvChunks(g, sizeof(T), context->device()->intra_op_threads(),
                                          /*whole_images=*/false);
+    WEFT_RETURN_IF_ERROR(CheckConvGemmFitsBlas(def(), g, out_depth, plan));
     WEFT_ASSIGN_OR_RETURN(Tensor col, AllocateColumnBuffers<T>(plan, g, pointwise));
     const int64_t patch = g.patch_size();
     RunChunks(context, plan, [&](int64_t first, int64_t last, int64_t task, bool) {
