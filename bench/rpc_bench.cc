@@ -5,11 +5,14 @@
 //   METRIC grpc_empty_us                    an empty unary call (GetStatus) through the same client
 //   METRIC recvtensor_small_us / recvtensor_small_rtt_over_grpc_empty   a one-float RecvTensor
 //   METRIC runstep_trivial_us / runstep_trivial_over_grpc_empty          RunStep over 2 workers
+//   RATIO recvtensor_64mb_tls_vs_plain / runstep_trivial_tls_vs_plain    the same two with mutual
+//         TLS and a token on every port (servers and client), against the plain run
 // Medians over repeated runs. The RecvTensor caller is this process acting as a peer worker: the
 // same client (GrpcRemoteWorker, BulkTransferClient) a server's remote rendezvous uses.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -167,8 +170,9 @@ std::string RegisterSendGraph(WorkerInterface* worker, const std::string& sessio
 
 // Seconds of one empty unary call (GetStatus), made the plainest way: a blocking call on a
 // generated stub, whose calling thread waits for the reply itself.
-double TimeEmptyCall(proto::WorkerService::Stub* stub) {
+double TimeEmptyCall(proto::WorkerService::Stub* stub, const std::string& token) {
   grpc::ClientContext context;
+  if (!token.empty()) context.AddMetadata(kTokenMetadataKey, token);
   proto::GetStatusResponse response;
   const double start = NowSeconds();
   grpc::Status status = stub->GetStatus(&context, proto::GetStatusRequest(), &response);
@@ -220,16 +224,31 @@ void TimeRecvTensors(WorkerInterface* worker, const std::string& session,
 constexpr int kBlocks = 10;
 constexpr int kCallsPerBlock = 192;
 
-int Main() {
-  RegisterGrpcSessionFactory();
-  const double tcp_gbps = TcpGigabytesPerSecond(7);
+struct Figures {
+  double recv_gbps = 0;
+  double empty_us = 0;
+  double small_us = 0;
+  double master_empty_us = 0;
+  double step_us = 0;
+};
 
+// Two `weft server` processes with `server_flags`, and this process as their client with
+// `security`.
+Figures Measure(const TransportSecurity& security, const std::vector<std::string>& server_flags) {
   std::vector<std::unique_ptr<testing::ServerProcess>> servers;
   std::vector<std::string> addresses;
   for (int task = 0; task < 2; ++task) {
-    StatusOr<std::unique_ptr<testing::ServerProcess>> server = testing::ServerProcess::Start(
-        WEFT_BINARY, {"--cluster", "worker=127.0.0.1:0,127.0.0.1:0", "--task", std::to_string(task),
-                      "--intra-op-threads", "1", "--inter-op-threads", "1"});
+    std::vector<std::string> flags = {"--cluster",
+                                      "worker=127.0.0.1:0,127.0.0.1:0",
+                                      "--task",
+                                      std::to_string(task),
+                                      "--intra-op-threads",
+                                      "1",
+                                      "--inter-op-threads",
+                                      "1"};
+    flags.insert(flags.end(), server_flags.begin(), server_flags.end());
+    StatusOr<std::unique_ptr<testing::ServerProcess>> server =
+        testing::ServerProcess::Start(WEFT_BINARY, flags);
     Check(server.status(), "starting a weft server");
     addresses.push_back((*server)->address());
     servers.push_back(std::move(server).value());
@@ -237,9 +256,11 @@ int Main() {
   ClusterSpec cluster = ClusterSpec::FromJobs({{"worker", addresses}}).value();
 
   // This process talks to task 1 as task 0 would.
-  auto bulk_client = std::make_shared<BulkTransferClient>();
+  BulkTransferClient::Options bulk_options;
+  bulk_options.token = security.token;
+  auto bulk_client = std::make_shared<BulkTransferClient>(bulk_options);
   std::unique_ptr<WorkerCacheInterface> cache =
-      NewGrpcWorkerCache(cluster, "/job:bench/replica:0/task:0", nullptr, bulk_client);
+      NewGrpcWorkerCache(cluster, "/job:bench/replica:0/task:0", nullptr, bulk_client, security);
   WorkerInterface* worker = cache->GetOrCreateWorker(kTask1);
   CallOptions status_options;
   status_options.set_wait_for_ready(true);
@@ -272,23 +293,27 @@ int Main() {
                   &next_step, 7, k64Mb, &big_seconds);
   const double recv_gbps = k64Mb / Median(big_seconds) / 1e9;
 
-  auto stub0 = proto::WorkerService::NewStub(NewWeftChannel(addresses[0]));
-  auto stub1 = proto::WorkerService::NewStub(NewWeftChannel(addresses[1]));
+  auto stub0 = proto::WorkerService::NewStub(NewWeftChannel(addresses[0], security));
+  auto stub1 = proto::WorkerService::NewStub(NewWeftChannel(addresses[1], security));
   std::vector<double> empty_seconds;
   std::vector<double> small_seconds;
   for (int block = 0; block < kBlocks; ++block) {
-    for (int i = 0; i < kCallsPerBlock; ++i) empty_seconds.push_back(TimeEmptyCall(stub1.get()));
+    for (int i = 0; i < kCallsPerBlock; ++i) {
+      empty_seconds.push_back(TimeEmptyCall(stub1.get(), security.token));
+    }
     TimeRecvTensors(worker, "rpc_bench", small_handle, small_keys, &next_step,
                     kCallsPerBlock / kSmallSends, sizeof(float), &small_seconds);
   }
-  const double empty_us = Median(empty_seconds) * 1e6;
-  const double small_us = Median(small_seconds) * 1e6;
+  Figures figures;
+  figures.recv_gbps = recv_gbps;
+  figures.empty_us = Median(empty_seconds) * 1e6;
+  figures.small_us = Median(small_seconds) * 1e6;
 
   // RunStep of a trivial graph over both workers: a constant on each, both fetched.
   SessionOptions options;
   options.target = "grpc://" + addresses[0];
   *options.config.mutable_cluster_def() = cluster.ToProto();
-  std::unique_ptr<Session> session = NewSession(options).value();
+  std::unique_ptr<Session> session = NewGrpcSession(options, security).value();
   Scope root = Scope::NewRootScope();
   Output on_task0 = ops::Const(root.WithOpName("c0").WithDevice(kTask0), 1.0f);
   Output on_task1 = ops::Const(root.WithOpName("c1").WithDevice(kTask1), 2.0f);
@@ -301,7 +326,7 @@ int Main() {
   std::vector<double> master_empty_seconds;
   for (int block = 0; block < kBlocks; ++block) {
     for (int i = 0; i < kCallsPerBlock; ++i) {
-      master_empty_seconds.push_back(TimeEmptyCall(stub0.get()));
+      master_empty_seconds.push_back(TimeEmptyCall(stub0.get(), security.token));
     }
     for (int i = 0; i < kCallsPerBlock; ++i) {
       const double start = NowSeconds();
@@ -309,19 +334,53 @@ int Main() {
       step_seconds.push_back(NowSeconds() - start);
     }
   }
-  const double step_us = Median(step_seconds) * 1e6;
-  const double master_empty_us = Median(master_empty_seconds) * 1e6;
+  figures.step_us = Median(step_seconds) * 1e6;
+  figures.master_empty_us = Median(master_empty_seconds) * 1e6;
   Check(session->Close(), "Close");
+  return figures;
+}
+
+int Main() {
+  const double tcp_gbps = TcpGigabytesPerSecond(7);
+  const Figures plain = Measure(TransportSecurity(), {});
+  // The same with mutual TLS on every gRPC port and a token on every call and bulk connection.
+  const std::string certs = WEFT_RPC_TESTDATA;
+  TransportSecurityFiles files;
+  files.certificate = certs + "/task.pem";
+  files.private_key = certs + "/task.key";
+  files.ca = certs + "/ca.pem";
+  char token_path[] = "/tmp/weft_rpc_bench_token_XXXXXX";
+  const int token_fd = mkstemp(token_path);
+  const std::string token = "rpc bench token";
+  if (token_fd < 0 || !WriteAll(token_fd, token.data(), token.size())) {
+    std::fprintf(stderr, "rpc_bench: cannot write a token file\n");
+    std::exit(1);
+  }
+  close(token_fd);
+  files.token_file = token_path;
+  StatusOr<TransportSecurity> security = LoadTransportSecurity(files);
+  Check(security.status(), "loading the TLS files");
+  const Figures tls =
+      Measure(*security, {"--tls-cert", files.certificate, "--tls-key", files.private_key,
+                          "--tls-ca", files.ca, "--token-file", files.token_file});
+  unlink(token_path);
 
   std::printf("METRIC tcp_64mb_gbps %.3f GB/s\n", tcp_gbps);
-  std::printf("METRIC recvtensor_64mb_gbps %.3f GB/s\n", recv_gbps);
-  std::printf("METRIC recvtensor_64mb_fraction_of_tcp %.3f ratio\n", recv_gbps / tcp_gbps);
-  std::printf("METRIC grpc_empty_us %.1f us\n", empty_us);
-  std::printf("METRIC recvtensor_small_us %.1f us\n", small_us);
-  std::printf("METRIC recvtensor_small_rtt_over_grpc_empty %.3f ratio\n", small_us / empty_us);
-  std::printf("METRIC grpc_empty_to_master_us %.1f us\n", master_empty_us);
-  std::printf("METRIC runstep_trivial_us %.1f us\n", step_us);
-  std::printf("METRIC runstep_trivial_over_grpc_empty %.3f ratio\n", step_us / master_empty_us);
+  std::printf("METRIC recvtensor_64mb_gbps %.3f GB/s\n", plain.recv_gbps);
+  std::printf("METRIC recvtensor_64mb_fraction_of_tcp %.3f ratio\n", plain.recv_gbps / tcp_gbps);
+  std::printf("METRIC grpc_empty_us %.1f us\n", plain.empty_us);
+  std::printf("METRIC recvtensor_small_us %.1f us\n", plain.small_us);
+  std::printf("METRIC recvtensor_small_rtt_over_grpc_empty %.3f ratio\n",
+              plain.small_us / plain.empty_us);
+  std::printf("METRIC grpc_empty_to_master_us %.1f us\n", plain.master_empty_us);
+  std::printf("METRIC runstep_trivial_us %.1f us\n", plain.step_us);
+  std::printf("METRIC runstep_trivial_over_grpc_empty %.3f ratio\n",
+              plain.step_us / plain.master_empty_us);
+  std::printf("METRIC recvtensor_64mb_tls_gbps %.3f GB/s\n", tls.recv_gbps);
+  std::printf("METRIC grpc_empty_tls_us %.1f us\n", tls.empty_us);
+  std::printf("METRIC runstep_trivial_tls_us %.1f us\n", tls.step_us);
+  std::printf("RATIO recvtensor_64mb_tls_vs_plain %.3f\n", tls.recv_gbps / plain.recv_gbps);
+  std::printf("RATIO runstep_trivial_tls_vs_plain %.3f\n", plain.step_us / tls.step_us);
   return 0;
 }
 

@@ -6,6 +6,7 @@
 
 #include "weft/cli/blas_environment.h"
 #include "weft/cli/launch_command.h"
+#include "weft/cli/security_flags.h"
 #include "weft/cli/server_command.h"
 #include "weft/cli/train_command.h"
 #include "weft/distributed/rpc/grpc_server.h"
@@ -21,6 +22,11 @@ int main(int argc, char** argv) {
   CLI::App* server = weft::cli::AddServerCommand(app, server_flags);
   weft::cli::LaunchFlags launch_flags;
   CLI::App* launch = weft::cli::AddLaunchCommand(app, launch_flags);
+  // One set of security flags, whichever command takes them: they go to the environment.
+  weft::cli::SecurityFlags security_flags;
+  weft::cli::AddSecurityFlags(train, security_flags, /*with_insecure=*/true);
+  weft::cli::AddSecurityFlags(server, security_flags, /*with_insecure=*/true);
+  weft::cli::AddSecurityFlags(launch, security_flags, /*with_insecure=*/true);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& help) {
@@ -34,6 +40,10 @@ int main(int argc, char** argv) {
                       : launch->parsed() ? launch
                                          : &app;
     std::fprintf(stderr, "%s", shown->help().c_str());
+    return 2;
+  }
+  if (weft::Status applied = weft::cli::ApplySecurityFlags(security_flags); !applied.ok()) {
+    std::fprintf(stderr, "weft: %s\n", applied.ToString().c_str());
     return 2;
   }
   weft::RegisterGrpcSessionFactory();

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <string_view>
 
 #include <fcntl.h>
 #include <signal.h>
@@ -145,10 +146,20 @@ int RunServerCommand(const ServerFlags& flags) {
   options.intra_op_threads = flags.intra_op_threads;
   options.inter_op_threads = flags.inter_op_threads;
   options.worker_timeout_ms = flags.worker_timeout_ms;
+  // main() put the security flags into the environment.
+  StatusOr<TransportSecurity> security = TransportSecurityFromEnvironment();
+  if (!security.ok()) {
+    std::fprintf(stderr, "weft server: %s\n", security.status().ToString().c_str());
+    return 2;
+  }
+  options.security = *security;
+  const char* insecure = std::getenv("WEFT_INSECURE");
+  options.insecure = insecure != nullptr && std::string_view(insecure) == "1";
   StatusOr<std::unique_ptr<GrpcServer>> server = GrpcServer::Create(options);
   if (!server.ok()) {
     std::fprintf(stderr, "weft server: %s\n", server.status().ToString().c_str());
-    return 1;
+    // A refused configuration (an unsecured public bind) is bad input.
+    return IsInvalidArgument(server.status()) ? 2 : 1;
   }
   std::fprintf(stderr, "weft server: task %s with %d device(s) in cluster %s\n",
                (*server)->task_name().c_str(), setup->devices,

@@ -36,6 +36,8 @@ std::string_view CodeName(Code code) {
       return "UNAVAILABLE";
     case Code::kDataLoss:
       return "DATA_LOSS";
+    case Code::kUnauthenticated:
+      return "UNAUTHENTICATED";
   }
   return "UNKNOWN_CODE";
 }

@@ -29,6 +29,7 @@ enum class Code : int {
   kInternal = 13,
   kUnavailable = 14,
   kDataLoss = 15,
+  kUnauthenticated = 16,
 };
 
 std::string_view CodeName(Code code);
@@ -89,6 +90,7 @@ WEFT_DECLARE_STATUS_FACTORY(Unimplemented)
 WEFT_DECLARE_STATUS_FACTORY(Internal)
 WEFT_DECLARE_STATUS_FACTORY(Unavailable)
 WEFT_DECLARE_STATUS_FACTORY(DataLoss)
+WEFT_DECLARE_STATUS_FACTORY(Unauthenticated)
 #undef WEFT_DECLARE_STATUS_FACTORY
 
 }  // namespace weft

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "weft/core/mutex.h"
+#include "weft/distributed/rpc/transport_security.h"
 
 namespace weft {
 namespace {
@@ -33,7 +34,13 @@ struct ReplyHeader {
   uint32_t reserved;
   uint64_t num_bytes;
 };
-static_assert(sizeof(RequestHeader) == 16 && sizeof(ReplyHeader) == 24);
+struct HelloHeader {
+  uint64_t magic;
+  uint32_t token_bytes;
+  uint32_t reserved;
+};
+static_assert(sizeof(RequestHeader) == 16 && sizeof(ReplyHeader) == 24 &&
+              sizeof(HelloHeader) == 16);
 
 std::string ErrnoText(int error) { return std::strerror(error); }
 
@@ -116,15 +123,14 @@ StatusOr<std::unique_ptr<BulkTransferServer>> BulkTransferServer::Create(const O
   getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length);
   int port = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
                                          : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  return std::unique_ptr<BulkTransferServer>(
-      new BulkTransferServer(fd, port, options.max_connections));
+  return std::unique_ptr<BulkTransferServer>(new BulkTransferServer(fd, port, options));
 }
 
-BulkTransferServer::BulkTransferServer(int listen_fd, int port, int max_connections)
+BulkTransferServer::BulkTransferServer(int listen_fd, int port, const Options& options)
     : listen_fd_(listen_fd),
       port_(port),
-      max_connections_(max_connections),
-      random_(std::random_device()()) {
+      max_connections_(options.max_connections),
+      token_(options.token) {
   accept_thread_ = std::thread([this] { AcceptLoop(); });
 }
 
@@ -134,7 +140,9 @@ uint64_t BulkTransferServer::Offer(int64_t step_id, const Tensor& tensor) {
   MutexLock lock(mu_);
   uint64_t ticket = 0;
   // Zero is never a ticket, so a zeroed request cannot match by accident.
-  while (ticket == 0 || offered_.count(ticket) > 0) ticket = random_();
+  while (ticket == 0 || offered_.count(ticket) > 0) {
+    ticket = (static_cast<uint64_t>(random_()) << 32) | random_();
+  }
   offered_.emplace(ticket, Offered{step_id, tensor});
   return ticket;
 }
@@ -214,8 +222,21 @@ void BulkTransferServer::AcceptLoop() {
   }
 }
 
+bool BulkTransferServer::Authenticate(int fd) {
+  uint32_t sizes[2];
+  ReplyHeader reply{kBulkReplyMagic, 0, 0, 0};
+  bool ok = RecvAll(fd, sizes, sizeof(sizes)) == sizeof(sizes) && sizes[0] <= kMaxBulkTokenBytes;
+  std::string token(ok ? sizes[0] : 0, '\0');
+  ok = ok && RecvAll(fd, token.data(), token.size()) == token.size();
+  // A server without a token accepts any hello.
+  ok = ok && (token_.empty() || TokenMatches(token_, token));
+  if (!ok) reply.code = static_cast<uint32_t>(Code::kUnauthenticated);
+  return SendAll(fd, &reply, sizeof(reply)) && ok;
+}
+
 void BulkTransferServer::ServeConnection(Connection* connection) {
   const int fd = connection->fd;
+  bool authenticated = token_.empty();
   while (!stopping_) {
     pollfd waiting{fd, POLLIN, 0};
     int ready = ::poll(&waiting, 1, kPollIntervalMs);
@@ -223,10 +244,22 @@ void BulkTransferServer::ServeConnection(Connection* connection) {
     if (ready < 0 && errno == EINTR) continue;
     if (ready < 0) break;
     RequestHeader request;
-    if (RecvAll(fd, &request, sizeof(request)) != sizeof(request)) break;
+    // The magic first: a hello's header is the same size, but what follows it differs.
+    if (RecvAll(fd, &request.magic, sizeof(request.magic)) != sizeof(request.magic)) break;
+    if (request.magic == kBulkHelloMagic) {
+      if (!Authenticate(fd)) break;
+      authenticated = true;
+      continue;
+    }
     if (request.magic != kBulkRequestMagic) break;  // not our protocol: hang up
+    if (RecvAll(fd, &request.ticket, sizeof(request.ticket)) != sizeof(request.ticket)) break;
     Tensor tensor;
     ReplyHeader reply{kBulkReplyMagic, 0, 0, 0};
+    if (!authenticated) {
+      reply.code = static_cast<uint32_t>(Code::kUnauthenticated);
+      SendAll(fd, &reply, sizeof(reply));
+      break;
+    }
     if (!Claim(request.ticket, &tensor)) {
       reply.code = static_cast<uint32_t>(Code::kNotFound);
       if (!SendAll(fd, &reply, sizeof(reply))) break;
@@ -280,6 +313,13 @@ Status BulkTransferClient::Fetch(const std::string& host, int port, uint64_t tic
     ::close(fd);
   }
   WEFT_ASSIGN_OR_RETURN(fd, Connect(host, port));
+  if (!options_.token.empty()) {
+    Status hello = SendHello(fd, peer);
+    if (!hello.ok()) {
+      ::close(fd);
+      return hello;
+    }
+  }
   bool transport_failed = false;
   Status status = FetchOn(fd, peer, ticket, destination, num_bytes, &transport_failed);
   if (transport_failed) {
@@ -305,6 +345,9 @@ Status BulkTransferClient::FetchOn(int fd, const std::string& peer, uint64_t tic
                        " bytes", errno != 0 ? StrCat(", ", ErrnoText(errno)) : "", ")");
   }
   if (reply.magic != kBulkReplyMagic) return Internal(what, ": reply has a bad magic number");
+  if (reply.code == static_cast<uint32_t>(Code::kUnauthenticated)) {
+    return Unauthenticated(what, ": the server wants a token (--token-file or WEFT_TOKEN)");
+  }
   if (reply.code != 0) {
     *transport_failed = false;
     return Internal(what, ": the server does not know the ticket (code ", reply.code, ")");
@@ -318,6 +361,22 @@ Status BulkTransferClient::FetchOn(int fd, const std::string& peer, uint64_t tic
                        errno != 0 ? StrCat(" (", ErrnoText(errno), ")") : "");
   }
   *transport_failed = false;
+  return Status::OK();
+}
+
+Status BulkTransferClient::SendHello(int fd, const std::string& peer) {
+  HelloHeader hello{kBulkHelloMagic, static_cast<uint32_t>(options_.token.size()), 0};
+  if (!SendAll(fd, &hello, sizeof(hello)) ||
+      !SendAll(fd, options_.token.data(), options_.token.size())) {
+    return Unavailable("bulk transfer hello to ", peer, ": send: ", ErrnoText(errno));
+  }
+  ReplyHeader reply;
+  if (RecvAll(fd, &reply, sizeof(reply)) != sizeof(reply) || reply.magic != kBulkReplyMagic) {
+    return Unavailable("bulk transfer hello to ", peer, ": no reply");
+  }
+  if (reply.code != 0) {
+    return Unauthenticated("bulk transfer to ", peer, ": the server refused the token");
+  }
   return Status::OK();
 }
 

@@ -5,7 +5,12 @@
 //
 // Wire format (little-endian, fixed size): request {uint64 magic, uint64 ticket}; reply {uint64
 // magic, uint32 code, uint32 reserved, uint64 num_bytes} followed by num_bytes raw bytes when code
-// is 0. Each ticket can be fetched once. Both classes are thread-safe.
+// is 0. Each ticket can be fetched once. A server with a token first needs, on each connection,
+// hello {uint64 magic "WEFTAUTH", uint32 token_bytes, uint32 reserved} + the token, answered by a
+// reply with code 0 or UNAUTHENTICATED (then it hangs up). Tickets are random 64-bit numbers
+// from the system's entropy source, handed out only in RecvTensor replies — over TLS when TLS is
+// on, so the plain bytes on this port go only to a peer a TLS-authenticated RPC named. Both
+// classes are thread-safe.
 #pragma once
 
 #include <atomic>
@@ -33,6 +38,9 @@ inline constexpr size_t kBulkThreshold = 64 * 1024;
 
 inline constexpr uint64_t kBulkRequestMagic = 0x5745465442554c4bULL;  // "WEFTBULK"
 inline constexpr uint64_t kBulkReplyMagic = 0x5745465452504c59ULL;    // "WEFTRPLY"
+inline constexpr uint64_t kBulkHelloMagic = 0x5745465441555448ULL;    // "WEFTAUTH"
+// A hello announcing a longer token is refused unread.
+inline constexpr uint32_t kMaxBulkTokenBytes = 4096;
 
 class BulkTransferServer {
  public:
@@ -40,6 +48,7 @@ class BulkTransferServer {
     std::string host = "127.0.0.1";
     int port = 0;  // 0: an ephemeral port
     int max_connections = 64;
+    std::string token;  // required in each connection's hello when not empty
   };
 
   // Listens at once; errors name the host and port.
@@ -67,22 +76,25 @@ class BulkTransferServer {
   };
   using Connection = ConnectionThread;
 
-  BulkTransferServer(int listen_fd, int port, int max_connections);
+  BulkTransferServer(int listen_fd, int port, const Options& options);
   void AcceptLoop();
   void ServeConnection(Connection* connection);
   // Joins connection threads that have ended.
   void ReapFinishedLocked() WEFT_REQUIRES(mu_);
   bool Claim(uint64_t ticket, Tensor* tensor);
+  // Reads a hello (its magic already read) and answers it; false when the token is wrong.
+  bool Authenticate(int fd);
 
   const int listen_fd_;
   const int port_;
   const int max_connections_;
+  const std::string token_;
   std::atomic<bool> stopping_{false};
   std::thread accept_thread_;
 
   mutable Mutex mu_;
   std::map<uint64_t, Offered> offered_ WEFT_GUARDED_BY(mu_);
-  std::mt19937_64 random_ WEFT_GUARDED_BY(mu_);
+  std::random_device random_ WEFT_GUARDED_BY(mu_);
   ConnectionThreads connections_ WEFT_GUARDED_BY(mu_);
   bool shut_down_ WEFT_GUARDED_BY(mu_) = false;
 };
@@ -94,6 +106,7 @@ class BulkTransferClient {
     // Longest wait for any single socket read or write before the fetch fails.
     int io_timeout_ms = 60000;
     int max_idle_connections_per_peer = 8;
+    std::string token;  // sent in each new connection's hello when not empty
   };
 
   BulkTransferClient() : BulkTransferClient(Options()) {}
@@ -115,6 +128,7 @@ class BulkTransferClient {
   Status FetchOn(int fd, const std::string& peer, uint64_t ticket, void* destination,
                  size_t num_bytes, bool* transport_failed);
   StatusOr<int> Connect(const std::string& host, int port);
+  Status SendHello(int fd, const std::string& peer);
   int TakeIdle(const std::string& peer);
   void ReturnIdle(const std::string& peer, int fd);
 

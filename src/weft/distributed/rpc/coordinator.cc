@@ -137,7 +137,7 @@ StatusOr<std::vector<std::string>> Exchange(int fd, const RegistrationOptions& o
   ReplyHeader reply{};
   WEFT_RETURN_IF_ERROR(RecvUntil(fd, &reply, sizeof(reply), deadline, nullptr));
   if (reply.magic != kReplyMagic) return DataLoss("the reply is not the coordinator protocol");
-  if (reply.code > static_cast<uint32_t>(Code::kDataLoss) ||
+  if (reply.code > static_cast<uint32_t>(Code::kUnauthenticated) ||
       reply.payload_bytes > kMaxPayloadBytes) {
     return DataLoss("malformed reply (code ", reply.code, ", ", reply.payload_bytes, " bytes)");
   }

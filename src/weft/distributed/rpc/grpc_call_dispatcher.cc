@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "weft/distributed/rpc/transport_security.h"
+
 namespace weft {
 
 // One per call; gRPC deletes nothing itself, so OnDone does.
@@ -9,6 +11,13 @@ class GrpcCallDispatcher::Reactor final : public grpc::ServerGenericBidiReactor 
  public:
   Reactor(const GrpcCallDispatcher* dispatcher, grpc::GenericCallbackServerContext* context)
       : dispatcher_(dispatcher), context_(context) {
+    // Refused before its request is read: an unauthenticated peer gets no work done at all.
+    if (!dispatcher_->token_.empty() && !HasToken()) {
+      Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                          "missing or wrong token for " + context_->method() +
+                              " (the server was started with --token-file or WEFT_TOKEN)"));
+      return;
+    }
     StartRead(&request_);
   }
 
@@ -44,6 +53,14 @@ class GrpcCallDispatcher::Reactor final : public grpc::ServerGenericBidiReactor 
   void OnDone() override { delete this; }
 
  private:
+  bool HasToken() const {
+    const auto& metadata = context_->client_metadata();
+    auto found = metadata.find(kTokenMetadataKey);
+    return found != metadata.end() &&
+           TokenMatches(dispatcher_->token_,
+                        std::string_view(found->second.data(), found->second.size()));
+  }
+
   const GrpcCallDispatcher* const dispatcher_;
   grpc::GenericCallbackServerContext* const context_;
   grpc::ByteBuffer request_;

@@ -2,8 +2,9 @@
 // request message, finds the handler registered for the call's method path
 // ("/weft.proto.WorkerService/RunGraph") and sends the handler's response or error. Several
 // services (worker, master) register their methods in the same dispatcher, since a gRPC server can
-// host only one generic service. Register every method before the server starts; afterwards the
-// dispatcher is read-only and thread-safe.
+// host only one generic service. With a token, every call must carry it (metadata "weft-token")
+// or fails UNAUTHENTICATED before any handler runs. Register every method and set the token before
+// the server starts; afterwards the dispatcher is read-only and thread-safe.
 #pragma once
 
 #include <functional>
@@ -33,6 +34,8 @@ class GrpcCallDispatcher final : public grpc::CallbackGenericService {
   // `path` is the full method path; a second registration of a path replaces the first.
   void RegisterMethod(const std::string& path, Handler handler);
   bool HasMethod(const std::string& path) const { return handlers_.count(path) > 0; }
+  // The shared secret every call must present; empty: none.
+  void set_token(std::string token) { token_ = std::move(token); }
 
   grpc::ServerGenericBidiReactor* CreateReactor(
       grpc::GenericCallbackServerContext* context) override;
@@ -40,6 +43,7 @@ class GrpcCallDispatcher final : public grpc::CallbackGenericService {
  private:
   class Reactor;
   std::map<std::string, Handler> handlers_;
+  std::string token_;
 };
 
 // Registers `method` of `service` ("weft.proto.WorkerService", "RunGraph") with a typed

@@ -33,7 +33,7 @@ class GrpcCallDispatcherTest : public ::testing::Test {
           done(Status::OK());
         });
     server_ = std::make_unique<TestServer>(&dispatcher_);
-    channel_ = NewWeftChannel(server_->address());
+    channel_ = NewWeftChannel(server_->address(), TransportSecurity());
   }
 
   ThreadPool pool_;

@@ -58,7 +58,7 @@ class GrpcMasterServiceTest : public ::testing::Test {
   GrpcMasterServiceTest() {
     RegisterMasterMethods(&dispatcher_, &master_);
     server_ = std::make_unique<testing_rpc::TestServer>(&dispatcher_);
-    remote_ = NewGrpcRemoteMaster(server_->address());
+    remote_ = NewGrpcRemoteMaster(server_->address(), TransportSecurity());
     options_.set_timeout_ms(10000);
   }
 
@@ -128,7 +128,7 @@ TEST_F(GrpcMasterServiceTest, CancelReachesTheMaster) {
 }
 
 TEST_F(GrpcMasterServiceTest, MalformedRequestsToEveryMethodAreInvalidArgument) {
-  auto channel = NewWeftChannel(server_->address());
+  auto channel = NewWeftChannel(server_->address(), TransportSecurity());
   for (const char* method :
        {"CreateSession", "ExtendSession", "RunStep", "CloseSession", "ListDevices", "Reset"}) {
     for (const std::string& bad : {std::string("\xff\xff\xff\xff", 4), std::string("\x0a\x10"

@@ -13,9 +13,10 @@ namespace {
 
 class GrpcRemoteMaster final : public MasterInterface {
  public:
-  explicit GrpcRemoteMaster(std::string address)
+  GrpcRemoteMaster(std::string address, const TransportSecurity& security)
       : address_(std::move(address)),
-        stub_(proto::MasterService::NewStub(NewWeftChannel(address_))) {}
+        token_(security.token),
+        stub_(proto::MasterService::NewStub(NewWeftChannel(address_, security))) {}
 
   Status CreateSession(CallOptions* options, const proto::CreateSessionRequest& request,
                        proto::CreateSessionResponse* response) override {
@@ -65,6 +66,7 @@ class GrpcRemoteMaster final : public MasterInterface {
     if (!fits.ok()) return fits.WithContext(StrCat(method, " to master at ", address_));
     // Shared with the cancel callback, which may still be running when the call returns.
     auto context = std::make_shared<grpc::ClientContext>();
+    if (!token_.empty()) context->AddMetadata(kTokenMetadataKey, token_);
     bool wait = wait_for_ready;
     if (options != nullptr) {
       if (options->timeout_ms() > 0) {
@@ -82,13 +84,15 @@ class GrpcRemoteMaster final : public MasterInterface {
   }
 
   const std::string address_;
+  const std::string token_;
   std::unique_ptr<proto::MasterService::Stub> stub_;
 };
 
 }  // namespace
 
-std::unique_ptr<MasterInterface> NewGrpcRemoteMaster(std::string address) {
-  return std::make_unique<GrpcRemoteMaster>(std::move(address));
+std::unique_ptr<MasterInterface> NewGrpcRemoteMaster(std::string address,
+                                                     const TransportSecurity& security) {
+  return std::make_unique<GrpcRemoteMaster>(std::move(address), security);
 }
 
 }  // namespace weft

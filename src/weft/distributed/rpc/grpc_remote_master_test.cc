@@ -15,7 +15,7 @@ TEST(GrpcRemoteMasterTest, UnreachableMasterFailsAtTheDeadlineNamingTheAddress) 
     port = (*unused)->port();
   }
   const std::string address = "127.0.0.1:" + std::to_string(port);
-  auto master = NewGrpcRemoteMaster(address);
+  auto master = NewGrpcRemoteMaster(address, TransportSecurity());
   CallOptions options;
   options.set_timeout_ms(300);
   proto::CreateSessionResponse response;

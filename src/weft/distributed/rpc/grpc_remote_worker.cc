@@ -14,12 +14,14 @@ namespace weft {
 
 GrpcRemoteWorker::GrpcRemoteWorker(std::string task_name, std::string address,
                                    std::shared_ptr<grpc::Channel> channel,
-                                   std::shared_ptr<BulkTransferClient> bulk_client)
+                                   std::shared_ptr<BulkTransferClient> bulk_client,
+                                   std::string token)
     : task_name_(std::move(task_name)),
       address_(std::move(address)),
       host_(HostOfAddress(address_)),
       stub_(proto::WorkerService::NewStub(std::move(channel))),
-      bulk_client_(std::move(bulk_client)) {}
+      bulk_client_(std::move(bulk_client)),
+      token_(std::move(token)) {}
 
 template <typename Request, typename Response, typename Start>
 void GrpcRemoteWorker::Issue(const char* method, CallOptions* options, const Request* request,
@@ -32,6 +34,7 @@ void GrpcRemoteWorker::Issue(const char* method, CallOptions* options, const Req
   }
   // Shared with the cancel callback, which may still be running when the call completes.
   auto context = std::make_shared<grpc::ClientContext>();
+  if (!token_.empty()) context->AddMetadata(kTokenMetadataKey, token_);
   if (options != nullptr) {
     if (options->timeout_ms() > 0) {
       context->set_deadline(std::chrono::system_clock::now() +

@@ -1,7 +1,8 @@
 // GrpcRemoteWorker: the WorkerInterface of another task, over a gRPC channel with the generated
 // stub's callback API. A CallOptions' deadline becomes the call's deadline and cancelling it
 // cancels the call. Errors keep gRPC's code and name the method, the task and its address. Large
-// RecvTensor values arrive over the bulk path when a BulkTransferClient is given. Thread-safe.
+// RecvTensor values arrive over the bulk path when a BulkTransferClient is given. Every call
+// carries `token` when it is not empty. Thread-safe.
 #pragma once
 
 #include <memory>
@@ -20,7 +21,7 @@ class GrpcRemoteWorker final : public WorkerInterface {
   // `address` is "host:port" of `task_name`; `bulk_client` may be null (no bulk path).
   GrpcRemoteWorker(std::string task_name, std::string address,
                    std::shared_ptr<grpc::Channel> channel,
-                   std::shared_ptr<BulkTransferClient> bulk_client);
+                   std::shared_ptr<BulkTransferClient> bulk_client, std::string token);
 
   void GetStatusAsync(CallOptions* options, const proto::GetStatusRequest* request,
                       proto::GetStatusResponse* response, StatusCallback done) override;
@@ -63,6 +64,7 @@ class GrpcRemoteWorker final : public WorkerInterface {
   const std::string host_;
   std::unique_ptr<proto::WorkerService::Stub> stub_;
   std::shared_ptr<BulkTransferClient> bulk_client_;
+  const std::string token_;
 };
 
 }  // namespace weft

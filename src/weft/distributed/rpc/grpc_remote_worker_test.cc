@@ -21,7 +21,8 @@ int UnusedPort() {
 TEST(GrpcRemoteWorkerTest, StoppedServerIsUnavailableQuickly) {
   WorkerFixture fixture;
   const std::string address = fixture.server->address();
-  GrpcRemoteWorker remote(kTask, address, NewWeftChannel(address), nullptr);
+  GrpcRemoteWorker remote(kTask, address, NewWeftChannel(address, TransportSecurity()), nullptr,
+                          "");
   CallOptions options;
   options.set_timeout_ms(10000);
   proto::GetStatusResponse response;
@@ -39,7 +40,8 @@ TEST(GrpcRemoteWorkerTest, StoppedServerIsUnavailableQuickly) {
 
 TEST(GrpcRemoteWorkerTest, WaitForReadyHonoursTheDeadline) {
   const std::string address = "127.0.0.1:" + std::to_string(UnusedPort());
-  GrpcRemoteWorker remote(kTask, address, NewWeftChannel(address), nullptr);
+  GrpcRemoteWorker remote(kTask, address, NewWeftChannel(address, TransportSecurity()), nullptr,
+                          "");
   CallOptions options;
   options.set_timeout_ms(300);
   options.set_wait_for_ready(true);
@@ -58,7 +60,8 @@ TEST(GrpcRemoteWorkerTest, WaitForReadyHonoursTheDeadline) {
 TEST(GrpcRemoteWorkerTest, TensorsOverTheMessageLimitAreErrorsNamingThem) {
   WorkerFixture fixture;
   const std::string address = fixture.server->address();
-  GrpcRemoteWorker remote(kTask, address, NewWeftChannel(address), nullptr);
+  GrpcRemoteWorker remote(kTask, address, NewWeftChannel(address, TransportSecurity()), nullptr,
+                          "");
   CallOptions options;
   options.set_timeout_ms(60000);
   proto::RunGraphResponse response;
@@ -88,7 +91,8 @@ TEST(GrpcRemoteWorkerTest, TensorsOverTheMessageLimitAreErrorsNamingThem) {
 TEST(GrpcRemoteWorkerTest, CancelledBeforeTheCallFailsAtOnce) {
   WorkerFixture fixture;
   const std::string address = fixture.server->address();
-  GrpcRemoteWorker remote(kTask, address, NewWeftChannel(address), nullptr);
+  GrpcRemoteWorker remote(kTask, address, NewWeftChannel(address, TransportSecurity()), nullptr,
+                          "");
   CallOptions options;
   options.StartCancel();
   proto::RunGraphResponse response;
@@ -101,7 +105,8 @@ TEST(GrpcRemoteWorkerTest, ReachesARestartedServerAgain) {
   auto fixture = std::make_unique<WorkerFixture>();
   const int port = fixture->server->port();
   const std::string address = fixture->server->address();
-  GrpcRemoteWorker remote(kTask, address, NewWeftChannel(address), nullptr);
+  GrpcRemoteWorker remote(kTask, address, NewWeftChannel(address, TransportSecurity()), nullptr,
+                          "");
   CallOptions options;
   options.set_timeout_ms(5000);
   proto::GetStatusResponse response;

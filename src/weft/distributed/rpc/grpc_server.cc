@@ -1,5 +1,8 @@
 #include "weft/distributed/rpc/grpc_server.h"
 
+#include <cstdlib>
+#include <string_view>
+
 #include <grpcpp/grpcpp.h>
 
 #include "weft/core/mutex.h"
@@ -31,10 +34,22 @@ class GrpcServerImpl final : public GrpcServer {
     const size_t colon = own_address.rfind(':');
     const std::string port = own_address.substr(colon + 1);
 
+    const TransportSecurity& security = options_.security;
+    if (!security.authenticates() && !options_.insecure && !IsLoopbackHost(options_.bind_host)) {
+      return InvalidArgument(
+          "refusing to listen on ", options_.bind_host, " for task ", config.task.job, ":",
+          config.task.index,
+          " without TLS (--tls-cert, --tls-key, --tls-ca) or a token (--token-file or WEFT_TOKEN):"
+          " anyone who reaches the port could run graphs on it. Bind to 127.0.0.1, secure it, or "
+          "pass --insecure (WEFT_INSECURE=1) to accept that");
+    }
     BulkTransferServer::Options bulk_options;
     bulk_options.host = options_.bind_host;
+    bulk_options.token = security.token;
     WEFT_ASSIGN_OR_RETURN(bulk_server_, BulkTransferServer::Create(bulk_options));
-    bulk_client_ = std::make_shared<BulkTransferClient>();
+    BulkTransferClient::Options bulk_client_options;
+    bulk_client_options.token = security.token;
+    bulk_client_ = std::make_shared<BulkTransferClient>(bulk_client_options);
 
     ServerOptions server_options;
     server_options.server = config;
@@ -43,10 +58,10 @@ class GrpcServerImpl final : public GrpcServer {
     server_options.inter_op_threads = options_.inter_op_threads;
     server_options.worker_timeout_ms = options_.worker_timeout_ms;
     server_options.worker_cache_factory =
-        [bulk_client = bulk_client_](
+        [bulk_client = bulk_client_, security](
             const ClusterSpec& cluster, const std::string& local_task,
             WorkerInterface* local_worker) -> StatusOr<std::unique_ptr<WorkerCacheInterface>> {
-      return NewGrpcWorkerCache(cluster, local_task, local_worker, bulk_client);
+      return NewGrpcWorkerCache(cluster, local_task, local_worker, bulk_client, security);
     };
     WEFT_ASSIGN_OR_RETURN(server_, Server::Create(std::move(server_options)));
 
@@ -54,6 +69,7 @@ class GrpcServerImpl final : public GrpcServer {
     // and can double-free it then (seen under ASan with several servers in one process).
     RetainCallbackCompletionQueue();
     dispatcher_ = std::make_unique<GrpcCallDispatcher>();
+    dispatcher_->set_token(security.token);
     worker_service_ = std::make_unique<GrpcWorkerService>(server_->worker(), bulk_server_.get(),
                                                           dispatcher_.get());
     master_service_ = std::make_unique<GrpcMasterService>(server_->master(), dispatcher_.get());
@@ -61,14 +77,16 @@ class GrpcServerImpl final : public GrpcServer {
     grpc::ServerBuilder builder;
     int selected_port = 0;
     const std::string listen_address = StrCat(options_.bind_host, ":", port);
-    builder.AddListeningPort(listen_address, grpc::InsecureServerCredentials(), &selected_port);
+    builder.AddListeningPort(listen_address, MakeServerCredentials(security), &selected_port);
     builder.SetMaxReceiveMessageSize(-1);
     builder.SetMaxSendMessageSize(-1);
     builder.RegisterCallbackGenericService(dispatcher_.get());
     grpc_server_ = builder.BuildAndStart();
     if (grpc_server_ == nullptr || selected_port == 0) {
       return Unavailable("could not listen on ", listen_address, " for task ", task_name(),
-                         " (is the port taken?)");
+                         security.tls() ? " (is the port taken, or are the TLS files not a "
+                                          "matching certificate and key?)"
+                                        : " (is the port taken?)");
     }
     address_ = StrCat(options_.bind_host, ":", selected_port);
     return Status::OK();
@@ -126,12 +144,14 @@ void RegisterGrpcServerFactory() {
         grpc_options.intra_op_threads = options.intra_op_threads;
         grpc_options.inter_op_threads = options.inter_op_threads;
         grpc_options.worker_timeout_ms = options.worker_timeout_ms;
+        WEFT_ASSIGN_OR_RETURN(grpc_options.security, TransportSecurityFromEnvironment());
+        const char* insecure = std::getenv("WEFT_INSECURE");
+        grpc_options.insecure = insecure != nullptr && std::string_view(insecure) == "1";
         StatusOr<std::string> address =
             options.server.cluster.TaskAddress(options.server.task.job, options.server.task.index);
         if (address.ok()) {
           const std::string host = address->substr(0, address->rfind(':'));
-          grpc_options.bind_host =
-              host == "localhost" || host.rfind("127.", 0) == 0 ? "127.0.0.1" : "0.0.0.0";
+          grpc_options.bind_host = IsLoopbackHost(host) ? "127.0.0.1" : "0.0.0.0";
         }
         WEFT_ASSIGN_OR_RETURN(std::unique_ptr<GrpcServer> server, GrpcServer::Create(grpc_options));
         return std::unique_ptr<ServerInterface>(std::move(server));

@@ -2,13 +2,15 @@
 // (distributed/server.h: devices, Worker, Master) bound to both services on one gRPC port, and the
 // bulk data port beside it for large tensors. Create() binds and starts serving (port 0 in the
 // task's address picks a free port; address() tells which); Stop() shuts down gracefully.
-// Thread-safe.
+// Both ports and the server's own calls to other tasks use the options' TransportSecurity; a
+// server with neither TLS nor a token binds only to loopback unless `insecure`. Thread-safe.
 #pragma once
 
 #include <memory>
 #include <string>
 
 #include "weft/distributed/cluster_spec.h"
+#include "weft/distributed/rpc/transport_security.h"
 #include "weft/distributed/server.h"
 
 namespace weft {
@@ -22,6 +24,10 @@ struct GrpcServerOptions {
   int inter_op_threads = 0;  // 0: one per core
   // How long the master waits for any one worker to answer (ServerOptions::worker_timeout_ms).
   int64_t worker_timeout_ms = 30000;
+  // Mutual TLS on the gRPC port and a token on both ports and on calls to other tasks.
+  TransportSecurity security;
+  // Lets a server without TLS or a token listen beyond loopback.
+  bool insecure = false;
 };
 
 // address() is the real port when the cluster said 0; Stop() stops accepting calls, cancels what
@@ -32,7 +38,8 @@ class GrpcServer : public ServerInterface {
 };
 
 // Makes NewServer("grpc", ...) start a GrpcServer, bound to the task's host when that is a
-// loopback name and to every interface otherwise.
+// loopback name and to every interface otherwise, secured by TransportSecurityFromEnvironment()
+// (WEFT_INSECURE=1 is the `insecure` option).
 void RegisterGrpcServerFactory();
 
 }  // namespace weft

@@ -63,7 +63,9 @@ Status FromGrpcStatus(const grpc::Status& status) {
   if (status.ok()) return Status::OK();
   int code = static_cast<int>(status.error_code());
   // A code outside the canonical range can only come from a foreign peer.
-  if (code < 1 || code > static_cast<int>(Code::kDataLoss)) code = static_cast<int>(Code::kUnknown);
+  if (code < 1 || code > static_cast<int>(Code::kUnauthenticated)) {
+    code = static_cast<int>(Code::kUnknown);
+  }
   return Status(static_cast<Code>(code), status.error_message());
 }
 
@@ -154,9 +156,10 @@ void RetainCallbackCompletionQueue() {
   (void)retained;
 }
 
-std::shared_ptr<grpc::Channel> NewWeftChannel(const std::string& address) {
+std::shared_ptr<grpc::Channel> NewWeftChannel(const std::string& address,
+                                              const TransportSecurity& security) {
   RetainCallbackCompletionQueue();
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
+  return grpc::CreateCustomChannel(address, MakeChannelCredentials(security),
                                    WeftChannelArguments());
 }
 

@@ -16,6 +16,7 @@
 
 #include "weft/core/status.h"
 #include "weft/core/statusor.h"
+#include "weft/distributed/rpc/transport_security.h"
 
 namespace weft {
 
@@ -42,8 +43,10 @@ std::string ByteBufferToString(const grpc::ByteBuffer& buffer);
 // Unlimited message sizes, and a short reconnect backoff (100 ms, at most 1 s; each connection
 // attempt may take 5 s) so that a restarted worker is reached again quickly.
 grpc::ChannelArguments WeftChannelArguments();
-// An insecure channel to "host:port" with WeftChannelArguments().
-std::shared_ptr<grpc::Channel> NewWeftChannel(const std::string& address);
+// A channel to "host:port" with WeftChannelArguments(), over TLS when `security` has it (the
+// token travels with each call: see GrpcRemoteWorker and GrpcRemoteMaster).
+std::shared_ptr<grpc::Channel> NewWeftChannel(const std::string& address,
+                                              const TransportSecurity& security);
 
 // Keeps gRPC's shared callback completion queue alive for the rest of the process. gRPC 1.51
 // tears that queue down whenever the last channel or server using it goes away and builds it

@@ -13,11 +13,12 @@ namespace {
 class GrpcWorkerCache final : public WorkerCacheInterface {
  public:
   GrpcWorkerCache(ClusterSpec cluster, std::string local_task, WorkerInterface* local_worker,
-                  std::shared_ptr<BulkTransferClient> bulk_client)
+                  std::shared_ptr<BulkTransferClient> bulk_client, TransportSecurity security)
       : cluster_(std::move(cluster)),
         local_task_(std::move(local_task)),
         local_worker_(local_worker),
-        bulk_client_(std::move(bulk_client)) {
+        bulk_client_(std::move(bulk_client)),
+        security_(std::move(security)) {
     for (const auto& [job, addresses] : cluster_.jobs()) {
       for (size_t i = 0; i < addresses.size(); ++i) {
         addresses_[StrCat("/job:", job, "/replica:0/task:", i)] = addresses[i];
@@ -37,7 +38,8 @@ class GrpcWorkerCache final : public WorkerCacheInterface {
     std::unique_ptr<GrpcRemoteWorker>& worker = workers_[task_name];
     if (worker == nullptr) {
       worker = std::make_unique<GrpcRemoteWorker>(task_name, address->second,
-                                                  NewWeftChannel(address->second), bulk_client_);
+                                                  NewWeftChannel(address->second, security_),
+                                                  bulk_client_, security_.token);
     }
     return worker.get();
   }
@@ -52,6 +54,7 @@ class GrpcWorkerCache final : public WorkerCacheInterface {
   const std::string local_task_;
   WorkerInterface* const local_worker_;
   const std::shared_ptr<BulkTransferClient> bulk_client_;
+  const TransportSecurity security_;
   std::map<std::string, std::string> addresses_;  // task name -> host:port; immutable
   Mutex mu_;
   std::map<std::string, std::unique_ptr<GrpcRemoteWorker>> workers_ WEFT_GUARDED_BY(mu_);
@@ -61,9 +64,9 @@ class GrpcWorkerCache final : public WorkerCacheInterface {
 
 std::unique_ptr<WorkerCacheInterface> NewGrpcWorkerCache(
     ClusterSpec cluster, std::string local_task, WorkerInterface* local_worker,
-    std::shared_ptr<BulkTransferClient> bulk_client) {
+    std::shared_ptr<BulkTransferClient> bulk_client, TransportSecurity security) {
   return std::make_unique<GrpcWorkerCache>(std::move(cluster), std::move(local_task), local_worker,
-                                           std::move(bulk_client));
+                                           std::move(bulk_client), std::move(security));
 }
 
 }  // namespace weft

@@ -1,6 +1,7 @@
 // NewGrpcWorkerCache: the WorkerCacheInterface of a server. Peers are reached over gRPC (one
 // channel and GrpcRemoteWorker per task, made on first use and kept); the server's own task is its
-// in-process worker, called directly. Thread-safe.
+// in-process worker, called directly. Channels use `security`'s TLS and calls carry its token.
+// Thread-safe.
 #pragma once
 
 #include <memory>
@@ -8,6 +9,7 @@
 
 #include "weft/distributed/cluster_spec.h"
 #include "weft/distributed/rpc/bulk_transfer.h"
+#include "weft/distributed/rpc/transport_security.h"
 #include "weft/distributed/worker_cache.h"
 
 namespace weft {
@@ -16,6 +18,6 @@ namespace weft {
 // must outlive the cache. `bulk_client` may be null (large tensors then travel inside gRPC).
 std::unique_ptr<WorkerCacheInterface> NewGrpcWorkerCache(
     ClusterSpec cluster, std::string local_task, WorkerInterface* local_worker,
-    std::shared_ptr<BulkTransferClient> bulk_client);
+    std::shared_ptr<BulkTransferClient> bulk_client, TransportSecurity security);
 
 }  // namespace weft

@@ -12,7 +12,8 @@ TEST(GrpcWorkerCacheTest, LocalRemoteAndUnknownTasks) {
   auto cluster = ClusterSpec::FromFlag("worker=127.0.0.1:1,127.0.0.1:2;ps=127.0.0.1:3");
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   testing_rpc::FakeWorker local;
-  auto cache = NewGrpcWorkerCache(*cluster, "/job:worker/replica:0/task:0", &local, nullptr);
+  auto cache = NewGrpcWorkerCache(*cluster, "/job:worker/replica:0/task:0", &local, nullptr,
+                                  TransportSecurity());
   EXPECT_EQ(cache->ListWorkers(), cluster->TaskNames());
   EXPECT_EQ(cache->GetOrCreateWorker("/job:worker/replica:0/task:0"), &local);
   WorkerInterface* remote = cache->GetOrCreateWorker("/job:worker/replica:0/task:1");
@@ -33,7 +34,8 @@ TEST(GrpcWorkerCacheTest, RemoteWorkerTalksToTheServer) {
   testing_rpc::WorkerFixture fixture;
   auto cluster = ClusterSpec::FromFlag("worker=127.0.0.1:1," + fixture.server->address());
   ASSERT_TRUE(cluster.ok()) << cluster.status();
-  auto cache = NewGrpcWorkerCache(*cluster, "", nullptr, std::make_shared<BulkTransferClient>());
+  auto cache = NewGrpcWorkerCache(*cluster, "", nullptr, std::make_shared<BulkTransferClient>(),
+                                  TransportSecurity());
   WorkerInterface* remote = cache->GetOrCreateWorker("/job:worker/replica:0/task:1");
   ASSERT_NE(remote, nullptr);
   CallOptions options;

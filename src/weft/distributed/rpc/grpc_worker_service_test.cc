@@ -18,10 +18,10 @@ constexpr char kTask[] = "/job:worker/replica:0/task:1";
 class GrpcWorkerServiceTest : public ::testing::Test {
  protected:
   GrpcWorkerServiceTest()
-      : channel_(NewWeftChannel(fixture_.server->address())),
-        remote_(kTask, fixture_.server->address(), channel_,
-                std::make_shared<BulkTransferClient>()),
-        remote_without_bulk_(kTask, fixture_.server->address(), channel_, nullptr) {}
+      : channel_(NewWeftChannel(fixture_.server->address(), TransportSecurity())),
+        remote_(kTask, fixture_.server->address(), channel_, std::make_shared<BulkTransferClient>(),
+                ""),
+        remote_without_bulk_(kTask, fixture_.server->address(), channel_, nullptr, "") {}
 
   static void SetDeadline(CallOptions* options) { options->set_timeout_ms(20000); }
 
