@@ -159,10 +159,12 @@ expect "training over ranks that met at the coordinator" 0 '"replicas":3' -- \
 kill -TERM "${mpi_pids[@]}" 2>/dev/null
 wait "${mpi_pids[@]}"
 # Slurm ranks: the coordinator ":PORT" is on the step's first node, each rank's host its own node.
+# They listen on every interface, which needs a token (or TLS, or --insecure).
 slurm_port=$(free_port)
 for rank in 0 1; do
   env SLURM_PROCID=$rank SLURM_NTASKS=2 SLURM_NODEID=0 SLURM_STEP_NODELIST='localhost' \
-    WEFT_COORDINATOR=:$slurm_port "$weft" server --worker-timeout-ms 20000 \
+    WEFT_COORDINATOR=:$slurm_port WEFT_TOKEN=slurm-test-token "$weft" server \
+    --worker-timeout-ms 20000 \
     >"$mpi_logs/slurm$rank" 2>"$mpi_logs/slurm_err$rank" &
   mpi_pids[$rank]=$!
 done

@@ -4,6 +4,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 #include <unistd.h>
@@ -46,6 +49,19 @@ void PrintEpochLine(const train::TrainProgress& progress) {
                progress.epochs, static_cast<long long>(progress.step_in_epoch), progress.loss,
                progress.images_per_sec);
   std::fflush(stdout);
+}
+
+// Each traced step's times (docs/tracing.md says what they mean).
+nlohmann::json TracedStepsJson(const std::vector<train::TracedStepTimes>& steps) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const train::TracedStepTimes& step : steps) {
+    list.push_back({{"step", step.step},
+                    {"wall_ms", step.wall_ms},
+                    {"compute_ms", step.compute_ms},
+                    {"communication_ms", step.communication_ms},
+                    {"overlap_ms", step.overlap_ms}});
+  }
+  return list;
 }
 
 }  // namespace
@@ -128,6 +144,12 @@ CLI::App* AddTrainCommand(CLI::App& app, TrainFlags& flags) {
                    "op ran (traced steps run a little slower)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  train->add_option("--trace", flags.trace,
+                    "Write a Chrome trace (Perfetto, chrome://tracing) of the --trace-steps "
+                    "steps to this file: every op of every device of every task, transfers and "
+                    "collectives; the --json summary gains their compute and communication times");
+  train->add_option("--trace-steps", flags.trace_steps,
+                    "With --trace: the global steps to trace, FIRST:LAST (default 11:15)");
   train->add_option("--checkpoint-dir", flags.checkpoint_dir,
                     "Save checkpoints here (ckpt-<step>, checkpoint.json); when it already "
                     "holds one, resume from it");
@@ -171,6 +193,20 @@ int RunTrainCommand(const TrainFlags& flags) {
   if (const char* host = std::getenv("WEFT_HOST"); host != nullptr) options.hostname = host;
   options.collective_timeout_ms = flags.collective_timeout_ms;
   options.step_breakdown_steps = flags.step_breakdown;
+  if (!flags.trace_steps.empty()) {
+    if (flags.trace.empty()) {
+      std::fprintf(stderr, "weft train: --trace-steps %s needs --trace FILE\n",
+                   flags.trace_steps.c_str());
+      return 2;
+    }
+    StatusOr<std::pair<int64_t, int64_t>> steps = train::ParseTraceSteps(flags.trace_steps);
+    if (!steps.ok()) {
+      std::fprintf(stderr, "weft train: %s\n", steps.status().message().c_str());
+      return 2;
+    }
+    std::tie(options.trace_first_step, options.trace_last_step) = *steps;
+  }
+  options.trace_path = flags.trace;
   options.checkpoint_dir = flags.checkpoint_dir;
   options.save_every_steps = flags.save_every_steps;
   options.keep_checkpoints = flags.keep;
@@ -236,6 +272,10 @@ int RunTrainCommand(const TrainFlags& flags) {
     return bad_input ? 2 : 1;
   }
   if (!summary->step_breakdown.empty()) std::fputs(summary->step_breakdown.c_str(), stderr);
+  if (!summary->trace_file.empty()) {
+    std::fprintf(stderr, "weft train: wrote a trace of %zu steps to %s\n",
+                 summary->traced_steps.size(), summary->trace_file.c_str());
+  }
   char fingerprint[17];
   std::snprintf(fingerprint, sizeof(fingerprint), "%016llx",
                 static_cast<unsigned long long>(summary->variables_fingerprint));
@@ -265,6 +305,10 @@ int RunTrainCommand(const TrainFlags& flags) {
                            {"resumed_from_step", summary->resumed_from_step},
                            {"checkpoints_saved", summary->checkpoints_saved},
                            {"max_save_stall_seconds", summary->max_save_stall_seconds}};
+    if (!summary->trace_file.empty()) {
+      json["trace_file"] = summary->trace_file;
+      json["traced_steps"] = TracedStepsJson(summary->traced_steps);
+    }
     std::fprintf(stdout, "%s\n", json.dump().c_str());
   }
   return 0;

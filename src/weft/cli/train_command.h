@@ -29,6 +29,8 @@ struct TrainFlags {
   bool force_tcp = false;   // TCP between the workers even on one host
   int64_t collective_timeout_ms = 300000;
   int64_t step_breakdown = 0;    // steps to trace and break down (0: none)
+  std::string trace;             // Chrome trace file ("": none)
+  std::string trace_steps;       // "FIRST:LAST" ("": train/trace_writer.h's default range)
   std::string checkpoint_dir;    // "": no checkpoints
   int64_t save_every_steps = 0;  // 0: only at the end
   int keep = 3;

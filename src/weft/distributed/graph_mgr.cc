@@ -158,7 +158,6 @@ void GraphMgr::ExecuteAsync(const StepArgs& args, const proto::RunGraphRequest& 
   struct StepState {
     std::shared_ptr<const Item> item;
     std::unique_ptr<CallFrame> call_frame;
-    StepStatsCollector stats;
   };
   auto state = std::make_shared<StepState>();
   state->item = item;
@@ -169,11 +168,10 @@ void GraphMgr::ExecuteAsync(const StepArgs& args, const proto::RunGraphRequest& 
   run_args.call_frame = state->call_frame.get();
   run_args.cancellation_manager = args.cancellation_manager;
   run_args.runner = args.runner;
-  run_args.stats = args.collect_step_stats ? &state->stats : nullptr;
+  run_args.stats = args.stats;
   run_args.rendezvous = args.rendezvous;
   run_args.collective_executor = args.collective_executor;
-  const bool collect = args.collect_step_stats;
-  item->executors->RunAsync(run_args, [state, response, collect, step_id = args.step_id,
+  item->executors->RunAsync(run_args, [state, response, stats = args.stats, step_id = args.step_id,
                                        done = std::move(done)](const Status& status) {
     if (!status.ok()) {
       done(status);
@@ -190,7 +188,7 @@ void GraphMgr::ExecuteAsync(const StepArgs& args, const proto::RunGraphRequest& 
       recv->set_name(state->item->fetches[i]);
       *recv->mutable_tensor() = ToProto((*fetches)[i]);
     }
-    if (collect) state->stats.Finalize(response->mutable_step_stats());
+    if (stats != nullptr) stats->Finalize(response->mutable_step_stats());
     done(Status::OK());
   });
 }

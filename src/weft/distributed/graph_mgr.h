@@ -48,7 +48,9 @@ class GraphMgr {
     CollectiveExecutor* collective_executor = nullptr;    // the step's; required
     CancellationManager* cancellation_manager = nullptr;  // the step's; required
     Executor::Runner runner;                              // required
-    bool collect_step_stats = false;
+    // Set in a traced step: every node's stats go there, and response->step_stats() gets all
+    // the collector holds (the step's RecvTensor calls included) once the step succeeded.
+    StepStatsCollector* stats = nullptr;
   };
   // Runs the graph of `request.graph_handle()` with `request.send()` as its feeds and fills
   // `response` with its fetches; `done` gets the step's first root-cause error. The arguments

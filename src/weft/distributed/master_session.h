@@ -104,6 +104,8 @@ class MasterSession : public std::enable_shared_from_this<MasterSession> {
   // Whether the caller is the one to answer the client (exactly one is).
   bool ClaimReport(const std::shared_ptr<Step>& step);
   Status CollectFetches(Step* step);
+  // A traced step: one RPC event per RunGraph call (time, bytes, the task) in the metadata.
+  void RecordRunGraphCalls(Step* step);
   void Report(const std::shared_ptr<Step>& step, const Status& status);
   void SendCleanup(const Step& step);
   WorkerInterface* Worker(const std::string& task);

@@ -12,6 +12,7 @@
 #include "weft/distributed/master_calls.h"
 #include "weft/distributed/master_session.h"
 #include "weft/distributed/master_timer.h"
+#include "weft/runtime/step_stats_collector.h"
 
 namespace weft {
 namespace {
@@ -146,8 +147,10 @@ void MasterSession::StartStep(const std::shared_ptr<Step>& step) {
   for (size_t i = 0; i < tasks.size(); ++i) {
     if (tasks[i].task == options_.local_task) order.push_back(i);
   }
+  const bool trace = step->request->options().trace_level() != proto::RunOptions::NO_TRACE;
   for (size_t i : order) {
     Step::TaskCall* call = step->calls[i].get();
+    if (trace) call->start_nanos = StepStatsNowNanos();
     WorkerInterface* worker = Worker(tasks[i].task);
     auto done = [self, step, i](const Status& status) { self->OnRunGraphDone(step, i, status); };
     if (worker == nullptr) {
@@ -166,6 +169,7 @@ void MasterSession::OnRunGraphDone(const std::shared_ptr<Step>& step, size_t tas
     MutexLock lock(step->mu);
     Step::TaskCall& call = *step->calls[task_index];
     call.status = status;
+    if (call.start_nanos != 0) call.end_nanos = StepStatsNowNanos();
     if (!status.ok()) {
       Status annotated = FromWorker(status, step->graph->client_graph.tasks[task_index].task);
       if (!IsDerivedError(status)) {
@@ -224,10 +228,35 @@ void MasterSession::FinishStep(const std::shared_ptr<Step>& step) {
   Report(step, status);
 }
 
+void MasterSession::RecordRunGraphCalls(Step* step) {
+  const std::vector<TaskGraph>& tasks = step->graph->client_graph.tasks;
+  proto::DeviceStepStats* master =
+      step->response->mutable_metadata()->mutable_step_stats()->add_dev_stats();
+  master->set_device(StrCat(options_.local_task, "/master"));
+  master->set_task(options_.local_task);
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const Step::TaskCall& call = *step->calls[i];
+    proto::NodeExecStats* event = master->add_node_stats();
+    SetStatsTimes(call.start_nanos, call.end_nanos, event);
+    event->set_node_name(tasks[i].task);
+    event->set_op("RunGraph");
+    event->set_kind(proto::NodeExecStats::RPC);
+    event->add_peers(tasks[i].task);
+    // What went over the wire (the response before its step stats move into the metadata).
+    event->set_transfer_bytes(
+        static_cast<int64_t>(call.request.ByteSizeLong() + call.response.ByteSizeLong()));
+    event->set_timeline_label(StrCat("RunGraph on ", tasks[i].task,
+                                     tasks[i].task == options_.local_task ? " (in-process)" : ""));
+  }
+}
+
 Status MasterSession::CollectFetches(Step* step) {
   const std::vector<TaskGraph>& tasks = step->graph->client_graph.tasks;
   std::map<std::string, proto::TensorProto*> by_name;
   proto::RunStepResponse* response = step->response;
+  if (step->request->options().trace_level() != proto::RunOptions::NO_TRACE) {
+    RecordRunGraphCalls(step);
+  }
   for (size_t i = 0; i < tasks.size(); ++i) {
     const auto& names = tasks[i].registration.fetch();
     proto::RunGraphResponse& graph_response = step->calls[i]->response;

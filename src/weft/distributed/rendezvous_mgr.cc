@@ -3,6 +3,7 @@
 #include <utility>
 #include <vector>
 
+#include "weft/core/str_util.h"
 #include "weft/distributed/call_options.h"
 #include "weft/framework/cancellation.h"
 #include "weft/framework/device_name_utils.h"
@@ -35,12 +36,38 @@ Status RemoteRendezvous::Initialize(WorkerCacheInterface* worker_cache, std::str
   return Status::OK();
 }
 
+void RemoteRendezvous::SetStepStats(std::shared_ptr<StepStatsCollector> stats) {
+  MutexLock lock(mu_);
+  stats_ = std::move(stats);
+}
+
 namespace {
 
 // Whether `device` lives on `task_name` ("/job:w/replica:0/task:1" owns ".../task:1/device:CPU:0").
 bool DeviceIsOnTask(std::string_view device, std::string_view task_name) {
   if (device.substr(0, task_name.size()) != task_name) return false;
   return device.size() == task_name.size() || device[task_name.size()] == '/';
+}
+
+// Records one RecvTensor call of a traced step (before its _Recv completes, so before the step
+// and its collector end) on the receiving device's row.
+void RecordRecvTensor(int64_t start_nanos, const std::string& key, const std::string& edge_name,
+                      const std::string& source_task, const Status& status,
+                      const TensorResponse& response, StepStatsCollector* stats) {
+  StatusOr<Rendezvous::ParsedKey> parsed = Rendezvous::ParseKey(key);
+  if (!parsed.ok()) return;  // the call was made with it: cannot happen
+  proto::NodeExecStats event;
+  SetStatsTimes(start_nanos, StepStatsNowNanos(), &event);
+  event.set_node_name(edge_name);
+  event.set_op("RecvTensor");
+  event.set_kind(proto::NodeExecStats::RECV_TENSOR);
+  event.set_rendezvous_key(key);
+  event.add_peers(source_task);
+  const int64_t bytes = status.ok() ? static_cast<int64_t>(response.tensor.TotalBytes()) : 0;
+  event.set_transfer_bytes(bytes);
+  event.set_timeline_label(StrCat("RecvTensor ", edge_name, " (", bytes, " bytes) from ",
+                                  source_task, status.ok() ? "" : " failed"));
+  stats->Save(std::string(parsed->dst_device), std::move(event));
 }
 
 }  // namespace
@@ -115,9 +142,11 @@ void RemoteRendezvous::RecvFromRemoteAsync(const ParsedKey& key, const Args& rec
   call->request.set_bulk_ok(true);
   int64_t call_id = 0;
   Status aborted;
+  std::shared_ptr<StepStatsCollector> stats;
   {
     MutexLock lock(mu_);
     aborted = abort_status_;
+    stats = stats_;
     if (aborted.ok()) {
       call_id = ++next_call_id_;
       calls_[call_id] = call;
@@ -147,10 +176,15 @@ void RemoteRendezvous::RecvFromRemoteAsync(const ParsedKey& key, const Args& rec
     }
   }
 
+  const int64_t start_nanos = stats != nullptr ? StepStatsNowNanos() : 0;
   auto on_done = [self = shared_from_this(), call, call_id, cancellation, token, registered,
                   full_key = key.full_key, edge_name = std::string(key.edge_name), source_task,
-                  recv_args, done = std::move(done)](const Status& status) {
+                  recv_args, stats, start_nanos, done = std::move(done)](const Status& status) {
     if (registered) cancellation->DeregisterCallback(token);
+    if (stats != nullptr) {
+      RecordRecvTensor(start_nanos, full_key, edge_name, source_task, status, call->response,
+                       stats.get());
+    }
     Status abort_status;
     {
       MutexLock lock(self->mu_);

@@ -1,8 +1,9 @@
 // RemoteRendezvous: the Rendezvous of one step on one worker task. Sends always stay local (the
 // receiver pulls); a Recv whose source device is on another task becomes a RecvTensor call to that
 // task's worker, cancelled when the step aborts. RendezvousMgr maps step ids to these rendezvous
-// so that RunGraph and a peer's RecvTensor of one step meet, whichever comes first. Both classes
-// are thread-safe; callbacks run outside their locks.
+// so that RunGraph and a peer's RecvTensor of one step meet, whichever comes first. In a traced
+// step each RecvTensor call is recorded (its time, bytes, peer and key). Both classes are
+// thread-safe; callbacks run outside their locks.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,7 @@
 #include "weft/distributed/worker_cache.h"
 #include "weft/framework/rendezvous.h"
 #include "weft/runtime/local_rendezvous.h"
+#include "weft/runtime/step_stats_collector.h"
 
 namespace weft {
 
@@ -33,6 +35,8 @@ class RemoteRendezvous final : public Rendezvous,
   // RecvAsync, not before RecvLocalAsync (a peer's RecvTensor may come before the step starts
   // here). Initializing again for the same task is a no-op; for another task it is Internal.
   Status Initialize(WorkerCacheInterface* worker_cache, std::string task_name);
+  // Records every later RecvTensor call of this step in `stats` (a traced step; null stops).
+  void SetStepStats(std::shared_ptr<StepStatsCollector> stats);
 
   Status Send(const ParsedKey& key, const Args& send_args, const Tensor& value,
               bool is_dead) override;
@@ -59,6 +63,7 @@ class RemoteRendezvous final : public Rendezvous,
   Status abort_status_ WEFT_GUARDED_BY(mu_);
   int64_t next_call_id_ WEFT_GUARDED_BY(mu_) = 0;
   std::map<int64_t, std::shared_ptr<RemoteCall>> calls_ WEFT_GUARDED_BY(mu_);
+  std::shared_ptr<StepStatsCollector> stats_ WEFT_GUARDED_BY(mu_);
 };
 
 class RendezvousMgr {

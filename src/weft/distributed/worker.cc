@@ -123,10 +123,16 @@ void Worker::RunGraphAsync(CallOptions* options, const proto::RunGraphRequest* r
     LocalCollectiveExecutor collectives;
     CancellationManager cancellation;
     int64_t token = 0;
+    // A traced step's; shared with the rendezvous, which records the step's RecvTensor calls.
+    std::shared_ptr<StepStatsCollector> stats;
   };
   auto state = std::make_shared<StepState>();
   state->session = session;
   state->rendezvous = std::move(rendezvous).value();
+  if (request->collect_step_stats()) {
+    state->stats = std::make_shared<StepStatsCollector>();
+    state->rendezvous->SetStepStats(state->stats);
+  }
   auto abort = [weak = std::weak_ptr<StepState>(state)](const Status& status) {
     if (auto alive = weak.lock()) {
       // Abort first: a Recv woken by the cancellation then reports the abort's reason.
@@ -160,7 +166,7 @@ void Worker::RunGraphAsync(CallOptions* options, const proto::RunGraphRequest* r
       fn();
     }
   };
-  args.collect_step_stats = request->collect_step_stats();
+  args.stats = state->stats.get();
   auto step_done = [this, state, options, request, done = std::move(done)](const Status& status) {
     if (options != nullptr) options->ClearCancelCallback();
     state->session->RemoveStep(state->token);

@@ -115,9 +115,11 @@ class DirectSession final : public Session {
     StepStatsCollector stats;
     StepExecutors::RunArgs run_args;
     run_args.step_id = next_step_id_.fetch_add(1);
+    bool tracing = run_options.trace_level() != proto::RunOptions::NO_TRACE;
     std::unique_ptr<CollectiveExecutor> collectives =
         options_.collective_executor_mgr != nullptr
-            ? options_.collective_executor_mgr->NewStepExecutor(run_args.step_id)
+            ? options_.collective_executor_mgr->NewStepExecutor(run_args.step_id,
+                                                                tracing ? &stats : nullptr)
             : std::make_unique<LocalCollectiveExecutor>();
     run_args.call_frame = &call_frame;
     run_args.cancellation_manager = &cancellation;
@@ -125,7 +127,6 @@ class DirectSession final : public Session {
     run_args.runner = [pool = inter_op_pool_.get()](std::function<void()> fn) {
       pool->Schedule(std::move(fn));
     };
-    bool tracing = run_options.trace_level() != proto::RunOptions::NO_TRACE;
     if (tracing) run_args.stats = &stats;
 
     Notification finished;

@@ -1,11 +1,14 @@
 // StepStatsCollector: gathers per-node timings of one step from every executor thread when
-// RunOptions asks for a trace, and hands them over as a StepStats proto. Thread-safe.
+// RunOptions asks for a trace (and, on a worker, the step's RecvTensor calls and collectives
+// across processes), and hands them over as a StepStats proto, each device under its task.
+// Thread-safe.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "weft/core/mutex.h"
@@ -21,10 +24,21 @@ inline int64_t StepStatsNowNanos() {
       .count();
 }
 
+// Sets the start, end and duration fields of `stats` (both resolutions) from wall-clock nanos.
+void SetStatsTimes(int64_t start_nanos, int64_t end_nanos, proto::NodeExecStats* stats);
+
+// The task a device belongs to: "/job:worker/replica:0/task:1" for
+// "/job:worker/replica:0/task:1/device:CPU:0" and for "/job:worker/replica:0/task:1/master"; the
+// name itself when it names no task.
+std::string TaskOfDevice(std::string_view device);
+
 class StepStatsCollector {
  public:
   void Save(const std::string& device, proto::NodeExecStats stats);
-  // Moves everything collected into `step_stats` (one DeviceStepStats per device).
+  // Moves everything collected into `step_stats`: one DeviceStepStats per device, its task set
+  // (TaskOfDevice). A collective kernel's peers become the other devices that ran the same
+  // instance in this step (its members in this process) and the tasks its operation across
+  // processes reached (that event's peers).
   void Finalize(proto::StepStats* step_stats);
 
  private:

@@ -142,13 +142,15 @@ class TrainLoopReporter final : public Callback {
   }
 
   bool TraceTrainBatch(int64_t /*step*/) override {
-    return run_steps_ >= kStepBreakdownWarmup &&
-           run_steps_ < kStepBreakdownWarmup + options_.step_breakdown_steps;
+    breakdown_step_ = run_steps_ >= kStepBreakdownWarmup &&
+                      run_steps_ < kStepBreakdownWarmup + options_.step_breakdown_steps;
+    return breakdown_step_;
   }
 
   Status OnTrainBatchTraced(Model&, const proto::StepStats& stats, int64_t start_nanos,
                             int64_t end_nanos) override {
-    breakdown_.AddStep(stats, start_nanos, end_nanos);
+    // Fit hands every traced step to every callback: the trace writer's steps are not ours.
+    if (breakdown_step_) breakdown_.AddStep(stats, start_nanos, end_nanos);
     return Status::OK();
   }
 
@@ -183,7 +185,8 @@ class TrainLoopReporter final : public Callback {
   const TrainCallbacks& callbacks_;
   int64_t steps_per_epoch_;
   TrainProgress progress_;
-  int64_t run_steps_ = 0;  // steps of this run (the global step counts earlier runs' too)
+  int64_t run_steps_ = 0;        // steps of this run (the global step counts earlier runs' too)
+  bool breakdown_step_ = false;  // whether the coming step is one of the breakdown's
   double epoch_seconds_ = 0, training_seconds_ = 0;
   int64_t epoch_images_ = 0, trained_images_ = 0;
   double final_loss_ = 0;
@@ -242,6 +245,11 @@ Status Validate(const TrainOptions& options, int workers) {
   if (!options.target.empty() && options.devices != 1) {
     return InvalidArgument("with a target, the cluster's servers choose the devices (weft server ",
                            "--devices); drop --devices ", options.devices);
+  }
+  if (!options.trace_path.empty() &&
+      (options.trace_first_step < 1 || options.trace_last_step < options.trace_first_step)) {
+    return InvalidArgument("trace steps ", options.trace_first_step, ":", options.trace_last_step,
+                           " are not a range of steps (1 <= FIRST <= LAST)");
   }
   if (options.save_every_steps < 0) {
     return InvalidArgument("save every steps must be 0 (only at the end) or positive, got ",
@@ -311,8 +319,19 @@ StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& 
                                                       .keep = options.keep_checkpoints,
                                                       .async = options.async_checkpoints,
                                                       .report = callbacks.on_checkpoint});
+  std::string trace_file;
+  if (!options.trace_path.empty()) trace_file = TracePathForTask(options.trace_path, task_index);
+  TraceWriter trace_writer(
+      {.path = trace_file,
+       .first_step = options.trace_first_step,
+       .last_step = options.trace_last_step,
+       .task_name =
+           options.strategy == "multi_worker_mirrored" && options.worker_cluster.has_value()
+               ? StrCat("/job:", options.worker_cluster->task.job, "/replica:0/task:", task_index)
+               : std::string()});
   std::vector<Callback*> fit_callbacks = {&reporter};
   if (!options.checkpoint_dir.empty()) fit_callbacks.push_back(&checkpoint);
+  if (!trace_file.empty()) fit_callbacks.push_back(&trace_writer);
   WEFT_RETURN_IF_ERROR(model
                            .Fit(train, {.epochs = options.epochs,
                                         .max_steps = options.max_steps,
@@ -330,6 +349,10 @@ StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& 
   summary.checkpoints_saved = checkpoint.saves();
   summary.max_save_stall_seconds = checkpoint.max_stall_seconds();
   if (reporter.breakdown().steps() > 0) summary.step_breakdown = reporter.breakdown().ToString();
+  if (trace_writer.written()) {
+    summary.trace_file = trace_file;
+    summary.traced_steps = trace_writer.traced_steps();
+  }
   WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> trained, ReadTrainedVariables(model));
   summary.variables_fingerprint = Fingerprint(trained);
   if (const auto* multi =
@@ -342,6 +365,17 @@ StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& 
   summary.test_accuracy = evaluated.at("accuracy");
   summary.wall_seconds = SecondsSince(wall_start);
   return summary;
+}
+
+std::string TracePathForTask(const std::string& path, int task_index) {
+  if (task_index == 0) return path;
+  const std::string suffix = StrCat(".task", task_index);
+  constexpr std::string_view kJson = ".json";
+  if (path.size() > kJson.size() &&
+      path.compare(path.size() - kJson.size(), kJson.size(), kJson) == 0) {
+    return path.substr(0, path.size() - kJson.size()) + suffix + std::string(kJson);
+  }
+  return path + suffix;
 }
 
 }  // namespace weft::train

@@ -23,6 +23,7 @@
 
 #include "weft/distributed/cluster_spec.h"
 #include "weft/train/models.h"
+#include "weft/train/trace_writer.h"
 
 namespace weft::train {
 
@@ -58,6 +59,13 @@ struct TrainOptions {
   // Traces this many steps after kStepBreakdownWarmup untraced ones and reports where their time
   // went in TrainSummary::step_breakdown (0: no tracing).
   int64_t step_breakdown_steps = 0;
+  // Writes a Chrome trace of the global steps trace_first_step..trace_last_step to trace_path
+  // (train/trace_writer.h; "": no trace) and reports each traced step's compute, communication
+  // and overlap times in TrainSummary::traced_steps. Multi-worker: each worker traces its own
+  // steps; the chief writes trace_path, worker i writes TracePathForTask(trace_path, i).
+  std::string trace_path;
+  int64_t trace_first_step = kDefaultTraceFirstStep;
+  int64_t trace_last_step = kDefaultTraceLastStep;
   // Checkpoints (train_checkpoints.h): "" saves none. When the directory already holds one, the
   // run resumes from it (variables, optimizer slots, global step, input position); max_steps and
   // epochs count from the start of the first run, so a resumed run stops where an uninterrupted
@@ -101,6 +109,9 @@ struct TrainSummary {
   std::string collective_transport;
   // With TrainOptions::step_breakdown_steps: the traced steps' breakdown, a table per device.
   std::string step_breakdown;
+  // With TrainOptions::trace_path: the file written and the steps it holds.
+  std::string trace_file;
+  std::vector<TracedStepTimes> traced_steps;
   // With TrainOptions::checkpoint_dir: the global step the run resumed from (-1: started
   // afresh), the checkpoints this process saved, and the longest a save held training up.
   int64_t resumed_from_step = -1;
@@ -116,5 +127,9 @@ struct TrainCallbacks {
 };
 
 StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& callbacks = {});
+
+// Where worker `task_index` of a multi-worker job writes its trace: `path` for the chief,
+// "trace.task1.json" for "trace.json" (".task1" appended when `path` has no ".json").
+std::string TracePathForTask(const std::string& path, int task_index);
 
 }  // namespace weft::train

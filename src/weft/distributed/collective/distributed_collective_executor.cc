@@ -109,6 +109,38 @@ Status BroadcastAcrossProcesses(CollectiveTransport& transport, const TransportO
   return Status::OK();
 }
 
+// Wraps `op` to record it in `stats` when it runs on the group's thread: its time, the bytes of
+// its result, and the group's other tasks as peers (under `device`, this process's first member).
+CollectiveGroup::Op TracedOp(CollectiveGroup::Op op, const CollectiveGroup& group,
+                             const CollectiveParams& params, Kind kind, std::string device,
+                             std::shared_ptr<std::vector<Tensor>> results,
+                             StepStatsCollector* stats) {
+  return [op = std::move(op), &group, params, kind, device = std::move(device),
+          results = std::move(results),
+          stats](CollectiveTransport& transport, const TransportOp& identity) {
+    const int64_t start = StepStatsNowNanos();
+    Status status = op(transport, identity);
+    proto::NodeExecStats event;
+    SetStatsTimes(start, StepStatsNowNanos(), &event);
+    event.set_node_name(InstanceLabel(params));
+    event.set_op(StrCat(KindName(kind), " across tasks"));
+    event.set_kind(proto::NodeExecStats::COLLECTIVE);
+    event.set_collective_group_key(params.group_key);
+    event.set_collective_instance_key(params.instance_key);
+    int64_t bytes = 0;
+    for (const Tensor& result : *results) bytes += static_cast<int64_t>(result.TotalBytes());
+    event.set_transfer_bytes(bytes);
+    for (size_t rank = 0; rank < group.tasks().size(); ++rank) {
+      if (static_cast<int>(rank) != group.task_rank()) event.add_peers(group.tasks()[rank]);
+    }
+    event.set_timeline_label(StrCat(KindName(kind), " of ", bytes, " bytes with ",
+                                    group.tasks().size() - 1, " other tasks over ",
+                                    group.transport_name(), status.ok() ? "" : " (failed)"));
+    stats->Save(device, std::move(event));
+    return status;
+  };
+}
+
 }  // namespace
 
 void DistributedCollectiveExecutor::WithGroup(
@@ -294,6 +326,11 @@ void DistributedCollectiveExecutor::RunAcrossProcesses(
         return transport.AllGather(id, block, &(*results)[0]);
       };
       break;
+  }
+  // The step (and so its collector) lasts until the members' dones, which follow the operation.
+  if (stats_ != nullptr) {
+    op =
+        TracedOp(std::move(op), *group, params, kind, (*shared)[0].device->name(), results, stats_);
   }
   group->EnqueueAsync(params.instance_key, InstanceLabel(params), std::move(op),
                       [this, group = group.get(), shared, results, kind](const Status& status) {

@@ -7,8 +7,9 @@
 // mean divides once, by the whole group's size, after the sum across processes. Members must live
 // in host memory (Unimplemented otherwise). StartAbort fails the members still waiting; when an
 // operation of the step is already queued or running across processes it also aborts that group,
-// since the other processes cannot be told to skip it. Thread-safe; nothing touches the executor
-// after the last member's done.
+// since the other processes cannot be told to skip it. With a StepStatsCollector (a traced step)
+// each operation across processes is recorded there with its bytes and the other tasks as peers.
+// Thread-safe; nothing touches the executor after the last member's done.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,7 @@
 #include "weft/distributed/collective/collective_group.h"
 #include "weft/framework/collective.h"
 #include "weft/runtime/collective/local_collective_executor.h"
+#include "weft/runtime/step_stats_collector.h"
 
 namespace weft {
 
@@ -29,8 +31,10 @@ class DistributedCollectiveExecutorMgr;
 
 class DistributedCollectiveExecutor final : public CollectiveExecutor {
  public:
-  DistributedCollectiveExecutor(int64_t step_id, DistributedCollectiveExecutorMgr* mgr)
-      : step_id_(step_id), mgr_(mgr) {}
+  // `stats` may be null; when set it outlives the executor.
+  DistributedCollectiveExecutor(int64_t step_id, DistributedCollectiveExecutorMgr* mgr,
+                                StepStatsCollector* stats = nullptr)
+      : step_id_(step_id), mgr_(mgr), stats_(stats) {}
   DistributedCollectiveExecutor(const DistributedCollectiveExecutor&) = delete;
   DistributedCollectiveExecutor& operator=(const DistributedCollectiveExecutor&) = delete;
 
@@ -77,6 +81,7 @@ class DistributedCollectiveExecutor final : public CollectiveExecutor {
 
   const int64_t step_id_;
   DistributedCollectiveExecutorMgr* const mgr_;
+  StepStatsCollector* const stats_;
   LocalCollectiveExecutor local_;
 
   Mutex mu_;

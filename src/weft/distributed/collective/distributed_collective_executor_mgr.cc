@@ -95,8 +95,8 @@ DistributedCollectiveExecutorMgr::~DistributedCollectiveExecutorMgr() {
 }
 
 std::unique_ptr<CollectiveExecutor> DistributedCollectiveExecutorMgr::NewStepExecutor(
-    int64_t step_id) {
-  return std::make_unique<DistributedCollectiveExecutor>(step_id, this);
+    int64_t step_id, StepStatsCollector* stats) {
+  return std::make_unique<DistributedCollectiveExecutor>(step_id, this, stats);
 }
 
 Status DistributedCollectiveExecutorMgr::status() const {

@@ -56,7 +56,8 @@ class DistributedCollectiveExecutorMgr final : public CollectiveExecutorMgrInter
   DistributedCollectiveExecutorMgr(const DistributedCollectiveExecutorMgr&) = delete;
   DistributedCollectiveExecutorMgr& operator=(const DistributedCollectiveExecutorMgr&) = delete;
 
-  std::unique_ptr<CollectiveExecutor> NewStepExecutor(int64_t step_id) override;
+  std::unique_ptr<CollectiveExecutor> NewStepExecutor(int64_t step_id,
+                                                      StepStatsCollector* stats) override;
 
   // The group of `params.group_key` with `device` a member: at once when resolved, else after
   // this device joined it through the leader. Every error names the group.

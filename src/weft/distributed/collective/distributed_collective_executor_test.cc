@@ -132,7 +132,7 @@ TEST_P(DistributedCollectiveExecutorTest, AllReduceMatchesAPlainSumOnEveryMember
     const std::string final_op = step == 1 ? "Div" : "Id";
     std::vector<std::unique_ptr<CollectiveExecutor>> executors;
     for (int t = 0; t < cluster.num_tasks(); ++t) {
-      executors.push_back(cluster.collectives(t).NewStepExecutor(step));
+      executors.push_back(cluster.collectives(t).NewStepExecutor(step, nullptr));
     }
     std::vector<std::unique_ptr<Result>> results;
     std::vector<Tensor> inputs;
@@ -172,7 +172,8 @@ TEST_P(DistributedCollectiveExecutorTest, BroadcastAndAllGatherAcrossTasks) {
   const int tasks = cluster.num_tasks();
   const int members = tasks * 2;
   std::vector<std::unique_ptr<CollectiveExecutor>> executors;
-  for (int t = 0; t < tasks; ++t) executors.push_back(cluster.collectives(t).NewStepExecutor(1));
+  for (int t = 0; t < tasks; ++t)
+    executors.push_back(cluster.collectives(t).NewStepExecutor(1, nullptr));
   const TensorShape shape({3, 5});
   const Tensor source = Filled(shape, 42.0f);
   std::vector<std::unique_ptr<Result>> broadcast;
@@ -222,7 +223,7 @@ TEST_P(DistributedCollectiveExecutorTest, MismatchedShapesAcrossTasksFailEveryMe
   std::vector<std::unique_ptr<Result>> results;
   std::vector<std::unique_ptr<CollectiveExecutor>> executors;
   for (int t = 0; t < 2; ++t) {
-    executors.push_back(cluster.collectives(t).NewStepExecutor(1));
+    executors.push_back(cluster.collectives(t).NewStepExecutor(1, nullptr));
     auto result = std::make_unique<Result>();
     Result* raw = result.get();
     executors[t]->AllReduceAsync(Params(2, 9), cluster.device(t, 0),
@@ -240,7 +241,7 @@ TEST_P(DistributedCollectiveExecutorTest, MismatchedShapesAcrossTasksFailEveryMe
 
 TEST_P(DistributedCollectiveExecutorTest, AGroupThatNeverFormsNamesTheMissingTask) {
   Cluster cluster(2, 1, GetParam(), std::chrono::milliseconds(300));
-  auto executor = cluster.collectives(0).NewStepExecutor(1);
+  auto executor = cluster.collectives(0).NewStepExecutor(1, nullptr);
   Result result;
   executor->AllReduceAsync(Params(2, 1), cluster.device(0, 0), {Filled(TensorShape({4}), 1.0f)},
                            &result.outputs, result.Callback());
@@ -266,7 +267,7 @@ INSTANTIATE_TEST_SUITE_P(Transports, DistributedCollectiveExecutorTest,
 
 TEST(DistributedCollectiveExecutorLocalTest, AGroupOfOneTaskStaysInProcess) {
   Cluster cluster(1, 2, Mode::kSharedMemory);
-  auto executor = cluster.collectives(0).NewStepExecutor(1);
+  auto executor = cluster.collectives(0).NewStepExecutor(1, nullptr);
   std::vector<std::unique_ptr<Result>> results;
   for (int d = 0; d < 2; ++d) {
     auto result = std::make_unique<Result>();

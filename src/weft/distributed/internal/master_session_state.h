@@ -32,6 +32,9 @@ struct MasterSession::Step {
     proto::RunGraphRequest request;
     proto::RunGraphResponse response;
     Status status;
+    // A traced step's RunGraph call: when it went out and when it answered (StepStatsNowNanos).
+    int64_t start_nanos = 0;
+    int64_t end_nanos = 0;
   };
 
   std::shared_ptr<RegisteredGraph> graph;

@@ -9,14 +9,17 @@
 #include <memory>
 
 #include "weft/framework/collective.h"
+#include "weft/runtime/step_stats_collector.h"
 
 namespace weft {
 
 class CollectiveExecutorMgrInterface {
  public:
   virtual ~CollectiveExecutorMgrInterface() = default;
-  // The executor of step `step_id`, owned by the step and destroyed when it ends.
-  virtual std::unique_ptr<CollectiveExecutor> NewStepExecutor(int64_t step_id) = 0;
+  // The executor of step `step_id`, owned by the step and destroyed when it ends. With `stats`
+  // (a traced step; it outlives the executor) each operation across processes is recorded there.
+  virtual std::unique_ptr<CollectiveExecutor> NewStepExecutor(int64_t step_id,
+                                                              StepStatsCollector* stats) = 0;
 };
 
 }  // namespace weft

@@ -115,7 +115,7 @@ class StepState : public std::enable_shared_from_this<StepState> {
       Status status = item.kernel->Compute(&context);
       int64_t cost = NowNanos() - start;
       item.RecordCost(cost);
-      if (args_.stats) SaveStats(item, start_wall, cost);
+      if (args_.stats) SaveStats(id, start_wall, cost, *inputs, context.outputs());
       ready.clear();
       if (FinishNode(item, status, &context, &ready)) {
         ScheduleReady(ready, &inline_queue);
@@ -135,8 +135,10 @@ class StepState : public std::enable_shared_from_this<StepState> {
     auto self = shared_from_this();
     std::shared_ptr<std::vector<Tensor>> held_inputs = std::move(inputs);
     item.kernel->AsAsync()->ComputeAsync(
-        context.get(), [self, &item, context, held_inputs, start, start_wall]() {
-          if (self->args_.stats) self->SaveStats(item, start_wall, NowNanos() - start);
+        context.get(), [self, id, &item, context, held_inputs, start, start_wall]() {
+          if (self->args_.stats) {
+            self->SaveStats(id, start_wall, NowNanos() - start, *held_inputs, context->outputs());
+          }
           std::vector<int> ready;
           if (self->FinishNode(item, context->status(), context.get(), &ready)) {
             self->ScheduleReady(ready, /*inline_queue=*/nullptr);
@@ -229,7 +231,9 @@ class StepState : public std::enable_shared_from_this<StepState> {
     args_.cancellation_manager->StartCancel();
   }
 
-  void SaveStats(const NodeItem& item, int64_t start_wall_nanos, int64_t cost_nanos) {
+  void SaveStats(int id, int64_t start_wall_nanos, int64_t cost_nanos,
+                 const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs) {
+    const NodeItem& item = graph_.items[id];
     proto::NodeExecStats stats;
     stats.set_node_name(item.node->name());
     stats.set_op(item.node->type_string());
@@ -241,6 +245,7 @@ class StepState : public std::enable_shared_from_this<StepState> {
     stats.set_all_end_rel_micros(cost_nanos / 1000);
     stats.set_thread_id(static_cast<int32_t>(
         std::hash<std::thread::id>()(std::this_thread::get_id()) & 0x7fffffff));
+    internal::FillNodeStats(graph_.trace_info[id], inputs, outputs, &stats);
     args_.stats->Save(device_.name(), std::move(stats));
   }
 
@@ -279,6 +284,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorParams& param
   WEFT_CHECK(params.device != nullptr && params.kernels != nullptr);
   auto executor_graph = std::make_unique<ExecutorGraph>();
   executor_graph->items = std::vector<NodeItem>(graph->num_node_ids());
+  executor_graph->trace_info.resize(graph->num_node_ids());
   std::vector<NodeItem>& items = executor_graph->items;
   int total_inputs = 0;
   for (Node* node : graph->nodes()) {
@@ -293,6 +299,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorParams& param
     item.is_async = item.kernel->AsAsync() != nullptr;
     item.declared_cheap = item.kernel->IsCheap();
     if (item.initial_pending == 0) executor_graph->roots.push_back(node->id());
+    executor_graph->trace_info[node->id()] = internal::TraceInfoOf(*node);
   }
   for (Node* node : graph->nodes()) {
     NodeItem& item = items[node->id()];

@@ -9,6 +9,7 @@
 
 #include "weft/framework/op_kernel.h"
 #include "weft/graph/graph.h"
+#include "weft/runtime/executor/node_trace_info.h"
 
 namespace weft::internal {
 
@@ -40,6 +41,8 @@ struct ExecutorGraph {
   std::vector<NodeItem> items;  // indexed by node id; node == nullptr for removed ids
   std::vector<int> roots;       // nodes with nothing pending at the start of a step
   int total_inputs = 0;
+  // Indexed by node id; read by traced steps only, kept apart so NodeItems stay small.
+  std::vector<NodeTraceInfo> trace_info;
 };
 
 }  // namespace weft::internal

@@ -1,0 +1,157 @@
+// `weft train --trace FILE --trace-steps FIRST:LAST` end to end: the file it writes parses as
+// Chrome trace-event JSON with every device's events and the traced steps, its --json summary
+// gains each traced step's compute, communication and overlap times, bad --trace-steps values exit
+// 2 naming the value, and a run on a two-task cluster traces both tasks with a flow for each
+// tensor that crosses between them. Every process is torn down by its owner even when a test
+// fails.
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "weft/cli/cluster_test_util.h"
+#include "weft/core/str_util.h"
+#include "weft/io/io_test_util.h"
+#include "weft/runtime/step_stats_collector.h"
+#include "weft/runtime/timeline_test_util.h"
+#include "weft/testing/child_process.h"
+
+namespace weft::cluster_testing {
+namespace {
+
+using testing::ChildProcess;
+using ::testing::HasSubstr;
+
+constexpr int64_t kExitMs = 240000;
+constexpr char kLocalCpu[] = "/job:localhost/replica:0/task:0/device:CPU:";
+
+struct Finished {
+  int code = -1;
+  std::string output;
+};
+
+Finished RunWeft(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {WEFT_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  StatusOr<std::unique_ptr<ChildProcess>> child = ChildProcess::Start(argv);
+  EXPECT_TRUE(child.ok()) << child.status();
+  if (!child.ok()) return {};
+  StatusOr<int> code = (*child)->WaitForExit(kExitMs);
+  EXPECT_TRUE(code.ok()) << code.status() << "\n" << (*child)->output();
+  return {code.ok() ? *code : -1, (*child)->output()};
+}
+
+// The --json summary: the last output line that is a JSON object.
+nlohmann::json SummaryOf(const std::string& output) {
+  size_t end = output.size();
+  while (end > 0) {
+    const size_t start = output.rfind('\n', end - 1);
+    const size_t from = start == std::string::npos ? 0 : start + 1;
+    if (output[from] == '{') {
+      return nlohmann::json::parse(output.substr(from, end - from), nullptr, false);
+    }
+    if (start == std::string::npos) break;
+    end = start;
+  }
+  ADD_FAILURE() << "no JSON summary in:\n" << output;
+  return nlohmann::json();
+}
+
+TEST(TrainTraceTest, WritesTheTracedStepsOfEveryDeviceAndTheirTimes) {
+  io::TempDir dir;
+  const std::string file = dir.File("trace.json");
+  Finished run = RunWeft({"train", "--devices", "2", "--threads", "1", "--max-steps", "4",
+                          "--epochs", "1", "--trace", file, "--trace-steps", "2:3", "--json"});
+  ASSERT_EQ(run.code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("wrote a trace of 2 steps to " + file));
+  const nlohmann::json summary = SummaryOf(run.output);
+  ASSERT_TRUE(summary.is_object()) << run.output;
+  EXPECT_EQ(summary["trace_file"], file);
+  ASSERT_EQ(summary["traced_steps"].size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    const nlohmann::json& step = summary["traced_steps"][i];
+    EXPECT_EQ(step["step"], i + 2);
+    EXPECT_GT(step["compute_ms"].get<double>(), 0);
+    // Two replicas all-reduce their gradients: communication, some of it beside compute.
+    EXPECT_GT(step["communication_ms"].get<double>(), 0);
+    EXPECT_GE(step["overlap_ms"].get<double>(), 0);
+    EXPECT_LE(step["overlap_ms"].get<double>(),
+              std::min(step["compute_ms"].get<double>(), step["communication_ms"].get<double>()));
+    EXPECT_LE(step["compute_ms"].get<double>(), step["wall_ms"].get<double>());
+  }
+
+  const testing::ParsedTrace trace = testing::ParseTrace(io::ReadBytes(file));
+  std::set<std::string> steps, categories;
+  for (const nlohmann::json& event : trace.complete) {
+    if (event["cat"] == "step") steps.insert(event["name"].get<std::string>());
+    categories.insert(event["cat"].get<std::string>());
+  }
+  EXPECT_EQ(steps, (std::set<std::string>{"step 2", "step 3"}));
+  EXPECT_TRUE(categories.count("collective")) << nlohmann::json(categories).dump();
+  for (int device = 0; device < 2; ++device) {
+    EXPECT_FALSE(trace.EventsOnDevice(StrCat(kLocalCpu, device)).empty()) << device;
+  }
+}
+
+TEST(TrainTraceTest, BadTraceStepsExitTwoNamingTheValue) {
+  for (const std::vector<std::string>& flags :
+       {std::vector<std::string>{"--trace", "t.json", "--trace-steps", "5:2"},
+        std::vector<std::string>{"--trace", "t.json", "--trace-steps", "one:2"},
+        std::vector<std::string>{"--trace", "t.json", "--trace-steps", "0:2"},
+        std::vector<std::string>{"--trace-steps", "3:4"}}) {
+    std::vector<std::string> args = {"train", "--max-steps", "1"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    Finished run = RunWeft(args);
+    EXPECT_EQ(run.code, 2) << run.output;
+    EXPECT_THAT(run.output, HasSubstr("--trace-steps")) << run.output;
+    EXPECT_THAT(run.output, HasSubstr(flags.back())) << run.output;
+  }
+}
+
+TEST(TrainTraceTest, TracesBothTasksOfAClusterWithAFlowForEachCrossTaskTensor) {
+  auto servers = StartCluster(2);
+  ASSERT_EQ(servers.size(), 2u);
+  const std::vector<std::string> addresses = Addresses(servers);
+  io::TempDir dir;
+  const std::string file = dir.File("cluster.json");
+  Finished run = RunWeft({"train", "--target", "grpc://" + addresses[0], "--cluster",
+                          "worker=" + StrJoin(addresses, ","), "--max-steps", "3", "--epochs", "1",
+                          "--trace", file, "--trace-steps", "2:2", "--json"});
+  ASSERT_EQ(run.code, 0) << run.output;
+  const nlohmann::json summary = SummaryOf(run.output);
+  ASSERT_EQ(summary["traced_steps"].size(), 1u) << run.output;
+  EXPECT_GT(summary["traced_steps"][0]["communication_ms"].get<double>(), 0);
+
+  const testing::ParsedTrace trace = testing::ParseTrace(io::ReadBytes(file));
+  for (const char* task : {kTask0, kTask1}) {
+    const std::vector<nlohmann::json> events = trace.EventsOnDevice(StrCat(task, "/device:CPU:0"));
+    ASSERT_FALSE(events.empty()) << task;
+    EXPECT_EQ(trace.TaskOf(events[0]), task);
+  }
+  // Every _Send to the other task has its flow, drawn from one task's row to the other's.
+  int cross_task_sends = 0;
+  for (const nlohmann::json& event : trace.complete) {
+    if (event["cat"] != "send") continue;
+    const nlohmann::json& peers = event["args"]["peers"];
+    if (TaskOfDevice(peers[0].get<std::string>()) != trace.TaskOf(event)) ++cross_task_sends;
+  }
+  EXPECT_GT(cross_task_sends, 0);
+  int cross_task_flows = 0;
+  for (const auto& [id, flow] : trace.flows) {
+    if (flow.first["pid"] != flow.second["pid"]) ++cross_task_flows;
+  }
+  EXPECT_EQ(cross_task_flows, cross_task_sends);
+  std::set<std::string> categories;
+  for (const nlohmann::json& event : trace.complete) {
+    categories.insert(event["cat"].get<std::string>());
+  }
+  EXPECT_TRUE(categories.count("RecvTensor"));
+  EXPECT_TRUE(categories.count("rpc"));
+}
+
+}  // namespace
+}  // namespace weft::cluster_testing
