@@ -352,7 +352,8 @@ int Main() {
   char token_path[] = "/tmp/weft_rpc_bench_token_XXXXXX";
   const int token_fd = mkstemp(token_path);
   const std::string token = "rpc bench token";
-  if (token_fd < 0 || !WriteAll(token_fd, token.data(), token.size())) {
+  if (token_fd < 0 ||
+      write(token_fd, token.data(), token.size()) != static_cast<ssize_t>(token.size())) {
     std::fprintf(stderr, "rpc_bench: cannot write a token file\n");
     std::exit(1);
   }
