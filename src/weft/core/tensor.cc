@@ -1,5 +1,6 @@
 #include "weft/core/tensor.h"
 
+#include <cstdint>
 #include <cstring>
 
 #include "weft/core/allocator.h"
@@ -44,7 +45,15 @@ StatusOr<Tensor> Tensor::Allocate(DataType dtype, const TensorShape& shape) {
 
 StatusOr<Tensor> Tensor::Allocate(Allocator* allocator, DataType dtype, const TensorShape& shape) {
   WEFT_CHECK(allocator != nullptr);
-  size_t bytes = static_cast<size_t>(shape.num_elements()) * DataTypeSize(dtype);
+  // A shape may hold up to 2^63 - 1 elements; its bytes must not wrap around to a small buffer
+  // (nor come near enough to wrap when the allocator rounds them up to its alignment).
+  const size_t element_bytes = DataTypeSize(dtype);
+  if (element_bytes > 0 &&
+      static_cast<uint64_t>(shape.num_elements()) > SIZE_MAX / 2 / element_bytes) {
+    return ResourceExhausted("a ", DataTypeName(dtype), " tensor of shape ", shape,
+                             " needs more bytes than memory can address");
+  }
+  size_t bytes = static_cast<size_t>(shape.num_elements()) * element_bytes;
   void* data = allocator->AllocateRaw(kTensorAlignment, bytes);
   if (data == nullptr) {
     return ResourceExhausted("out of memory allocating ", bytes, " bytes for a ",

@@ -37,6 +37,14 @@ TEST(TensorTest, BufferIs64ByteAligned) {
   }
 }
 
+// Found while fixing a fuzz finding (fuzz/tensor_proto_fuzzer): 2^61 doubles are 2^64 bytes,
+// which wrapped around to a 0-byte buffer behind a tensor of 2^61 elements.
+TEST(TensorTest, AllocateRefusesAShapeWhoseBytesOverflow) {
+  StatusOr<Tensor> t = Tensor::Allocate(DataType::kDouble, TensorShape({int64_t{1} << 61}));
+  EXPECT_TRUE(IsResourceExhausted(t.status())) << t.status();
+  EXPECT_NE(t.status().message().find("[2305843009213693952]"), std::string::npos) << t.status();
+}
+
 TEST(TensorTest, CopiesShareTheBufferWithoutCopying) {
   Tensor a = Tensor::FromVector<float>({1, 2, 3, 4}, TensorShape({2, 2}));
   Tensor b = a;

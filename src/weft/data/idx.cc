@@ -18,6 +18,8 @@ namespace weft::data {
 namespace {
 
 constexpr uint8_t kUnsignedByteCode = 0x08;
+// Deflate's largest compression ratio (a long run of one byte), with the gzip framing ignored.
+constexpr uint64_t kMaxInflateRatio = 1032;
 
 struct GzCloser {
   void operator()(gzFile_s* file) const { gzclose(file); }
@@ -94,6 +96,22 @@ StatusOr<Tensor> ReadIdxFile(const std::string& path) {
     if (total > static_cast<uint64_t>(kMaxIdxBytes)) {
       return InvalidArgument("'", path, "' has IDX dims whose product exceeds ", kMaxIdxBytes,
                              " bytes (corrupt header?)");
+    }
+  }
+  // The dims must fit the file before anything is allocated, or a 12-byte file could claim (and
+  // have us allocate) a gigabyte. Plain input holds exactly its data; deflate inflates at most
+  // about 1032-fold, so gzip'd input holds at least 1/1032 of it.
+  if (status.type() == std::filesystem::file_type::regular) {
+    const uint64_t file_bytes = std::filesystem::file_size(path, error);
+    const uint64_t header_bytes = sizeof(magic) + want;
+    if (!error && gzdirect(file.get()) && file_bytes < header_bytes + total) {
+      return DataLoss("'", path, "' ends after ", file_bytes - header_bytes, " of the ", total,
+                      " data bytes its IDX dims call for (truncated file?)");
+    }
+    if (!error && !gzdirect(file.get()) && total > kMaxInflateRatio * file_bytes) {
+      return DataLoss("'", path, "' is a gzip stream of ", file_bytes,
+                      " bytes, which cannot inflate to the ", total,
+                      " data bytes its IDX dims call for (truncated or corrupt file?)");
     }
   }
   Tensor out(DataType::kUInt8, TensorShape(dims));

@@ -9,6 +9,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "weft/core/allocator.h"
 #include "weft/core/str_util.h"
 #include "weft/data/data_test_util.h"
 #include "weft/data/dataset.h"
@@ -125,6 +126,25 @@ TEST(IdxRobustnessTest, BadHeadersAndAbsurdDimsAreRefused) {
     EXPECT_EQ(tensor.status().code(), cases[i].code) << "case " << i << ": " << tensor.status();
     EXPECT_THAT(tensor.status().message(), HasSubstr(path));
   }
+}
+
+// Found by fuzz/idx_reader_fuzzer: a 12-byte file whose dims claim 1 GiB had the reader allocate
+// 1 GiB before it found the data missing (about a second per read under AddressSanitizer).
+TEST(IdxRobustnessTest, DimsBeyondWhatTheFileCanHoldAreRefusedBeforeAllocating) {
+  io::TempDir dir;
+  const Bytes plain = IdxBytes({1u << 30}, {1, 2, 3});
+  const Bytes gzipped = Gzip(plain);
+  ResetPeakBytesInUse();
+  const int64_t before = GetAllocatorStats().bytes_in_use;
+  for (const Bytes* bytes : {&plain, &gzipped}) {
+    const std::string path = dir.File(bytes == &plain ? "huge" : "huge.gz");
+    WriteBytes(path, *bytes);
+    Status status = ReadIdxFile(path).status();
+    EXPECT_TRUE(IsDataLoss(status)) << status;
+    EXPECT_THAT(status.message(), HasSubstr(path));
+    EXPECT_THAT(status.message(), HasSubstr("1073741824 data bytes"));
+  }
+  EXPECT_LT(GetAllocatorStats().peak_bytes_in_use, before + (int64_t{1} << 20));
 }
 
 TEST(IdxRobustnessTest, EveryTruncationFailsNamingTheFile) {

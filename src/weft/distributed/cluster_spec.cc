@@ -34,8 +34,13 @@ Status CheckJobName(std::string_view job) {
   return Status::OK();
 }
 
-// "host:port" with a non-empty host and a port in [0, 65535] (0: pick a free port).
+// "host:port" with a non-empty host and a port in [0, 65535] (0: pick a free port). No host name
+// holds ',' or ';', and an address that did could not be written as a flag (ToFlag) and read back.
 Status CheckAddress(std::string_view job, size_t task, std::string_view address) {
+  if (address.find_first_of(",;") != std::string_view::npos) {
+    return InvalidArgument("task ", task, " of job '", job, "' has address '", address,
+                           "', which holds a ',' or ';'; expected host:port");
+  }
   const size_t colon = address.rfind(':');
   if (colon == std::string_view::npos || colon == 0) {
     return InvalidArgument("task ", task, " of job '", job, "' has address '", address,

@@ -54,6 +54,21 @@ TEST(ClusterSpecTest, RefusesMalformedFlags) {
   ExpectError(ClusterSpec::FromFlag("worker=h:1,,h:2").status(), {"task 1"});
 }
 
+// Found by fuzz/weft_config_fuzzer: WEFT_CONFIG accepted the address "1;7.0.0.1:2223", whose
+// cluster then printed as a flag that does not parse.
+TEST(ClusterSpecTest, RefusesAddressesThatBreakTheFlagForm) {
+  ExpectError(ParseWeftConfig(R"({"cluster": {"worker": ["h:1", "1;7.0.0.1:2223"]},
+                                  "task": {"type": "worker", "index": 1}})")
+                  .status(),
+              {"WEFT_CONFIG", "task 1", "'1;7.0.0.1:2223'"});
+  ExpectError(ClusterSpec::FromJobs({{"worker", {"a,b:1"}}}).status(), {"'a,b:1'"});
+  auto cluster = ClusterSpec::FromJobs({{"worker", {"h=x:1"}}, {"ps", {"[::1]:2"}}});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  auto again = ClusterSpec::FromFlag(cluster->ToFlag());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->jobs(), cluster->jobs());
+}
+
 TEST(ClusterSpecTest, ParsesWeftConfig) {
   auto config = ParseWeftConfig(R"({"cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"],
                                                 "ps": ["127.0.0.1:3"]},

@@ -61,12 +61,18 @@ StatusOr<Tensor> TensorFromProto(const proto::TensorProto& tensor) {
     return InvalidArgument("resource tensors cannot be built from a TensorProto");
   }
   WEFT_ASSIGN_OR_RETURN(TensorShape shape, TensorShapeFromProto(tensor.tensor_shape()));
-  WEFT_ASSIGN_OR_RETURN(Tensor out, Tensor::Allocate(dtype, shape));
-  if (tensor.tensor_content().size() != out.TotalBytes()) {
-    return InvalidArgument("tensor content has ", tensor.tensor_content().size(), " bytes, but a ",
+  // The length is checked before anything is allocated: the shape alone may ask for any amount of
+  // memory (a peer's [2^20, 2^20] tensor with no content). Divided, not multiplied, since
+  // elements * element size may overflow.
+  const size_t content_bytes = tensor.tensor_content().size();
+  const size_t element_bytes = DataTypeSize(dtype);
+  if (content_bytes % element_bytes != 0 ||
+      content_bytes / element_bytes != static_cast<uint64_t>(shape.num_elements())) {
+    return InvalidArgument("tensor content has ", content_bytes, " bytes, but a ",
                            DataTypeName(dtype), " tensor of shape ", shape, " needs ",
-                           out.TotalBytes());
+                           shape.num_elements(), " elements of ", element_bytes, " bytes");
   }
+  WEFT_ASSIGN_OR_RETURN(Tensor out, Tensor::Allocate(dtype, shape));
   if (out.TotalBytes() > 0) {
     std::memcpy(out.raw_data(), tensor.tensor_content().data(), out.TotalBytes());
   }

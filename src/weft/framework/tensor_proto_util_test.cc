@@ -27,6 +27,21 @@ TEST(TensorProtoTest, RejectsContentOfTheWrongLength) {
   EXPECT_NE(s.message().find("11 bytes"), std::string::npos) << s;
 }
 
+// Found by fuzz/tensor_proto_fuzzer: the shape of a proto without content made the decoder
+// allocate 76 GB before it compared the content's length.
+TEST(TensorProtoTest, RejectsAHugeShapeWithoutContentBeforeAllocating) {
+  proto::TensorProto p;
+  p.set_dtype(ToProto(DataType::kDouble));
+  *p.mutable_tensor_shape() = ToProto(TensorShape({int64_t{1} << 20, int64_t{1} << 20}));
+  Status s = TensorFromProto(p).status();
+  EXPECT_TRUE(IsInvalidArgument(s)) << s;
+  EXPECT_NE(s.message().find("has 0 bytes"), std::string::npos) << s;
+  // Elements times element size beyond 2^64 must not wrap around to the content's length.
+  *p.mutable_tensor_shape() = ToProto(TensorShape({int64_t{1} << 61}));
+  p.set_tensor_content(std::string());
+  EXPECT_TRUE(IsInvalidArgument(TensorFromProto(p).status()));
+}
+
 TEST(TensorProtoTest, RejectsUnknownDtypeAndNegativeDims) {
   proto::TensorProto p = ToProto(Tensor::FromVector<float>({1}));
   p.set_dtype(static_cast<proto::DataType>(77));

@@ -88,8 +88,10 @@ bool Overlap(const KernelDef& a, const KernelDef& b) {
   for (const auto& [attr, a_types] : a.constraints()) {
     for (const auto& [b_attr, b_types] : b.constraints()) {
       if (attr != b_attr) continue;
+      // clang 14 cannot capture a structured binding in a lambda: capture a plain reference.
+      const auto& b_list = b_types;
       bool shared = std::any_of(a_types.begin(), a_types.end(), [&](DataType type) {
-        return std::find(b_types.begin(), b_types.end(), type) != b_types.end();
+        return std::find(b_list.begin(), b_list.end(), type) != b_list.end();
       });
       if (!shared) return false;
     }
