@@ -21,6 +21,8 @@ expect() {  # expect <description> <exit code> <text in output> -- command...
 unset WEFT_TOKEN WEFT_TOKEN_FILE WEFT_TLS_CERT WEFT_TLS_KEY WEFT_TLS_CA WEFT_INSECURE
 expect "public bind without TLS or token" 2 "refusing to listen on 0.0.0.0" -- \
   timeout 20 "$weft" server --bind 0.0.0.0
+expect "public metrics without a token" 2 "refusing to serve metrics on 0.0.0.0" -- \
+  timeout 20 "$weft" server --metrics-port 0 --metrics-bind 0.0.0.0
 expect "TLS needs all three files" 2 "missing: --tls-key --tls-ca" -- \
   timeout 20 "$weft" server --tls-cert "$certs/task.pem"
 expect "a missing token file is named" 2 "--token-file /nonexistent/token" -- \

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "weft/cli/launch_command.h"
+#include "weft/cli/metrics_endpoint.h"
 #include "weft/cli/worker_cluster.h"
 #include "weft/core/str_util.h"
 #include "weft/distributed/cluster_resolver.h"
@@ -116,6 +117,16 @@ CLI::App* AddServerCommand(CLI::App& app, ServerFlags& flags) {
                    "liveness probes (a session's config may set its own)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  server
+      ->add_option("--metrics-port", flags.metrics_port,
+                   "Serve Prometheus metrics at http://HOST:PORT/metrics (0: a free port; "
+                   "default: no endpoint)")
+      ->check(CLI::Range(0, 65535));
+  server
+      ->add_option("--metrics-bind", flags.metrics_bind,
+                   "Interface the metrics endpoint listens on; beyond loopback it needs "
+                   "--token-file (scrapers send Authorization: Bearer) or --insecure")
+      ->capture_default_str();
   return server;
 }
 
@@ -155,6 +166,21 @@ int RunServerCommand(const ServerFlags& flags) {
   options.security = *security;
   const char* insecure = std::getenv("WEFT_INSECURE");
   options.insecure = insecure != nullptr && std::string_view(insecure) == "1";
+  // The metrics endpoint first: a refused one must not leave a half-started server behind.
+  std::unique_ptr<MetricsEndpoint> metrics;
+  if (flags.metrics_port >= 0) {
+    MetricsEndpointOptions metrics_options;
+    metrics_options.bind_host = flags.metrics_bind;
+    metrics_options.port = flags.metrics_port;
+    metrics_options.token = options.security.token;
+    metrics_options.insecure = options.insecure;
+    StatusOr<std::unique_ptr<MetricsEndpoint>> started = MetricsEndpoint::Start(metrics_options);
+    if (!started.ok()) {
+      std::fprintf(stderr, "weft server: %s\n", started.status().ToString().c_str());
+      return IsInvalidArgument(started.status()) ? 2 : 1;
+    }
+    metrics = std::move(started).value();
+  }
   StatusOr<std::unique_ptr<GrpcServer>> server = GrpcServer::Create(options);
   if (!server.ok()) {
     std::fprintf(stderr, "weft server: %s\n", server.status().ToString().c_str());
@@ -166,12 +192,17 @@ int RunServerCommand(const ServerFlags& flags) {
                setup->config.cluster.ToFlag().c_str());
   std::fprintf(stdout, "weft server listening on %s\n", (*server)->address().c_str());
   std::fflush(stdout);
+  if (metrics != nullptr) {
+    std::fprintf(stdout, "weft server metrics at http://%s/metrics\n", metrics->address().c_str());
+    std::fflush(stdout);
+  }
 
   unsigned char received = 0;
   while (read(stop_pipe[0], &received, 1) < 0 && errno == EINTR) {
   }
   std::fprintf(stderr, "weft server: %s received, stopping\n",
                received == SIGTERM ? "SIGTERM" : "SIGINT");
+  if (metrics != nullptr) metrics->Stop();
   (*server)->Stop();
   return 0;
 }

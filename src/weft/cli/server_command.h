@@ -1,7 +1,8 @@
 // `weft server`: runs one task of a cluster (GrpcServer) until SIGTERM or SIGINT. The cluster comes
 // from --cluster, else from the environment (distributed/cluster_resolver.h: WEFT_CONFIG,
 // TF_CONFIG, or Slurm / Open MPI ranks meeting at a coordinator), else is a one-task cluster on an
-// ephemeral port. Once serving it prints "weft server listening on HOST:PORT" on stdout.
+// ephemeral port. Once serving it prints "weft server listening on HOST:PORT" on stdout, and with
+// --metrics-port then "weft server metrics at http://HOST:PORT/metrics".
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -19,6 +20,8 @@ struct ServerFlags {
   int intra_op_threads = 0;
   int inter_op_threads = 0;
   int64_t worker_timeout_ms = 30000;
+  int metrics_port = -1;                   // -1: no metrics endpoint; 0: an ephemeral port
+  std::string metrics_bind = "127.0.0.1";  // where the metrics endpoint listens
 };
 
 CLI::App* AddServerCommand(CLI::App& app, ServerFlags& flags);

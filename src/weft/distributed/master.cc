@@ -1,5 +1,6 @@
 #include "weft/distributed/master.h"
 
+#include <chrono>
 #include <iomanip>
 #include <random>
 #include <sstream>
@@ -10,6 +11,7 @@
 #include "weft/distributed/master_devices.h"
 #include "weft/distributed/master_session.h"
 #include "weft/distributed/master_timer.h"
+#include "weft/distributed/step_metrics.h"
 
 namespace weft {
 
@@ -116,6 +118,11 @@ void Master::ExtendSession(const proto::ExtendSessionRequest* request,
 
 void Master::RunStep(CallOptions* options, const proto::RunStepRequest* request,
                      proto::RunStepResponse* response, StatusCallback done) {
+  const auto started = std::chrono::steady_clock::now();
+  done = [started, done = std::move(done)](const Status& status) {
+    RecordStep("master", status, started);
+    done(status);
+  };
   auto session = FindSession(request->session_handle());
   if (!session.ok()) return done(session.status());
   // A known signature runs on the caller's thread: no blocking set-up, and no thread hop per step.

@@ -3,6 +3,7 @@
 #include <utility>
 #include <vector>
 
+#include "weft/core/metrics.h"
 #include "weft/core/str_util.h"
 #include "weft/distributed/call_options.h"
 #include "weft/framework/cancellation.h"
@@ -205,6 +206,8 @@ void RemoteRendezvous::RecvFromRemoteAsync(const ParsedKey& key, const Args& rec
       done(result, Args(), recv_args, Tensor(), false);
       return;
     }
+    metrics::RecordPeerBytes(source_task, 0,
+                             static_cast<int64_t>(call->response.tensor.TotalBytes()));
     done(result, Args(), recv_args, call->response.tensor, call->response.is_dead);
   };
   worker->RecvTensorAsync(&call->options, &call->request, &call->response, std::move(on_done));

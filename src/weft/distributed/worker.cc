@@ -1,14 +1,18 @@
 #include "weft/distributed/worker.h"
 
+#include <chrono>
 #include <utility>
 
+#include "weft/core/metrics.h"
 #include "weft/core/mutex.h"
 #include "weft/distributed/rendezvous_mgr.h"
+#include "weft/distributed/step_metrics.h"
 #include "weft/distributed/worker_session.h"
 #include "weft/framework/cancellation.h"
 #include "weft/framework/copy_tensor.h"
 #include "weft/framework/rendezvous.h"
 #include "weft/runtime/collective/local_collective_executor.h"
+#include "weft/runtime/step_stats_collector.h"
 
 namespace weft {
 
@@ -96,6 +100,11 @@ void Worker::DeregisterGraphAsync(CallOptions* /*options*/,
 
 void Worker::RunGraphAsync(CallOptions* options, const proto::RunGraphRequest* request,
                            proto::RunGraphResponse* response, StatusCallback done) {
+  const auto started = std::chrono::steady_clock::now();
+  done = [started, done = std::move(done)](const Status& status) {
+    RecordStep("worker", status, started);
+    done(status);
+  };
   StatusOr<std::shared_ptr<WorkerSession>> found =
       session_mgr_->FindSession(request->session_handle());
   if (!found.ok()) {
@@ -226,28 +235,34 @@ void Worker::RecvTensorAsync(CallOptions* options, const proto::RecvTensorReques
   (*rendezvous)
       ->RecvLocalAsync(
           *key, recv_args,
-          [cancellation, options, response, source, done = std::move(done)](
-              const Status& status, const Rendezvous::Args& /*send_args*/,
-              const Rendezvous::Args& /*recv_args*/, const Tensor& value, bool is_dead) {
+          [cancellation, options, response, source, dst_device = std::string(key->dst_device),
+           done = std::move(done)](const Status& status, const Rendezvous::Args& /*send_args*/,
+                                   const Rendezvous::Args& /*recv_args*/, const Tensor& value,
+                                   bool is_dead) {
             if (options != nullptr) options->ClearCancelCallback();
             if (!status.ok() || value.IsInHostMemory()) {
               // Host tensors go out as they are (the bulk path reads their bytes in place).
               if (status.ok()) {
                 response->tensor = value;
                 response->is_dead = is_dead;
+                metrics::RecordPeerBytes(TaskOfDevice(dst_device),
+                                         static_cast<int64_t>(value.TotalBytes()), 0);
               }
               done(status);
               return;
             }
             // A tensor in a device's own memory reaches the wire through host memory.
-            CopyTensorAsync(source, /*dst_device=*/nullptr, {}, value,
-                            [response, is_dead, done](const Status& copied, Tensor on_host) {
-                              if (copied.ok()) {
-                                response->tensor = std::move(on_host);
-                                response->is_dead = is_dead;
-                              }
-                              done(copied);
-                            });
+            CopyTensorAsync(
+                source, /*dst_device=*/nullptr, {}, value,
+                [response, is_dead, dst_device, done](const Status& copied, Tensor on_host) {
+                  if (copied.ok()) {
+                    metrics::RecordPeerBytes(TaskOfDevice(dst_device),
+                                             static_cast<int64_t>(on_host.TotalBytes()), 0);
+                    response->tensor = std::move(on_host);
+                    response->is_dead = is_dead;
+                  }
+                  done(copied);
+                });
           });
 }
 

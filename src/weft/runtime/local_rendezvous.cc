@@ -3,12 +3,14 @@
 // the receiving executor and may Send or Recv again.
 #include "weft/runtime/local_rendezvous.h"
 
+#include <chrono>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "weft/core/logging.h"
+#include "weft/core/metrics.h"
 #include "weft/core/mutex.h"
 #include "weft/framework/cancellation.h"
 
@@ -23,7 +25,19 @@ struct Waiter {
   CancellationManager* cancellation = nullptr;  // recv_args.cancellation_manager, if registered
   CancellationManager::Token token = 0;
   uint64_t id = 0;  // tells a cancelled waiter from a later one of the same key
+  std::chrono::steady_clock::time_point since;  // when the Recv began to wait
 };
+
+// How long Recvs that came before their Send waited for it (a Recv whose value was already there
+// does not wait and is not counted).
+metrics::Histogram* RendezvousWaits() {
+  static metrics::Histogram* waits =
+      metrics::Registry::Global()
+          .FindOrAddHistogram("weft_rendezvous_wait_seconds",
+                              "Time a Recv waited in a rendezvous for the Send of its value.")
+          ->WithLabels({});
+  return waits;
+}
 
 // Stops the cancellation of waiters leaving the table (their value came or the step ended).
 void DeregisterAll(const std::vector<Waiter>& waiters) {
@@ -118,6 +132,8 @@ Status LocalRendezvous::Send(const ParsedKey& key, const Args& send_args, const 
     entry = Table::Entry();  // kDone: a later Send or Recv of this key is an error
   }
   if (waiter.cancellation != nullptr) waiter.cancellation->DeregisterCallback(waiter.token);
+  RendezvousWaits()->Observe(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - waiter.since).count());
   waiter.done(Status::OK(), send_args, waiter.recv_args, value, is_dead);
   return Status::OK();
 }
@@ -151,6 +167,7 @@ void LocalRendezvous::RecvAsync(const ParsedKey& key, const Args& recv_args, Don
       waiter.key = key.full_key;
       waiter.recv_args = recv_args;
       waiter.id = ++table_->next_waiter_id;
+      waiter.since = std::chrono::steady_clock::now();
       CancellationManager* cancellation = recv_args.cancellation_manager;
       if (cancellation != nullptr) {
         CancellationManager::Token token = cancellation->NewToken();

@@ -12,6 +12,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "weft/core/metrics.h"
 #include "weft/core/notification.h"
 #include "weft/framework/cancellation.h"
 #include "weft/framework/device_base.h"
@@ -85,6 +86,25 @@ TEST(LocalRendezvousTest, RecvBeforeSendDeliversWhenSent) {
   EXPECT_EQ(received.value.data<int32_t>()[0], 42);
   EXPECT_EQ(received.send_args.device, &device);
   EXPECT_EQ(received.thread, std::this_thread::get_id());  // the sender runs the callback
+}
+
+// Only a Recv that came before its Send waited, and only it is counted.
+TEST(LocalRendezvousTest, RecvsThatWaitAreCountedInTheWaitMetric) {
+  metrics::Histogram* waits = metrics::Registry::Global()
+                                  .FindOrAddHistogram("weft_rendezvous_wait_seconds", "")
+                                  ->WithLabels({});
+  const int64_t before = waits->count();
+  LocalRendezvous rendezvous;
+  ASSERT_TRUE(rendezvous.Send(Key("sent first"), Rendezvous::Args(), Tensor(), false).ok());
+  Received immediate;
+  rendezvous.RecvAsync(Key("sent first"), Rendezvous::Args(), immediate.Callback());
+  EXPECT_EQ(waits->count(), before);
+  Received waited;
+  rendezvous.RecvAsync(Key("sent later"), Rendezvous::Args(), waited.Callback());
+  ASSERT_TRUE(rendezvous.Send(Key("sent later"), Rendezvous::Args(), Tensor(), false).ok());
+  EXPECT_EQ(waits->count(), before + 1);
+  EXPECT_THAT(metrics::Registry::Global().ExportText(),
+              HasSubstr("# TYPE weft_rendezvous_wait_seconds histogram"));
 }
 
 TEST(LocalRendezvousTest, BlockingRecvWaitsForSendFromAnotherThread) {

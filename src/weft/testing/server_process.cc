@@ -51,37 +51,41 @@ StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(const std::string&
     close(pipe_fds[0]);
     return Internal("could not start ", binary, ": error ", spawn_error);
   }
-  auto process = std::unique_ptr<ServerProcess>(new ServerProcess(pid, pipe_fds[0]));
+  auto process = std::unique_ptr<ServerProcess>(new ServerProcess(pid, pipe_fds[0], flags));
+  StatusOr<std::string> address = process->ReadLineAfter(kListeningLine, timeout_ms);
+  if (!address.ok()) return address.status();
+  process->address_ = std::move(address).value();
+  return process;
+}
 
-  std::string printed;
+StatusOr<std::string> ServerProcess::ReadLineAfter(std::string_view prefix, int64_t timeout_ms) {
   const int64_t deadline = NowMs() + timeout_ms;
   while (true) {
-    const size_t line_start = printed.find(kListeningLine);
+    const size_t line_start = printed_.find(prefix, consumed_);
     if (line_start != std::string::npos) {
-      const size_t line_end = printed.find('\n', line_start);
+      const size_t line_end = printed_.find('\n', line_start);
       if (line_end != std::string::npos) {
-        const size_t address_start = line_start + kListeningLine.size();
-        process->address_ = printed.substr(address_start, line_end - address_start);
-        return process;
+        const size_t value_start = line_start + prefix.size();
+        consumed_ = line_end + 1;
+        return printed_.substr(value_start, line_end - value_start);
       }
     }
     const int64_t left = deadline - NowMs();
     if (left <= 0) {
-      return DeadlineExceeded("weft server ", StrJoin(flags, " "),
-                              " did not say it was listening within ", timeout_ms,
-                              " ms; it printed: ", printed);
+      return DeadlineExceeded("weft server ", StrJoin(flags_, " "), " did not print \"", prefix,
+                              "\" within ", timeout_ms, " ms; it printed: ", printed_);
     }
-    pollfd poll_fd{process->stdout_fd_, POLLIN, 0};
+    pollfd poll_fd{stdout_fd_, POLLIN, 0};
     if (poll(&poll_fd, 1, static_cast<int>(left)) <= 0) continue;
     char buffer[512];
-    const ssize_t n = read(process->stdout_fd_, buffer, sizeof(buffer));
+    const ssize_t n = read(stdout_fd_, buffer, sizeof(buffer));
     if (n <= 0) {
-      StatusOr<int> exit_code = process->WaitForExit(1000);
-      return Unavailable("weft server ", StrJoin(flags, " "), " exited (",
+      StatusOr<int> exit_code = WaitForExit(1000);
+      return Unavailable("weft server ", StrJoin(flags_, " "), " exited (",
                          exit_code.ok() ? StrCat("code ", *exit_code) : "still running",
-                         ") before listening; it printed: ", printed);
+                         ") before printing \"", prefix, "\"; it printed: ", printed_);
     }
-    printed.append(buffer, static_cast<size_t>(n));
+    printed_.append(buffer, static_cast<size_t>(n));
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <sys/types.h>
@@ -25,6 +26,11 @@ class ServerProcess {
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;
 
+  // The rest of the next stdout line holding `prefix` ("127.0.0.1:PORT/metrics" for "weft server
+  // metrics at http://"); lines before it are skipped. DeadlineExceeded quoting what the server
+  // printed when no such line comes within `timeout_ms`.
+  StatusOr<std::string> ReadLineAfter(std::string_view prefix, int64_t timeout_ms);
+
   // "127.0.0.1:PORT" from the listening line.
   const std::string& address() const { return address_; }
   std::string target() const { return "grpc://" + address_; }
@@ -37,11 +43,15 @@ class ServerProcess {
   StatusOr<int> WaitForExit(int64_t timeout_ms);
 
  private:
-  ServerProcess(pid_t pid, int stdout_fd) : pid_(pid), stdout_fd_(stdout_fd) {}
+  ServerProcess(pid_t pid, int stdout_fd, std::vector<std::string> flags)
+      : pid_(pid), stdout_fd_(stdout_fd), flags_(std::move(flags)) {}
   pid_t pid_;
   int stdout_fd_;  // kept open: a server writing to a closed pipe would die of SIGPIPE
+  const std::vector<std::string> flags_;  // for errors
   bool reaped_ = false;
   std::string address_;
+  std::string printed_;  // its stdout so far
+  size_t consumed_ = 0;  // printed_ up to here has been matched
 };
 
 // A TCP port on 127.0.0.1 that nothing listens on right now (bound, then released).

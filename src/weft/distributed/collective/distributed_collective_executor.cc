@@ -3,9 +3,11 @@
 #include "weft/distributed/collective/distributed_collective_executor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <string>
 
+#include "weft/core/metrics.h"
 #include "weft/core/str_util.h"
 #include "weft/distributed/collective/distributed_collective_executor_mgr.h"
 #include "weft/framework/device_base.h"
@@ -107,6 +109,22 @@ Status BroadcastAcrossProcesses(CollectiveTransport& transport, const TransportO
   WEFT_RETURN_IF_ERROR(transport.Broadcast(identity, root, &value));
   *result = std::move(value);
   return Status::OK();
+}
+
+// Wraps `op` to add its time on the group's thread to the process's weft_collective_seconds.
+CollectiveGroup::Op TimedOp(CollectiveGroup::Op op, Kind kind, const std::string& transport_name) {
+  static metrics::HistogramFamily* const seconds = metrics::Registry::Global().FindOrAddHistogram(
+      "weft_collective_seconds",
+      "Time of a collective operation across tasks on its group's thread, by kind and transport.",
+      {"kind", "transport"});
+  metrics::Histogram* series = seconds->WithLabels({KindName(kind), transport_name});
+  return [op = std::move(op), series](CollectiveTransport& transport, const TransportOp& identity) {
+    const auto start = std::chrono::steady_clock::now();
+    Status status = op(transport, identity);
+    series->Observe(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    return status;
+  };
 }
 
 // Wraps `op` to record it in `stats` when it runs on the group's thread: its time, the bytes of
@@ -327,6 +345,7 @@ void DistributedCollectiveExecutor::RunAcrossProcesses(
       };
       break;
   }
+  op = TimedOp(std::move(op), kind, group->transport_name());
   // The step (and so its collector) lasts until the members' dones, which follow the operation.
   if (stats_ != nullptr) {
     op =

@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "weft/core/metrics.h"
 #include "weft/core/notification.h"
 #include "weft/core/str_util.h"
 #include "weft/distributed/collective/distributed_collective_executor_mgr.h"
@@ -123,9 +124,30 @@ using Mode = Cluster::Mode;
 
 class DistributedCollectiveExecutorTest : public ::testing::TestWithParam<Mode> {};
 
+// The collective seconds of every all-reduce across tasks, whatever its transport.
+int64_t AllReduceCount() {
+  const std::string text = metrics::Registry::Global().ExportText();
+  const std::string prefix = "weft_collective_seconds_count{kind=\"all-reduce\"";
+  int64_t count = 0;
+  for (size_t at = text.find(prefix); at != std::string::npos; at = text.find(prefix, at + 1)) {
+    count += std::stoll(text.substr(text.find("} ", at) + 2));
+  }
+  return count;
+}
+
+// What this process sent to `peer` over TCP collectives (and tensors).
+int64_t SentTo(const std::string& peer) {
+  return metrics::Registry::Global()
+      .FindOrAddCounter("weft_sent_bytes_total", "", {"peer"})
+      ->WithLabels({peer})
+      ->value();
+}
+
 TEST_P(DistributedCollectiveExecutorTest, AllReduceMatchesAPlainSumOnEveryMemberStepAfterStep) {
   // Three tasks: hierarchically, host-a has tasks 0 and 2 and host-b task 1.
   Cluster cluster(3, 2, GetParam());
+  const int64_t all_reduces_before = AllReduceCount();
+  const int64_t sent_to_task1_before = SentTo(TaskName(1));
   const int members = cluster.num_tasks() * cluster.devices_per_task();
   const TensorShape shape({1001});
   for (int step = 0; step < 3; ++step) {
@@ -163,6 +185,12 @@ TEST_P(DistributedCollectiveExecutorTest, AllReduceMatchesAPlainSumOnEveryMember
       EXPECT_EQ(std::memcmp(got, results[0]->outputs[0].data<float>(), shape.num_elements() * 4),
                 0);
     }
+  }
+  // Each task's group ran one operation per step, and each is in the process's metrics.
+  EXPECT_EQ(AllReduceCount() - all_reduces_before, 3 * cluster.num_tasks());
+  if (GetParam() != Mode::kSharedMemory) {
+    // Over TCP every other member sent task 1 at least its share of 1001 floats per step.
+    EXPECT_GE(SentTo(TaskName(1)) - sent_to_task1_before, 3 * 1001 * 4 / 3);
   }
 }
 

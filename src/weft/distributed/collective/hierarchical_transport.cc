@@ -412,7 +412,7 @@ TransportOptions SubOptions(const TransportOptions& options, const std::vector<i
     const std::string name = options.member_names.empty() ? "" : options.member_names[g];
     sub.member_names.push_back(r == g         ? name
                                : name.empty() ? StrCat("group rank ", g)
-                                              : StrCat(name, " (group rank ", g, ")"));
+                                              : collective_internal::SubGroupMemberName(name, g));
   }
   sub.group_token = StrCat(options.group_token, suffix);
   sub.timeout = options.timeout;

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "weft/core/metrics.h"
 #include "weft/distributed/collective/internal/tcp_socket.h"
 
 namespace weft::collective_internal {
@@ -19,6 +20,15 @@ namespace {
 constexpr size_t kMaxReceive = size_t{1} << 20;
 
 }  // namespace
+
+Exchange::~Exchange() {
+  for (size_t peer = 0; peer < links_.size(); ++peer) {
+    const Link& link = links_[peer];
+    if (link.sent_bytes == 0 && link.received_bytes == 0) continue;
+    metrics::RecordPeerBytes(MemberTask(options_, static_cast<int>(peer)), link.sent_bytes,
+                             link.received_bytes);
+  }
+}
 
 void Exchange::Send(int peer, const MessageHeader& header, const char* payload) {
   links_[peer].out.push_back(Outgoing{header, payload, 0});
@@ -52,6 +62,7 @@ Status Exchange::PumpSend(int peer, Link& link, bool* progress) {
                          ErrnoText(errno));
     }
     *progress = true;
+    link.sent_bytes += sent;
     size_t left = static_cast<size_t>(sent);
     while (left > 0) {
       Outgoing& front = link.out.front();
@@ -93,6 +104,7 @@ Status Exchange::PumpRecv(int peer, Link& link, const HeaderFn& on_header,
                            ErrnoText(errno));
       }
       *progress = true;
+      link.received_bytes += got;
       link.in_done += static_cast<size_t>(got);
       if (static_cast<size_t>(got) < want) continue;
     }

@@ -51,6 +51,10 @@ class Exchange {
         deadline_(deadline),
         aborted_(std::move(aborted)),
         links_(fds.size()) {}
+  // Adds what moved over each link to the process's bytes per peer (core/metrics.h).
+  ~Exchange();
+  Exchange(const Exchange&) = delete;
+  Exchange& operator=(const Exchange&) = delete;
 
   // Queues a message; `payload` must stay valid and unchanged until Run returns.
   void Send(int peer, const MessageHeader& header, const char* payload);
@@ -70,7 +74,9 @@ class Exchange {
     MessageHeader in;
     size_t in_done = 0;  // bytes of the current message received (header, then payload)
     char* in_payload = nullptr;
-    bool broken = false;  // failed: neither sent to nor read from again
+    bool broken = false;     // failed: neither sent to nor read from again
+    int64_t sent_bytes = 0;  // headers and payloads, what the socket took
+    int64_t received_bytes = 0;
   };
   Status PumpSend(int peer, Link& link, bool* progress);
   Status PumpRecv(int peer, Link& link, const HeaderFn& on_header, const MessageFn& on_message,

@@ -110,6 +110,23 @@ std::string OpLabel(const TransportOp& op) {
   return op.label.empty() ? StrCat("collective instance_key ", op.instance_key) : op.label;
 }
 
+namespace {
+constexpr std::string_view kGroupRank = " (group rank ";
+}  // namespace
+
+std::string SubGroupMemberName(const std::string& name, int group_rank) {
+  return StrCat(name, kGroupRank, group_rank, ")");
+}
+
+std::string MemberTask(const TransportOptions& options, int rank) {
+  if (rank < 0 || rank >= static_cast<int>(options.member_names.size()) ||
+      options.member_names[rank].empty()) {
+    return StrCat("rank ", rank);
+  }
+  const std::string& name = options.member_names[rank];
+  return name.substr(0, name.find(kGroupRank));
+}
+
 std::string MemberName(const TransportOptions& options, int rank) {
   if (rank >= 0 && rank < static_cast<int>(options.member_names.size()) &&
       !options.member_names[rank].empty()) {

@@ -45,6 +45,12 @@ std::string DescribeOp(const OpIdentity& op);
 std::string OpLabel(const TransportOp& op);
 // "/job:worker/replica:0/task:1 (rank 1)", or "rank 1" without names.
 std::string MemberName(const TransportOptions& options, int rank);
+// A sub-group's name for member `name` of rank `group_rank` in the whole group:
+// "/job:worker/replica:0/task:2 (group rank 2)".
+std::string SubGroupMemberName(const std::string& name, int group_rank);
+// The task of member `rank` alone ("/job:worker/replica:0/task:1", also in a sub-group), or
+// "rank 1" without names: how metrics name a peer.
+std::string MemberTask(const TransportOptions& options, int rank);
 
 // InvalidArgument naming both members and what each called, or OK when they agree.
 Status CheckSameOp(const TransportOptions& options, const std::string& label, int rank,
