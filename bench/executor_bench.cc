@@ -1,5 +1,6 @@
 // Executor overhead per node (workload W5): a chain and a wide fan of 1,000 tiny Adds run through
-// a DirectSession with one inter-op and one intra-op thread. Reported per node as "us_per_node".
+// a DirectSession with one inter-op and one intra-op thread, and the chain traced (RunOptions
+// FULL_TRACE, step stats in the RunMetadata): what recording every node costs.
 #include <benchmark/benchmark.h>
 
 #include "weft/graph/builder/ops.h"
@@ -21,28 +22,44 @@ std::unique_ptr<Session> SingleThreadedSession(const proto::GraphDef& graph) {
 }
 
 void RunSteps(benchmark::State& state, Session& session, const std::vector<std::string>& fetches,
-              const std::vector<std::string>& targets) {
+              const std::vector<std::string>& targets, bool traced = false) {
   std::vector<Tensor> outputs;
-  Status warm = session.Run({}, fetches, targets, &outputs);  // builds and caches the executor
+  proto::RunOptions options;
+  if (traced) options.set_trace_level(proto::RunOptions::FULL_TRACE);
+  proto::RunMetadata metadata;
+  // The first run builds and caches the executor.
+  Status warm = session.Run(options, {}, fetches, targets, &outputs, &metadata);
   if (!warm.ok()) state.SkipWithError(warm.ToString().c_str());
   for (auto _ : state) {
-    Status status = session.Run({}, fetches, targets, &outputs);
+    metadata.Clear();
+    Status status = session.Run(options, {}, fetches, targets, &outputs, &metadata);
     benchmark::DoNotOptimize(status);
   }
   state.counters["nodes"] = kNodes;
 }
 
-// x_{i+1} = x_i + one, 1,000 times.
-void BM_ExecutorChain(benchmark::State& state) {
+proto::GraphDef ChainGraph() {
   Scope root = Scope::NewRootScope();
   Output one = ops::Const(root, 1.0f);
   Output sum = one;
   for (int i = 0; i < kNodes; ++i) sum = ops::Add(root, sum, one);
   ops::Identity(root.WithOpName("result"), sum);
-  auto session = SingleThreadedSession(root.ToGraphDef().value());
+  return root.ToGraphDef().value();
+}
+
+// x_{i+1} = x_i + one, 1,000 times.
+void BM_ExecutorChain(benchmark::State& state) {
+  auto session = SingleThreadedSession(ChainGraph());
   RunSteps(state, *session, {"result"}, {});
 }
 BENCHMARK(BM_ExecutorChain)->Unit(benchmark::kMicrosecond);
+
+// The same chain with every node traced.
+void BM_ExecutorChainTraced(benchmark::State& state) {
+  auto session = SingleThreadedSession(ChainGraph());
+  RunSteps(state, *session, {"result"}, {}, /*traced=*/true);
+}
+BENCHMARK(BM_ExecutorChainTraced)->Unit(benchmark::kMicrosecond);
 
 // 1,000 independent Adds of one constant, all gathered by a NoOp's control edges.
 void BM_ExecutorFan(benchmark::State& state) {

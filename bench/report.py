@@ -241,6 +241,19 @@ def main():
         for label, source in (("weft", "examples/fmnist_cnn/main.cc"),
                               ("libtorch", "bench/libtorch_cnn.cc")):
             print(f"METRIC example_lines_{label} {code_lines(os.path.join(root, source))} lines")
+    elif kind == "trace":
+        # W1 with tracing off against the build before tracing existed, and with every step
+        # traced against off; medians of the interleaved rounds.
+        def median_rate(label):
+            rates = sorted(load_json(f"{path}/trace_{label}_{r}.json")["train_images_per_sec"]
+                           for r in (1, 2, 3))
+            return rates[1]
+        before, off, on = (median_rate(label) for label in ("before", "off", "on"))
+        print(f"METRIC trace_before_mlp_images_per_sec {before:.0f} images/s")
+        print(f"METRIC trace_off_mlp_images_per_sec {off:.0f} images/s")
+        print(f"METRIC trace_on_mlp_images_per_sec {on:.0f} images/s")
+        print(f"RATIO trace_off_vs_before_mlp {off / before:.3f}")
+        print(f"RATIO trace_on_vs_off_mlp {on / off:.3f}")
     else:
         raise SystemExit(f"unknown kind {kind}")
 

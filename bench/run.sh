@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs Weft's benchmarks and prints `METRIC <name> <value> <unit>` and `RATIO <name> <value>` lines
 # (a RATIO above 1 means Weft is better). Usage: bench/run.sh [executor] [matmul] [conv] [train]
-# [allreduce] [mirrored] [rpc] [cluster] [collective] [multiworker] [checkpoint] [libtorch] (all
-# when none). `train`, `mirrored`, `conv`, `cluster` and `multiworker` need PyTorch (Debian's
+# [allreduce] [mirrored] [rpc] [cluster] [collective] [multiworker] [checkpoint] [libtorch]
+# [trace] (all when none). `train`, `mirrored`, `conv`, `cluster` and `multiworker` need PyTorch (Debian's
 # python3-torch) for the peer side, `collective` needs Gloo (libgloo-dev), `libtorch` libtorch's C++
 # frontend (libtorch-dev, installed when missing). A benchmark whose Weft side is missing from the
 # build says so on stderr; the others still run, and the script then exits 1.
@@ -17,7 +17,7 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build --target executor_bench matmul_bench weft >/dev/null
 names=("$@")
 known=(executor matmul conv train allreduce mirrored rpc cluster collective multiworker checkpoint
-  libtorch)
+  libtorch trace)
 [[ ${#names[@]} -eq 0 ]] && names=("${known[@]}")
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -88,6 +88,29 @@ for name in "${names[@]}"; do
         --benchmark_report_aggregates_only=true >"$out/conv.json"
       /usr/bin/python3 bench/torch_conv_layers.py >"$out/torch_conv.json"
       python3 bench/report.py conv "$out/conv.json" "$out/torch_conv.json"
+      ;;
+    trace)
+      # W1 (one epoch of the MLP) with every step traced, untraced, and untraced by the build of
+      # the commit before tracing existed (WEFT_TRACE_BASELINE, built once into build-baseline/
+      # from a worktree). Three rounds, interleaved; the median of each counts.
+      baseline="${WEFT_TRACE_BASELINE:-ed17fc5}"
+      if [[ ! -x build-baseline/bin/weft ]]; then
+        rm -rf build-baseline-src
+        git worktree add --detach build-baseline-src "$baseline" >/dev/null 2>&1
+        cmake -S build-baseline-src -B build-baseline -G Ninja -DCMAKE_BUILD_TYPE=Release \
+          -DWEFT_BUILD_TESTS=OFF -DWEFT_BUILD_BENCH=OFF -DWEFT_BUILD_EXAMPLES=OFF >/dev/null
+        cmake --build build-baseline --target weft >/dev/null
+      fi
+      steps=$(build/bin/weft train --model mlp --epochs 1 --json | tail -n 1 |
+        python3 -c 'import json,sys; print(json.load(sys.stdin)["steps"])')
+      for round in 1 2 3; do
+        build-baseline/bin/weft train --model mlp --epochs 1 --json | tail -n 1 \
+          >"$out/trace_before_$round.json"
+        build/bin/weft train --model mlp --epochs 1 --json | tail -n 1 >"$out/trace_off_$round.json"
+        build/bin/weft train --model mlp --epochs 1 --json --trace "$out/trace.json" \
+          --trace-steps "1:$steps" | tail -n 1 >"$out/trace_on_$round.json"
+      done
+      python3 bench/report.py trace "$out"
       ;;
     rpc)
       # W4/W5 between two `weft server` processes: RecvTensor against raw TCP (same script), a

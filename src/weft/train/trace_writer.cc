@@ -5,6 +5,7 @@
 #include "weft/core/str_util.h"
 #include "weft/io/durable_file.h"
 #include "weft/runtime/step_time_split.h"
+#include "weft/runtime/timeline.h"
 
 namespace weft::train {
 namespace {
@@ -23,15 +24,25 @@ Status TraceWriter::OnTrainBatchTraced(Model& model, const proto::StepStats& sta
   // Fit passes every traced step to every callback; another may have asked for this one.
   const int64_t step = model.position().global_step;
   if (written_ || !InRange(step)) return Status::OK();
-  proto::StepStats copy = stats;
-  if (!options_.task_name.empty()) RenameTask(kLocalTask, options_.task_name, &copy);
-  const StepTimeSplit split = SplitStepTime(copy);
+  const size_t offset = serialized_.size();
+  if (options_.task_name.empty()) {
+    if (!stats.AppendToString(&serialized_)) return Internal("cannot serialize step ", step);
+  } else {
+    proto::StepStats renamed = stats;
+    RenameTask(kLocalTask, options_.task_name, &renamed);
+    if (!renamed.AppendToString(&serialized_)) return Internal("cannot serialize step ", step);
+  }
+  kept_.push_back({.step = step,
+                   .offset = offset,
+                   .size = serialized_.size() - offset,
+                   .start_nanos = start_nanos,
+                   .end_nanos = end_nanos});
+  const StepTimeSplit split = SplitStepTime(stats);
   traced_.push_back({.step = step,
                      .wall_ms = Millis(end_nanos - start_nanos),
                      .compute_ms = Millis(split.compute_nanos),
                      .communication_ms = Millis(split.communication_nanos),
                      .overlap_ms = Millis(split.overlap_nanos)});
-  timeline_.AddStep(step, std::move(copy), start_nanos, end_nanos);
   if (step == options_.last_step) return Write();
   return Status::OK();
 }
@@ -40,7 +51,16 @@ Status TraceWriter::OnTrainEnd(Model&) { return written_ ? Status::OK() : Write(
 
 Status TraceWriter::Write() {
   written_ = true;
-  Status status = io::WriteFileDurably(options_.path, timeline_.ToJson());
+  Timeline timeline;
+  for (const KeptStep& kept : kept_) {
+    proto::StepStats stats;
+    if (!stats.ParseFromArray(serialized_.data() + kept.offset, static_cast<int>(kept.size))) {
+      return Internal("the kept trace of step ", kept.step, " does not parse");
+    }
+    timeline.AddStep(kept.step, std::move(stats), kept.start_nanos, kept.end_nanos);
+  }
+  std::string().swap(serialized_);
+  Status status = io::WriteFileDurably(options_.path, timeline.ToJson());
   if (!status.ok()) return status.WithContext(StrCat("writing the trace ", options_.path));
   return Status::OK();
 }
