@@ -2,21 +2,27 @@
 # The README's second command (and CI's): installs dependencies, builds, runs every test.
 #   tools/test.sh              optimised build in build/, the whole suite
 #   tools/test.sh --sanitize   the whole suite under AddressSanitizer + UndefinedBehaviorSanitizer
-#                              (gcc, build-asan/), then the concurrent targets (nn kernels,
-#                              input pipelines, runtime, distribute, distributed, checkpoints,
-#                              cluster) under ThreadSanitizer
-#                              in a clang build
-#                              (build-tsan/) that also checks the lock annotations
-#                              (-Wthread-safety -Werror)
+#                              in a clang build (build-asan/) that also holds the libFuzzer targets
+#                              of fuzz/, each then run for 20 s; CI runs this after the plain suite
+#   tools/test.sh --tsan       the concurrent targets (core, input pipelines, runtime, distribute,
+#                              distributed, checkpoints, cluster) under ThreadSanitizer in a clang
+#                              build (build-tsan/); too long to fit CI's hour beside the others,
+#                              so run it before pushing concurrency changes
+# Both clang builds also check the lock annotations (-Wthread-safety -Werror).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs="$(nproc)"
+mode="${1:-}"
 
-if [[ "${1:-}" != "--sanitize" ]]; then
+if [[ -z "$mode" ]]; then
   tools/setup.sh
   tools/build.sh
   ctest --test-dir build --output-on-failure -j "$jobs" --timeout 600
   exit 0
+fi
+if [[ "$mode" != "--sanitize" && "$mode" != "--tsan" ]]; then
+  echo "usage: tools/test.sh [--sanitize | --tsan]" >&2
+  exit 2
 fi
 
 tools/setup.sh
@@ -24,12 +30,17 @@ tools/setup.sh
 sanitizer_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1"
                  -DWEFT_BUILD_BENCH=OFF -DWEFT_BUILD_EXAMPLES=OFF)
 
-echo "== AddressSanitizer + UndefinedBehaviorSanitizer: the whole suite (build-asan/)"
-cmake -S . -B build-asan -G Ninja "${sanitizer_flags[@]}" -DWEFT_SANITIZE=ON >/dev/null
-cmake --build build-asan
-ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:strict_string_checks=1" \
-UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
-  ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 1200
+if [[ "$mode" == "--sanitize" ]]; then
+  echo "== AddressSanitizer + UndefinedBehaviorSanitizer: the whole suite and the fuzzers (build-asan/)"
+  CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja "${sanitizer_flags[@]}" \
+    -DWEFT_SANITIZE=ON -DWEFT_FUZZ=ON >/dev/null
+  cmake --build build-asan
+  ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:strict_string_checks=1" \
+  UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
+    ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 1200
+  tools/fuzz.sh --build-dir build-asan --no-build --seconds 20
+  exit 0
+fi
 
 echo "== ThreadSanitizer: the concurrent targets (build-tsan/, clang -Wthread-safety -Werror)"
 tsan_targets=(core_test io_test data_test framework_rendezvous_test kernels_sendrecv_test
@@ -37,7 +48,7 @@ tsan_targets=(core_test io_test data_test framework_rendezvous_test kernels_send
               runtime_collective_test runtime_multi_device_test distribute_test distributed_test
               distributed_worker_test distributed_master_test distributed_rpc_test
               distributed_collective_test distributed_collective_transport_test checkpoint_test
-              cluster_test multi_worker_test weft)
+              cli_metrics_test cluster_test trace_test multi_worker_test weft)
 CC=clang CXX=clang++ cmake -S . -B build-tsan -G Ninja "${sanitizer_flags[@]}" -DWEFT_TSAN=ON \
   >/dev/null
 cmake --build build-tsan --target "${tsan_targets[@]}"

@@ -335,8 +335,9 @@ TEST(RegistryCompletenessTest, EveryBuilderInTheTableBuildsItsOp) {
     build(root);
     EXPECT_TRUE(root.ok()) << "the builder of " << op << " failed: " << root.status();
     std::vector<Node*> nodes = root.graph()->nodes();
+    const std::string& op_name = op;  // clang 14 cannot capture a structured binding
     EXPECT_TRUE(std::any_of(nodes.begin(), nodes.end(),
-                            [&](Node* node) { return node->type_string() == op; }))
+                            [&](Node* node) { return node->type_string() == op_name; }))
         << "the builder listed for " << op << " added no node of that op";
   }
 }

@@ -32,4 +32,4 @@ weft_test(kernels_nn_test
 # model leaves such loops scalar, -O3 vectorises them (MaxPoolGrad on W2: 8 ms -> see
 # docs/performance.md).
 set_source_files_properties(nn/pooling_ops.cc nn/avg_pooling_ops.cc
-  PROPERTIES COMPILE_OPTIONS "-O3")
+  PROPERTIES COMPILE_OPTIONS "-O3" SKIP_PRECOMPILE_HEADERS ON)

@@ -1,0 +1,5 @@
+// Precompiled for every test target: GoogleTest and GoogleMock.
+#pragma once
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
