@@ -9,6 +9,7 @@
 #include <httplib.h>
 
 #include "weft/cli/cluster_test_util.h"
+#include "weft/cli/metrics_test_util.h"
 #include "weft/core/str_util.h"
 #include "weft/distributed/rpc/grpc_session.h"
 
@@ -21,11 +22,7 @@ constexpr int kSteps = 5;
 // GET /metrics of the endpoint at "127.0.0.1:PORT/metrics"; "" (and the test failed) on error.
 std::string Scrape(const std::string& url) {
   const std::string address = url.substr(0, url.find('/'));
-  const size_t colon = address.rfind(':');
-  httplib::Client client(address.substr(0, colon), std::stoi(address.substr(colon + 1)));
-  client.set_connection_timeout(std::chrono::seconds(5));
-  client.set_read_timeout(std::chrono::seconds(5));
-  httplib::Result result = client.Get("/metrics");
+  httplib::Result result = metrics_testing::ClientFor(address)->Get("/metrics");
   EXPECT_TRUE(result) << "scraping " << url << ": " << httplib::to_string(result.error());
   if (!result) return "";
   EXPECT_EQ(result->status, 200);

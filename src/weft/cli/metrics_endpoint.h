@@ -1,7 +1,8 @@
 // MetricsEndpoint: serves this process's metrics (core/metrics.h) as Prometheus text at
 // GET /metrics on one HTTP port (`weft server --metrics-port`). It listens on loopback unless told
 // otherwise; with a token, every scrape must send `Authorization: Bearer <token>`, and beyond
-// loopback a token is required unless `insecure`. Thread-safe; Stop() (or the destructor) joins.
+// loopback a token is required unless `insecure`. Scrapes are served on its own threads; Stop()
+// (or the destructor), called by the owner, joins them.
 #pragma once
 
 #include <memory>

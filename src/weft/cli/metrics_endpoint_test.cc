@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include "weft/cli/metrics_test_util.h"
 #include "weft/core/metrics.h"
 
 namespace weft {
@@ -13,15 +14,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// host:port into an HTTP client with short timeouts.
-std::unique_ptr<httplib::Client> ClientFor(const std::string& address) {
-  const size_t colon = address.rfind(':');
-  auto client = std::make_unique<httplib::Client>(address.substr(0, colon),
-                                                  std::stoi(address.substr(colon + 1)));
-  client->set_connection_timeout(std::chrono::seconds(5));
-  client->set_read_timeout(std::chrono::seconds(5));
-  return client;
-}
+using metrics_testing::ClientFor;
 
 TEST(MetricsEndpointTest, ServesThePrometheusTextOfTheRegistry) {
   metrics::Registry::Global()
