@@ -210,6 +210,9 @@ void RemoteRendezvous::RecvFromRemoteAsync(const ParsedKey& key, const Args& rec
                              static_cast<int64_t>(call->response.tensor.TotalBytes()));
     done(result, Args(), recv_args, call->response.tensor, call->response.is_dead);
   };
+  // The transport may finish the call, and `done` drop the step's last reference to this
+  // rendezvous, before RecvTensorAsync returns; this reference keeps `this` alive until the end.
+  std::shared_ptr<RemoteRendezvous> keep_alive = shared_from_this();
   worker->RecvTensorAsync(&call->options, &call->request, &call->response, std::move(on_done));
 
   // An abort between registering the call and issuing it found no transport callback to run; the
