@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,9 +33,20 @@ void SetStatsTimes(int64_t start_nanos, int64_t end_nanos, proto::NodeExecStats*
 // name itself when it names no task.
 std::string TaskOfDevice(std::string_view device);
 
+// Node stats recorded during a step as plain numbers and turned into NodeExecStats only when the
+// step is finalized, so that a traced step's nodes pay no allocation or lock each (an executor
+// hands over all of its step's nodes at once).
+class DeferredNodeStats {
+ public:
+  virtual ~DeferredNodeStats() = default;
+  // Appends one NodeExecStats per recorded node to `device_stats`.
+  virtual void AppendTo(proto::DeviceStepStats* device_stats) const = 0;
+};
+
 class StepStatsCollector {
  public:
   void Save(const std::string& device, proto::NodeExecStats stats);
+  void SaveDeferred(const std::string& device, std::unique_ptr<const DeferredNodeStats> stats);
   // Moves everything collected into `step_stats`: one DeviceStepStats per device, its task set
   // (TaskOfDevice). A collective kernel's peers become the other devices that ran the same
   // instance in this step (its members in this process) and the tasks its operation across
@@ -42,8 +54,13 @@ class StepStatsCollector {
   void Finalize(proto::StepStats* step_stats);
 
  private:
+  struct DeviceRecords {
+    std::vector<std::unique_ptr<const DeferredNodeStats>> deferred;
+    std::vector<proto::NodeExecStats> nodes;
+  };
+
   Mutex mu_;
-  std::map<std::string, std::vector<proto::NodeExecStats>> by_device_ WEFT_GUARDED_BY(mu_);
+  std::map<std::string, DeviceRecords> by_device_ WEFT_GUARDED_BY(mu_);
 };
 
 }  // namespace weft

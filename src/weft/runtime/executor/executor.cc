@@ -1,7 +1,8 @@
 #include "weft/runtime/executor/executor.h"
 
 #include <chrono>
-#include <thread>
+#include <memory>
+#include <vector>
 
 #include "weft/core/mutex.h"
 #include "weft/core/notification.h"
@@ -61,6 +62,8 @@ class StepState : public std::enable_shared_from_this<StepState> {
     for (size_t i = 0; i < graph.items.size(); ++i) {
       pending_[i].store(graph.items[i].initial_pending, std::memory_order_relaxed);
     }
+    // Each node runs at most once a step: one slot each.
+    if (args_.stats != nullptr) records_.resize(graph.items.size());
   }
 
   void Start() {
@@ -115,7 +118,7 @@ class StepState : public std::enable_shared_from_this<StepState> {
       Status status = item.kernel->Compute(&context);
       int64_t cost = NowNanos() - start;
       item.RecordCost(cost);
-      if (args_.stats) SaveStats(id, start_wall, cost, *inputs, context.outputs());
+      if (args_.stats) RecordNode(id, start_wall, cost, *inputs, context.outputs());
       ready.clear();
       if (FinishNode(item, status, &context, &ready)) {
         ScheduleReady(ready, &inline_queue);
@@ -137,7 +140,7 @@ class StepState : public std::enable_shared_from_this<StepState> {
     item.kernel->AsAsync()->ComputeAsync(
         context.get(), [self, id, &item, context, held_inputs, start, start_wall]() {
           if (self->args_.stats) {
-            self->SaveStats(id, start_wall, NowNanos() - start, *held_inputs, context->outputs());
+            self->RecordNode(id, start_wall, NowNanos() - start, *held_inputs, context->outputs());
           }
           std::vector<int> ready;
           if (self->FinishNode(item, context->status(), context.get(), &ready)) {
@@ -211,6 +214,12 @@ class StepState : public std::enable_shared_from_this<StepState> {
       MutexLock lock(mu_);
       status = status_;
     }
+    // Every node's record happens-before the last NodeDone (acq_rel on outstanding_).
+    if (args_.stats != nullptr) {
+      records_.resize(static_cast<size_t>(num_records_.load(std::memory_order_acquire)));
+      args_.stats->SaveDeferred(device_.name(), std::make_unique<internal::ExecutorStepStats>(
+                                                    graph_.trace_info, std::move(records_)));
+    }
     Executor::DoneCallback done = std::move(done_);
     done(status);
   }
@@ -231,22 +240,11 @@ class StepState : public std::enable_shared_from_this<StepState> {
     args_.cancellation_manager->StartCancel();
   }
 
-  void SaveStats(int id, int64_t start_wall_nanos, int64_t cost_nanos,
-                 const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs) {
-    const NodeItem& item = graph_.items[id];
-    proto::NodeExecStats stats;
-    stats.set_node_name(item.node->name());
-    stats.set_op(item.node->type_string());
-    stats.set_all_start_micros(start_wall_nanos / 1000);
-    stats.set_all_start_nanos(start_wall_nanos);
-    stats.set_op_end_rel_nanos(cost_nanos);
-    stats.set_op_start_rel_micros(0);
-    stats.set_op_end_rel_micros(cost_nanos / 1000);
-    stats.set_all_end_rel_micros(cost_nanos / 1000);
-    stats.set_thread_id(static_cast<int32_t>(
-        std::hash<std::thread::id>()(std::this_thread::get_id()) & 0x7fffffff));
-    internal::FillNodeStats(graph_.trace_info[id], inputs, outputs, &stats);
-    args_.stats->Save(device_.name(), std::move(stats));
+  void RecordNode(int id, int64_t start_wall_nanos, int64_t cost_nanos,
+                  const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs) {
+    const int slot = num_records_.fetch_add(1, std::memory_order_relaxed);
+    records_[slot] = internal::RecordNodeExec(id, (*graph_.trace_info)[id], start_wall_nanos,
+                                              cost_nanos, inputs, outputs);
   }
 
   const ExecutorGraph& graph_;
@@ -257,6 +255,9 @@ class StepState : public std::enable_shared_from_this<StepState> {
   std::unique_ptr<std::atomic<int>[]> pending_;
   std::atomic<int> outstanding_{0};
   std::atomic<bool> failed_{false};
+  // Traced steps only: the nodes' records, in the order they finished.
+  std::vector<internal::NodeExecRecord> records_;
+  std::atomic<int> num_records_{0};
   Mutex mu_;
   Status status_ WEFT_GUARDED_BY(mu_);
 };
@@ -284,7 +285,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorParams& param
   WEFT_CHECK(params.device != nullptr && params.kernels != nullptr);
   auto executor_graph = std::make_unique<ExecutorGraph>();
   executor_graph->items = std::vector<NodeItem>(graph->num_node_ids());
-  executor_graph->trace_info.resize(graph->num_node_ids());
+  auto trace_info = std::make_shared<std::vector<internal::NodeTraceInfo>>(graph->num_node_ids());
   std::vector<NodeItem>& items = executor_graph->items;
   int total_inputs = 0;
   for (Node* node : graph->nodes()) {
@@ -299,7 +300,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorParams& param
     item.is_async = item.kernel->AsAsync() != nullptr;
     item.declared_cheap = item.kernel->IsCheap();
     if (item.initial_pending == 0) executor_graph->roots.push_back(node->id());
-    executor_graph->trace_info[node->id()] = internal::TraceInfoOf(*node);
+    (*trace_info)[node->id()] = internal::TraceInfoOf(*node);
   }
   for (Node* node : graph->nodes()) {
     NodeItem& item = items[node->id()];
@@ -319,6 +320,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorParams& param
     }
   }
   executor_graph->total_inputs = total_inputs;
+  executor_graph->trace_info = std::move(trace_info);
   executor_graph->graph = std::move(graph);
   return std::unique_ptr<Executor>(new LocalExecutor(params, std::move(executor_graph)));
 }

@@ -41,8 +41,9 @@ struct ExecutorGraph {
   std::vector<NodeItem> items;  // indexed by node id; node == nullptr for removed ids
   std::vector<int> roots;       // nodes with nothing pending at the start of a step
   int total_inputs = 0;
-  // Indexed by node id; read by traced steps only, kept apart so NodeItems stay small.
-  std::vector<NodeTraceInfo> trace_info;
+  // Indexed by node id; read by traced steps only, kept apart so NodeItems stay small, and shared
+  // with the step stats that outlive a step.
+  std::shared_ptr<const std::vector<NodeTraceInfo>> trace_info;
 };
 
 }  // namespace weft::internal

@@ -1,5 +1,9 @@
 #include "weft/runtime/executor/node_trace_info.h"
 
+#include <functional>
+#include <thread>
+#include <utility>
+
 #include "weft/core/str_util.h"
 #include "weft/framework/attr_value_util.h"
 #include "weft/framework/rendezvous.h"
@@ -19,6 +23,8 @@ int64_t BytesOf(const std::vector<Tensor>& tensors) {
 
 NodeTraceInfo TraceInfoOf(const Node& node) {
   NodeTraceInfo info;
+  info.node_name = node.name();
+  info.op = node.type_string();
   const std::string& op = node.type_string();
   const bool send = op == "_Send" || op == "_HostSend";
   const bool recv = op == "_Recv" || op == "_HostRecv";
@@ -47,37 +53,78 @@ NodeTraceInfo TraceInfoOf(const Node& node) {
   return info;
 }
 
-void FillNodeStats(const NodeTraceInfo& info, const std::vector<Tensor>& inputs,
-                   const std::vector<Tensor>& outputs, proto::NodeExecStats* stats) {
-  const int64_t output_bytes = BytesOf(outputs);
-  stats->set_output_bytes(output_bytes);
-  stats->set_kind(info.kind);
+NodeExecRecord RecordNodeExec(int node_id, const NodeTraceInfo& info, int64_t start_nanos,
+                              int64_t duration_nanos, const std::vector<Tensor>& inputs,
+                              const std::vector<Tensor>& outputs) {
+  // Hashing the thread's id each time would cost more than the rest of the record.
+  thread_local const int32_t thread_id =
+      static_cast<int32_t>(std::hash<std::thread::id>()(std::this_thread::get_id()) & 0x7fffffff);
+  NodeExecRecord record;
+  record.node_id = node_id;
+  record.thread_id = thread_id;
+  record.start_nanos = start_nanos;
+  record.duration_nanos = duration_nanos;
+  record.output_bytes = BytesOf(outputs);
   switch (info.kind) {
     case proto::NodeExecStats::SEND:
-    case proto::NodeExecStats::RECV: {
-      const bool send = info.kind == proto::NodeExecStats::SEND;
-      const int64_t bytes = send ? BytesOf(inputs) : output_bytes;
-      stats->set_transfer_bytes(bytes);
-      stats->set_rendezvous_key(info.rendezvous_key);
-      stats->add_peers(info.peer);
-      stats->set_timeline_label(StrCat(stats->op(), " ", stats->node_name(), " (", bytes,
-                                       " bytes) ", send ? "to " : "from ", info.peer));
+      record.transfer_bytes = BytesOf(inputs);
       break;
-    }
+    case proto::NodeExecStats::RECV:
+      record.transfer_bytes = record.output_bytes;
+      break;
     case proto::NodeExecStats::COLLECTIVE: {
       // A broadcast's receivers have no input: what they moved is what they got.
       const int64_t input_bytes = BytesOf(inputs);
-      const int64_t bytes = input_bytes > 0 ? input_bytes : output_bytes;
-      stats->set_transfer_bytes(bytes);
-      stats->set_collective_group_key(info.group_key);
-      stats->set_collective_instance_key(info.instance_key);
-      stats->set_timeline_label(StrCat(stats->op(), " ", stats->node_name(), " (", bytes,
-                                       " bytes, group ", info.group_key, ", instance ",
-                                       info.instance_key, ")"));
+      record.transfer_bytes = input_bytes > 0 ? input_bytes : record.output_bytes;
       break;
     }
     default:
       break;
+  }
+  return record;
+}
+
+void FillNodeStats(const NodeTraceInfo& info, const NodeExecRecord& record,
+                   proto::NodeExecStats* stats) {
+  stats->set_node_name(info.node_name);
+  stats->set_op(info.op);
+  SetStatsTimes(record.start_nanos, record.start_nanos + record.duration_nanos, stats);
+  stats->set_thread_id(record.thread_id);
+  stats->set_output_bytes(record.output_bytes);
+  stats->set_kind(info.kind);
+  const int64_t bytes = record.transfer_bytes;
+  switch (info.kind) {
+    case proto::NodeExecStats::SEND:
+    case proto::NodeExecStats::RECV: {
+      const bool send = info.kind == proto::NodeExecStats::SEND;
+      stats->set_transfer_bytes(bytes);
+      stats->set_rendezvous_key(info.rendezvous_key);
+      stats->add_peers(info.peer);
+      stats->set_timeline_label(StrCat(info.op, " ", info.node_name, " (", bytes, " bytes) ",
+                                       send ? "to " : "from ", info.peer));
+      break;
+    }
+    case proto::NodeExecStats::COLLECTIVE:
+      stats->set_transfer_bytes(bytes);
+      stats->set_collective_group_key(info.group_key);
+      stats->set_collective_instance_key(info.instance_key);
+      stats->set_timeline_label(StrCat(info.op, " ", info.node_name, " (", bytes, " bytes, group ",
+                                       info.group_key, ", instance ", info.instance_key, ")"));
+      break;
+    default:
+      break;
+  }
+}
+
+ExecutorStepStats::ExecutorStepStats(std::shared_ptr<const std::vector<NodeTraceInfo>> nodes,
+                                     std::vector<NodeExecRecord> records)
+    : nodes_(std::move(nodes)), records_(std::move(records)) {}
+
+void ExecutorStepStats::AppendTo(proto::DeviceStepStats* device_stats) const {
+  auto* node_stats = device_stats->mutable_node_stats();
+  node_stats->Reserve(node_stats->size() + static_cast<int>(records_.size()));
+  for (const NodeExecRecord& record : records_) {
+    FillNodeStats((*nodes_)[record.node_id], record, node_stats->Add());
   }
 }
 
