@@ -92,7 +92,8 @@ for name in "${names[@]}"; do
     trace)
       # W1 (one epoch of the MLP) with every step traced, untraced, and untraced by the build of
       # the commit before tracing existed (WEFT_TRACE_BASELINE, built once into build-baseline/
-      # from a worktree). Five rounds, interleaved; the median of each counts.
+      # from a worktree). Nine rounds, interleaved; the median of each counts (this machine's
+      # runs of one epoch vary by +-10%).
       baseline="${WEFT_TRACE_BASELINE:-ed17fc5}"
       if [[ ! -x build-baseline/bin/weft ]]; then
         rm -rf build-baseline-src
@@ -103,7 +104,7 @@ for name in "${names[@]}"; do
       fi
       steps=$(build/bin/weft train --model mlp --epochs 1 --json | tail -n 1 |
         python3 -c 'import json,sys; print(json.load(sys.stdin)["steps"])')
-      for round in 1 2 3 4 5; do
+      for round in $(seq 1 9); do
         build-baseline/bin/weft train --model mlp --epochs 1 --json | tail -n 1 \
           >"$out/trace_before_$round.json"
         build/bin/weft train --model mlp --epochs 1 --json | tail -n 1 >"$out/trace_off_$round.json"
