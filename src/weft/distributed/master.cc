@@ -153,7 +153,7 @@ void Master::ListDevices(const proto::ListDevicesRequest* request,
   auto fill = [response](const std::vector<proto::DeviceAttributes>& devices,
                          const std::string& local_task) {
     for (const auto& device : devices) {
-      StatusOr<std::string> task = TaskOfDevice(device.name());
+      StatusOr<std::string> task = ParseTaskOfDevice(device.name());
       bool local = task.ok() && *task == local_task;
       *(local ? response->add_local_device() : response->add_remote_device()) = device;
     }

@@ -39,7 +39,7 @@ Status CheckCollectivesStayOnOneTask(const Graph& placed) {
     if (node->type_string() != "CollectiveAllReduce") continue;
     int64_t group_key = 0;
     WEFT_RETURN_IF_ERROR(GetNodeAttr(node->def(), "group_key", &group_key));
-    WEFT_ASSIGN_OR_RETURN(std::string task, TaskOfDevice(node->assigned_device_name()));
+    WEFT_ASSIGN_OR_RETURN(std::string task, ParseTaskOfDevice(node->assigned_device_name()));
     auto [it, inserted] = first_of_group.emplace(group_key, std::make_pair(task, node->name()));
     if (!inserted && it->second.first != task) {
       return Unimplemented("CollectiveAllReduce '", node->name(), "' on ", task,
@@ -127,7 +127,7 @@ StatusOr<ClientGraph> BuildClientGraph(const Graph& graph, const StepSignature& 
 
   std::map<std::string, TaskGraph> by_task;
   for (auto& [device, graph_def] : partitions) {
-    WEFT_ASSIGN_OR_RETURN(std::string task, TaskOfDevice(device));
+    WEFT_ASSIGN_OR_RETURN(std::string task, ParseTaskOfDevice(device));
     TaskGraph& task_graph = by_task[task];
     task_graph.task = task;
     proto::DevicePartition* partition = task_graph.registration.add_partition();

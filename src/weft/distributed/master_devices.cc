@@ -34,7 +34,7 @@ struct Discovery {
 
 }  // namespace
 
-StatusOr<std::string> TaskOfDevice(const std::string& device_name) {
+StatusOr<std::string> ParseTaskOfDevice(const std::string& device_name) {
   WEFT_ASSIGN_OR_RETURN(ParsedDeviceName parsed, ParseDeviceName(device_name));
   if (!parsed.has_job || !parsed.has_replica || !parsed.has_task) {
     return InvalidArgument("device '", device_name, "' does not name its job, replica and task");

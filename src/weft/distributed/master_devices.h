@@ -21,8 +21,9 @@ StatusOr<std::vector<proto::DeviceAttributes>> DiscoverDevices(WorkerCacheInterf
                                                                const std::string& local_task,
                                                                int64_t timeout_ms);
 
-// "/job:worker/replica:0/task:1" for "/job:worker/replica:0/task:1/device:CPU:0";
+// "/job:worker/replica:0/task:1" for "/job:worker/replica:0/task:1/device:CPU:0" (TaskOfDevice,
+// runtime/step_stats_collector.h, is its lenient form for names that may lack a task);
 // InvalidArgument naming the device when the name is not a full device name.
-StatusOr<std::string> TaskOfDevice(const std::string& device_name);
+StatusOr<std::string> ParseTaskOfDevice(const std::string& device_name);
 
 }  // namespace weft
