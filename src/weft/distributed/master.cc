@@ -1,6 +1,5 @@
 #include "weft/distributed/master.h"
 
-#include <chrono>
 #include <iomanip>
 #include <random>
 #include <sstream>
@@ -118,11 +117,7 @@ void Master::ExtendSession(const proto::ExtendSessionRequest* request,
 
 void Master::RunStep(CallOptions* options, const proto::RunStepRequest* request,
                      proto::RunStepResponse* response, StatusCallback done) {
-  const auto started = std::chrono::steady_clock::now();
-  done = [started, done = std::move(done)](const Status& status) {
-    RecordStep("master", status, started);
-    done(status);
-  };
+  done = CountedStep("master", std::move(done));
   auto session = FindSession(request->session_handle());
   if (!session.ok()) return done(session.status());
   // A known signature runs on the caller's thread: no blocking set-up, and no thread hop per step.

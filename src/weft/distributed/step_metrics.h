@@ -3,14 +3,13 @@
 // and "worker" for a partition's RunGraph. Thread-safe.
 #pragma once
 
-#include <chrono>
 #include <string>
 
-#include "weft/core/status.h"
+#include "weft/distributed/worker_interface.h"
 
 namespace weft {
 
-void RecordStep(const std::string& role, const Status& status,
-                std::chrono::steady_clock::time_point started);
+// `done`, which first counts the step under `role` with its outcome and its time from now.
+StatusCallback CountedStep(std::string role, StatusCallback done);
 
 }  // namespace weft

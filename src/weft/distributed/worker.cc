@@ -1,6 +1,5 @@
 #include "weft/distributed/worker.h"
 
-#include <chrono>
 #include <utility>
 
 #include "weft/core/metrics.h"
@@ -100,11 +99,7 @@ void Worker::DeregisterGraphAsync(CallOptions* /*options*/,
 
 void Worker::RunGraphAsync(CallOptions* options, const proto::RunGraphRequest* request,
                            proto::RunGraphResponse* response, StatusCallback done) {
-  const auto started = std::chrono::steady_clock::now();
-  done = [started, done = std::move(done)](const Status& status) {
-    RecordStep("worker", status, started);
-    done(status);
-  };
+  done = CountedStep("worker", std::move(done));
   StatusOr<std::shared_ptr<WorkerSession>> found =
       session_mgr_->FindSession(request->session_handle());
   if (!found.ok()) {
@@ -235,7 +230,7 @@ void Worker::RecvTensorAsync(CallOptions* options, const proto::RecvTensorReques
   (*rendezvous)
       ->RecvLocalAsync(
           *key, recv_args,
-          [cancellation, options, response, source, dst_device = std::string(key->dst_device),
+          [cancellation, options, response, source, peer = TaskOfDevice(key->dst_device),
            done = std::move(done)](const Status& status, const Rendezvous::Args& /*send_args*/,
                                    const Rendezvous::Args& /*recv_args*/, const Tensor& value,
                                    bool is_dead) {
@@ -245,24 +240,22 @@ void Worker::RecvTensorAsync(CallOptions* options, const proto::RecvTensorReques
               if (status.ok()) {
                 response->tensor = value;
                 response->is_dead = is_dead;
-                metrics::RecordPeerBytes(TaskOfDevice(dst_device),
-                                         static_cast<int64_t>(value.TotalBytes()), 0);
+                metrics::RecordPeerBytes(peer, static_cast<int64_t>(value.TotalBytes()), 0);
               }
               done(status);
               return;
             }
             // A tensor in a device's own memory reaches the wire through host memory.
-            CopyTensorAsync(
-                source, /*dst_device=*/nullptr, {}, value,
-                [response, is_dead, dst_device, done](const Status& copied, Tensor on_host) {
-                  if (copied.ok()) {
-                    metrics::RecordPeerBytes(TaskOfDevice(dst_device),
-                                             static_cast<int64_t>(on_host.TotalBytes()), 0);
-                    response->tensor = std::move(on_host);
-                    response->is_dead = is_dead;
-                  }
-                  done(copied);
-                });
+            CopyTensorAsync(source, /*dst_device=*/nullptr, {}, value,
+                            [response, is_dead, peer, done](const Status& copied, Tensor on_host) {
+                              if (copied.ok()) {
+                                metrics::RecordPeerBytes(
+                                    peer, static_cast<int64_t>(on_host.TotalBytes()), 0);
+                                response->tensor = std::move(on_host);
+                                response->is_dead = is_dead;
+                              }
+                              done(copied);
+                            });
           });
 }
 
