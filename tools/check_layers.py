@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Checks that each layer of src/weft includes only the layers DESIGN.md allows it to use.
+"""Checks that each layer of src/weft includes only the layers DESIGN.md allows it to use, and
+that train/ uses a strategy only through its policy (no reductions of its own, no downcasts).
 
 Prints every offending include and exits 1 when there is one; run by ctest as check_layers.
 """
@@ -29,6 +30,9 @@ ALLOWED = {
 # kernel registries: distributed/rpc itself uses neither.
 RPC_FORBIDDEN = {"kernels", "ops"}
 INCLUDE = re.compile(r'#include\s+"weft/([a-z_]+)/')
+# train/ reaches a strategy only through Strategy and its policy (Strategy::extended()): no
+# reductions of its own, no casts to one strategy.
+TRAIN_FORBIDDEN = re.compile(r"cross_device_ops\(\)|BatchReduce\(|_cast<[^>]*Strategy")
 
 
 def main():
@@ -53,6 +57,8 @@ def main():
                 problems.append(f"{path}:{number}: layer '{layer}' may not include {line}")
             if match and not is_test and is_rpc and match.group(1) in RPC_FORBIDDEN:
                 problems.append(f"{path}:{number}: distributed/rpc may not include {line}")
+            if layer == "train" and not is_test and TRAIN_FORBIDDEN.search(line):
+                problems.append(f"{path}:{number}: train/ must ask Strategy::extended(): {line}")
     for problem in problems:
         print(problem)
     return 1 if problems else 0

@@ -29,6 +29,7 @@ expect "zero devices" 2 "devices" -- "$weft" train --devices 0
 expect "non-numeric devices" 2 "devices" -- "$weft" train --devices two
 expect "unknown strategy" 2 "strategy" -- "$weft" train --strategy ring
 expect "one_device on two devices" 2 "one_device" -- "$weft" train --strategy one_device --devices 2
+expect "central_storage through a target" 2 "central_storage" -- "$weft" train --strategy central_storage --target grpc://127.0.0.1:1
 expect "batch not divisible by devices" 2 "128 is not divisible by the 3 devices" -- \
   "$weft" train --devices 3 --max-steps 1
 expect "two-device run reports replicas" 0 '"replicas":2' -- \

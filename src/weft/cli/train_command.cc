@@ -103,7 +103,8 @@ CLI::App* AddTrainCommand(CLI::App& app, TrainFlags& flags) {
   train
       ->add_option("--strategy", flags.strategy,
                    "Distribution strategy (default: mirrored with --devices > 1)")
-      ->check(CLI::IsMember({"one_device", "mirrored", "multi_worker_mirrored"}));
+      ->check(
+          CLI::IsMember({"one_device", "mirrored", "central_storage", "multi_worker_mirrored"}));
   train
       ->add_option("--devices", flags.devices,
                    "CPU devices, one replica each; the global batch is split between them")

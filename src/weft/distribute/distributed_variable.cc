@@ -54,11 +54,12 @@ const Variable& DistributedVariable::component(int i) const {
   return components_[i];
 }
 
-std::string DistributedVariable::Describe() const {
-  return StrCat(synchronization() == VariableSynchronization::kOnRead ? "SyncOnReadVariable"
-                                                                      : "MirroredVariable",
-                " '", name(), "'");
+std::string_view DistributedVariable::TypeName() const {
+  return synchronization() == VariableSynchronization::kOnRead ? "SyncOnReadVariable"
+                                                               : "MirroredVariable";
 }
+
+std::string DistributedVariable::Describe() const { return StrCat(TypeName(), " '", name(), "'"); }
 
 StatusOr<int> DistributedVariable::LocalComponent(const ReplicaContext& context) const {
   const Strategy& strategy = context.strategy();

@@ -4,11 +4,14 @@
 // every other component from that same initial value (so even a random initializer gives the same
 // values, bitwise, on every replica).
 //
-// Two kinds, picked by the synchronization (section 1.4.3 of the reference notes):
+// Kinds, picked by the strategy from the synchronization (section 1.4.3 of the reference notes):
 //  - MirroredVariable (kAuto, kOnWrite; mirrored_variable.h): components stay identical; an
 //    update in replica context is combined across replicas according to the aggregation.
 //  - SyncOnReadVariable (kOnRead; sync_on_read_variable.h): each replica reads and writes its
 //    own component; a cross-replica read combines them.
+//  - AggregatingVariable (CentralStorageStrategy's kAuto, kOnWrite; aggregating_variable.h): one
+//    component that every replica shares; updates in replica context are combined and applied
+//    once.
 //
 // Read / Assign / AssignAdd / AssignSub take the ReplicaContext of the replica that calls them
 // inside Strategy::Run, or null for cross-replica context (outside Run, or in a merge function).
@@ -51,6 +54,9 @@ class DistributedVariable {
   // initializer().
   const Variable& component(int i) const;
   const std::vector<Variable>& components() const { return components_; }
+  // The component that replica `replica` of the strategy uses: component `replica` for kinds with
+  // one component per replica, the one shared component for an AggregatingVariable.
+  virtual const Variable& ReplicaComponent(int replica) const { return component(replica); }
   const std::vector<std::string>& devices() const { return devices_; }
   // Initializes every component (see the file comment).
   Output initializer() const { return initializer_; }
@@ -74,6 +80,8 @@ class DistributedVariable {
 
   // "MirroredVariable 'dense/w'": how messages name this variable.
   std::string Describe() const;
+  // The kind's name in messages; by default from synchronization().
+  virtual std::string_view TypeName() const;
   // The component of `context`'s replica; InvalidArgument when the context's strategy does not
   // run one replica per component of this variable.
   StatusOr<int> LocalComponent(const ReplicaContext& context) const;

@@ -5,10 +5,63 @@
 #include <utility>
 
 #include "weft/core/str_util.h"
+#include "weft/distribute/mirrored_extended.h"
 #include "weft/graph/builder/ops/array_ops.h"
 #include "weft/graph/builder/ops/collective_ops.h"
 
 namespace weft::distribute {
+namespace {
+
+// MirroredExtended's variables, reductions and updates (the CrossDeviceOps all-reduce across
+// workers), plus what several processes need: the collectives in every session, the chief's
+// initial values broadcast to every worker, and one writer of checkpoints.
+class MultiWorkerMirroredExtended final : public StrategyExtended {
+ public:
+  explicit MultiWorkerMirroredExtended(const MultiWorkerMirroredStrategy& strategy)
+      : strategy_(strategy), mirrored_(strategy) {}
+
+  StatusOr<std::shared_ptr<DistributedVariable>> CreateVariable(
+      const Scope& scope, std::string_view name, const TensorShape& shape, DataType dtype,
+      const Initializer& initializer, VariableSynchronization synchronization,
+      VariableAggregation aggregation) const override {
+    return mirrored_.CreateVariable(scope, name, shape, dtype, initializer, synchronization,
+                                    aggregation);
+  }
+  StatusOr<std::shared_ptr<DistributedVariable>> CreateColocatedVariable(
+      const Scope& scope, const DistributedVariable& primary, std::string_view name,
+      const TensorShape& shape, DataType dtype, const Initializer& initializer) const override {
+    return mirrored_.CreateColocatedVariable(scope, primary, name, shape, dtype, initializer);
+  }
+  StatusOr<std::vector<Mirrored>> BatchReduceTo(
+      const Scope& scope, ReduceOp op, const std::vector<PerReplica>& values,
+      const std::vector<std::vector<std::string>>& destinations) const override {
+    return mirrored_.BatchReduceTo(scope, op, values, destinations);
+  }
+  StatusOr<std::vector<Output>> Update(const Scope& scope, const DistributedVariable& variable,
+                                       const std::vector<Mirrored>& args,
+                                       const UpdateFn& fn) const override {
+    return mirrored_.Update(scope, variable, args, fn);
+  }
+  void ConfigureSession(SessionOptions* options) const override {
+    const SessionOptions worker = strategy_.session_options();
+    options->collective_executor_mgr = worker.collective_executor_mgr;
+    options->config.set_intra_op_parallelism_threads(worker.config.intra_op_parallelism_threads());
+  }
+  StatusOr<Output> SynchronizeInitialValues(
+      const Scope& scope, const std::vector<std::shared_ptr<DistributedVariable>>&) const override {
+    return strategy_.BroadcastVariablesFromChief(scope);
+  }
+  bool ShouldCheckpoint() const override { return strategy_.is_chief(); }
+  std::vector<std::string> CollectiveTransportNames() const override {
+    return strategy_.collectives().TransportNames();
+  }
+
+ private:
+  const MultiWorkerMirroredStrategy& strategy_;
+  MirroredExtended mirrored_;
+};
+
+}  // namespace
 
 StatusOr<std::unique_ptr<MultiWorkerMirroredStrategy>> MultiWorkerMirroredStrategy::Create(
     MultiWorkerOptions options) {
@@ -30,9 +83,10 @@ StatusOr<std::unique_ptr<MultiWorkerMirroredStrategy>> MultiWorkerMirroredStrate
   all_reduce.bytes_per_pack = options.bytes_per_pack;
   all_reduce.num_workers = workers;
   all_reduce.order_collectives = true;
+  auto cross_device_ops = std::make_unique<AllReduceCrossDeviceOps>(all_reduce);
+  AllReduceCrossDeviceOps* all_reduce_ops = cross_device_ops.get();
   std::unique_ptr<MultiWorkerMirroredStrategy> strategy(new MultiWorkerMirroredStrategy(
-      std::move(devices), std::make_unique<AllReduceCrossDeviceOps>(all_reduce),
-      std::move(options)));
+      std::move(devices), std::move(cross_device_ops), all_reduce_ops, std::move(options)));
 
   // The server only resolves groups and answers heartbeats: one small device, few threads.
   ServerOptions server_options;
@@ -68,11 +122,13 @@ StatusOr<std::unique_ptr<MultiWorkerMirroredStrategy>> MultiWorkerMirroredStrate
 
 MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(
     std::vector<std::string> devices, std::unique_ptr<AllReduceCrossDeviceOps> cross_device_ops,
-    MultiWorkerOptions options)
+    AllReduceCrossDeviceOps* all_reduce, MultiWorkerOptions options)
     : Strategy(std::move(devices), std::move(cross_device_ops),
                options.server.cluster.NumTasks(options.server.task.job), options.server.task.index),
       options_(std::move(options)),
-      all_reduce_(static_cast<AllReduceCrossDeviceOps*>(&this->cross_device_ops())) {}
+      all_reduce_(all_reduce) {
+  set_extended(std::make_unique<MultiWorkerMirroredExtended>(*this));
+}
 
 MultiWorkerMirroredStrategy::~MultiWorkerMirroredStrategy() {
   collectives_.reset();

@@ -7,6 +7,10 @@
 // worker's share of the global batch over its replicas; DistributeDatasetsFromFunction gives this
 // worker's dataset function input pipeline task_index() of num_workers().
 //
+// The policy (extended()) is MirroredExtended's plus the collectives in every session
+// (session_options()), the chief's initial values broadcast to all (BroadcastVariablesFromChief)
+// and checkpoints written by the chief alone.
+//
 // Create() starts this task's server in-process (through the transport registered for
 // `protocol`): it resolves collective groups (task 0 of the job leads them) and answers the other
 // workers' heartbeats. Sessions made from session_options() must be closed before the strategy is
@@ -65,12 +69,13 @@ class MultiWorkerMirroredStrategy final : public Strategy {
   DistributedCollectiveExecutorMgr& collectives() const { return *collectives_; }
 
  private:
+  // `all_reduce` is `cross_device_ops`, which the base owns.
   MultiWorkerMirroredStrategy(std::vector<std::string> devices,
                               std::unique_ptr<AllReduceCrossDeviceOps> cross_device_ops,
-                              MultiWorkerOptions options);
+                              AllReduceCrossDeviceOps* all_reduce, MultiWorkerOptions options);
 
   const MultiWorkerOptions options_;
-  AllReduceCrossDeviceOps* all_reduce_ = nullptr;  // the base's cross_device_ops()
+  AllReduceCrossDeviceOps* const all_reduce_;  // the base's cross_device_ops()
   // Declared before the collectives, which reach the other tasks through it.
   std::unique_ptr<ServerInterface> server_;
   std::unique_ptr<DistributedCollectiveExecutorMgr> collectives_;

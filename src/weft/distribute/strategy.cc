@@ -7,6 +7,7 @@
 #include "weft/core/str_util.h"
 #include "weft/distribute/all_reduce_cross_device_ops.h"
 #include "weft/distribute/internal/replica_runner.h"
+#include "weft/distribute/mirrored_extended.h"
 #include "weft/distribute/reduce_on_each_destination.h"
 #include "weft/framework/device_name_utils.h"
 #include "weft/graph/builder/ops/array_ops.h"
@@ -53,8 +54,50 @@ StatusOr<std::shared_ptr<DistributedVariable>> Strategy::CreateVariable(
     const weft::Scope& scope, std::string_view name, const TensorShape& shape, DataType dtype,
     const Initializer& initializer, VariableSynchronization synchronization,
     VariableAggregation aggregation) const {
-  return CreateDistributedVariable(scope, name, shape, dtype, initializer, devices_,
-                                   synchronization, aggregation);
+  WEFT_ASSIGN_OR_RETURN(std::shared_ptr<DistributedVariable> made,
+                        extended_->CreateVariable(scope, name, shape, dtype, initializer,
+                                                  synchronization, aggregation));
+  Remember(made);
+  return made;
+}
+
+StatusOr<std::shared_ptr<DistributedVariable>> Strategy::CreateVariableInScope(
+    const weft::Scope& scope, std::string_view name, const TensorShape& shape, DataType dtype,
+    const Initializer& initializer, const DistributedVariable* colocate_with) const {
+  const weft::Scope from_root = scope.WithRootNameScope().WithNoControlDependencies();
+  std::shared_ptr<DistributedVariable> made;
+  if (colocate_with != nullptr) {
+    WEFT_ASSIGN_OR_RETURN(made, extended_->CreateColocatedVariable(from_root, *colocate_with, name,
+                                                                   shape, dtype, initializer));
+  } else {
+    WEFT_ASSIGN_OR_RETURN(made, extended_->CreateVariable(
+                                    from_root, name, shape, dtype, initializer,
+                                    VariableSynchronization::kOnWrite, VariableAggregation::kNone));
+  }
+  Remember(made);
+  MutexLock lock(mu_);
+  scope_variables_.push_back(made);
+  return made;
+}
+
+void Strategy::Remember(const std::shared_ptr<DistributedVariable>& variable) const {
+  MutexLock lock(mu_);
+  for (const Variable& component : variable->components()) made_[component.name()] = variable;
+}
+
+std::shared_ptr<DistributedVariable> Strategy::FindVariable(const Variable& component) const {
+  if (!component) return nullptr;
+  MutexLock lock(mu_);
+  auto it = made_.find(component.name());
+  if (it == made_.end()) return nullptr;
+  std::shared_ptr<DistributedVariable> variable = it->second.lock();
+  // A name reused by a later graph after the first variable died refers to that graph's variable
+  // only if the handle is the same node.
+  if (variable == nullptr) return nullptr;
+  for (const Variable& mine : variable->components()) {
+    if (mine.handle().node() == component.handle().node()) return variable;
+  }
+  return nullptr;
 }
 
 StrategyScope::StrategyScope(const Strategy& strategy)
@@ -120,7 +163,7 @@ Variable Strategy::CreateInScope(const weft::Scope& scope, std::string_view name
         "' ", primary.shape.DebugString(), " ", DataTypeName(primary.dtype)));
     return Variable();
   }
-  return primary.variable->component(r);
+  return primary.variable->ReplicaComponent(r);
 }
 
 StatusOr<std::vector<PerReplica>> Strategy::Run(const weft::Scope& scope,
@@ -179,6 +222,17 @@ StatusOr<Output> Strategy::Reduce(const weft::Scope& scope, ReduceOp op,
                        reduced.primary());
 }
 
+StatusOr<Tensor> Strategy::WorkerShare(const Tensor& global_batch, std::string_view what) const {
+  if (num_workers_ == 1) return global_batch;
+  const int64_t rows = global_batch.dims() > 0 ? global_batch.dim_size(0) : 0;
+  if (global_batch.dims() == 0 || rows % num_workers_ != 0) {
+    return InvalidArgument(what, " has ", rows, " rows, which do not split over ", num_workers_,
+                           " workers (batch the dataset by a multiple of ", num_workers_, ")");
+  }
+  const int64_t per_worker = rows / num_workers_;
+  return global_batch.Slice(per_worker * worker_index_, per_worker * (worker_index_ + 1));
+}
+
 StatusOr<std::vector<Tensor>> Strategy::SplitBatch(const Tensor& global_batch) const {
   const int64_t n = num_local_replicas();
   if (global_batch.dims() < 1) {
@@ -201,27 +255,19 @@ StatusOr<DistributedDataset> Strategy::ExperimentalDistributeDataset(
     const data::Dataset& dataset) const {
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<data::Iterator> made, dataset.MakeIterator());
   std::shared_ptr<data::Iterator> iterator = std::move(made);  // the source must be copyable
-  const int workers = num_workers_;
-  const int index = worker_index_;
-  return DistributedDataset(
-      *this, [iterator, workers, index](std::vector<Tensor>* batch) -> StatusOr<bool> {
-        data::Element element;
-        bool end = false;
-        WEFT_RETURN_IF_ERROR(iterator->GetNext(&element, &end));
-        if (end) return false;
-        for (size_t c = 0; c < element.size() && workers > 1; ++c) {
-          const int64_t rows = element[c].dims() > 0 ? element[c].dim_size(0) : 0;
-          if (element[c].dims() == 0 || rows % workers != 0) {
-            return InvalidArgument("ExperimentalDistributeDataset: component ", c,
-                                   " of a batch has ", rows, " rows, which do not split over ",
-                                   workers, " workers (batch the dataset by a multiple of ",
-                                   workers, ")");
-          }
-          element[c] = element[c].Slice(rows / workers * index, rows / workers * (index + 1));
-        }
-        *batch = std::move(element);
-        return true;
-      });
+  return DistributedDataset(*this, [this, iterator](std::vector<Tensor>* batch) -> StatusOr<bool> {
+    data::Element element;
+    bool end = false;
+    WEFT_RETURN_IF_ERROR(iterator->GetNext(&element, &end));
+    if (end) return false;
+    for (size_t c = 0; c < element.size(); ++c) {
+      WEFT_ASSIGN_OR_RETURN(
+          element[c], WorkerShare(element[c], StrCat("ExperimentalDistributeDataset: component ", c,
+                                                     " of a batch")));
+    }
+    *batch = std::move(element);
+    return true;
+  });
 }
 
 StatusOr<DistributedDataset> Strategy::DistributeDatasetsFromFunction(const DatasetFn& fn) const {
@@ -234,6 +280,18 @@ StatusOr<DistributedDataset> Strategy::DistributeDatasetsFromFunction(const Data
   // Calling an empty std::function would throw on the first Next; refuse it here instead.
   if (!*source) return InvalidArgument(pipeline, ": the dataset function returned no source");
   return DistributedDataset(*this, std::move(source).value());
+}
+
+OneDeviceStrategy::OneDeviceStrategy(std::vector<std::string> devices,
+                                     std::unique_ptr<CrossDeviceOps> cross_device_ops)
+    : Strategy(std::move(devices), std::move(cross_device_ops)) {
+  set_extended(std::make_unique<MirroredExtended>(*this));
+}
+
+MirroredStrategy::MirroredStrategy(std::vector<std::string> devices,
+                                   std::unique_ptr<CrossDeviceOps> cross_device_ops)
+    : Strategy(std::move(devices), std::move(cross_device_ops)) {
+  set_extended(std::make_unique<MirroredExtended>(*this));
 }
 
 StatusOr<std::unique_ptr<OneDeviceStrategy>> OneDeviceStrategy::Create(const std::string& device) {

@@ -1,7 +1,9 @@
-// Strategy: the data-parallel training API. A strategy owns a list of devices (one replica each)
-// and a CrossDeviceOps, creates distributed variables over its devices, runs a per-replica graph
-// building function once per replica (Run), reduces per-replica values (Reduce) and splits a
-// global batch into per-replica slices (SplitBatch, and the distributed datasets built on it).
+// Strategy: the data-parallel training API. A strategy owns a list of devices (one replica each),
+// a CrossDeviceOps and its distribution policy (extended(), see strategy_extended.h: where
+// variables live, how values are reduced and where updates run), creates distributed variables,
+// runs a per-replica graph building function once per replica (Run), reduces per-replica values
+// (Reduce) and splits a global batch into this worker's share and per-replica slices (WorkerShare,
+// SplitBatch, and the distributed datasets built on them).
 //
 //   auto strategy = MirroredStrategy::Create({"/cpu:0", "/cpu:1"}).value();
 //   auto w = strategy->CreateVariable(root, "w", {4, 2}, DataType::kFloat,
@@ -36,6 +38,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,6 +52,7 @@
 #include "weft/distribute/distributed_variable.h"
 #include "weft/distribute/input_context.h"
 #include "weft/distribute/replica_context.h"
+#include "weft/distribute/strategy_extended.h"
 
 namespace weft::distribute {
 
@@ -78,14 +82,28 @@ class Strategy {
   // This worker's task index in [0, num_workers()).
   int worker_index() const { return worker_index_; }
   // Shared by everything built with this strategy (not thread-safe; see cross_device_ops.h).
+  // Code above this layer asks extended() instead.
   CrossDeviceOps& cross_device_ops() const { return *cross_device_ops_; }
+  // The distribution policy (see strategy_extended.h).
+  const StrategyExtended& extended() const { return *extended_; }
 
-  // A variable with one component per device (see distributed_variable.h).
+  // A variable of this strategy, placed and of the kind its policy decides (see
+  // distributed_variable.h): MirroredStrategy makes one component per device,
+  // CentralStorageStrategy one shared component (or one per device for kOnRead).
   StatusOr<std::shared_ptr<DistributedVariable>> CreateVariable(
       const weft::Scope& scope, std::string_view name, const TensorShape& shape, DataType dtype,
       const Initializer& initializer,
       VariableSynchronization synchronization = VariableSynchronization::kAuto,
       VariableAggregation aggregation = VariableAggregation::kNone) const;
+  // A variable made as inside Scope() (listed in variables()): colocated with `colocate_with`
+  // when it is given (an optimizer's slot beside its variable), else as CreateVariable (kOnWrite,
+  // NONE). Named `name` from the root name scope of `scope`.
+  StatusOr<std::shared_ptr<DistributedVariable>> CreateVariableInScope(
+      const weft::Scope& scope, std::string_view name, const TensorShape& shape, DataType dtype,
+      const Initializer& initializer, const DistributedVariable* colocate_with = nullptr) const;
+  // The variable made by this strategy (CreateVariable, Scope()) that `component` is a component
+  // of; null for a variable this strategy did not make.
+  std::shared_ptr<DistributedVariable> FindVariable(const Variable& component) const;
 
   // See the file comment. Scopes may nest (also with other creators); destroy them in reverse
   // order on the thread that made them.
@@ -101,10 +119,15 @@ class Strategy {
   // workers), on devices()[0].
   StatusOr<Output> Reduce(const weft::Scope& scope, ReduceOp op, const PerReplica& value) const;
 
-  // Slices of `global_batch` (with several workers: this worker's share of the global batch)
-  // along dimension 0, one per local replica in order, each sharing the
+  // This worker's rows of a global batch (every worker reads the same batches): rows
+  // [i * b / w, (i + 1) * b / w) for worker i of w; the batch itself with one worker. Shares the
+  // batch's buffer. InvalidArgument naming `what` (e.g. "component 1 of a batch") for a scalar
+  // or rows that do not divide by the workers.
+  StatusOr<Tensor> WorkerShare(const Tensor& global_batch, std::string_view what = "a batch") const;
+  // Slices of `batch` (with several workers: this worker's share of the global batch) along
+  // dimension 0, one per local replica in order, each sharing the
   // batch's buffer. InvalidArgument for a scalar or a batch not divisible by the replica count.
-  StatusOr<std::vector<Tensor>> SplitBatch(const Tensor& global_batch) const;
+  StatusOr<std::vector<Tensor>> SplitBatch(const Tensor& batch) const;
   // The per-replica view of a data::Dataset whose elements are batches (Dataset::Batch; one
   // tensor per component): with one worker each element is the global batch; with several, every
   // worker draws the same elements and takes its share of each (its rows: the global batch must
@@ -137,6 +160,8 @@ class Strategy {
         cross_device_ops_(std::move(cross_device_ops)),
         num_workers_(num_workers),
         worker_index_(worker_index) {}
+  // Each strategy's constructor installs its policy; `extended` may refer to the strategy.
+  void set_extended(std::unique_ptr<StrategyExtended> extended) { extended_ = std::move(extended); }
 
   // Canonical names of `devices`; InvalidArgument for an empty list, a name that does not parse
   // or a duplicate (both spellings named).
@@ -146,6 +171,7 @@ class Strategy {
  private:
   std::vector<std::string> devices_;
   std::unique_ptr<CrossDeviceOps> cross_device_ops_;
+  std::unique_ptr<StrategyExtended> extended_;
   int num_workers_ = 1;
   int worker_index_ = 0;
   std::chrono::milliseconds run_timeout_{std::chrono::minutes(5)};
@@ -173,6 +199,11 @@ class Strategy {
   mutable std::vector<std::shared_ptr<DistributedVariable>> scope_variables_ WEFT_GUARDED_BY(mu_);
   mutable std::vector<ReplicaCreation> run_created_ WEFT_GUARDED_BY(mu_);
   mutable std::vector<int64_t> run_next_ WEFT_GUARDED_BY(mu_);  // creations per replica r > 0
+  // Every variable this strategy made, by the name of each of its components.
+  mutable std::map<std::string, std::weak_ptr<DistributedVariable>> made_ WEFT_GUARDED_BY(mu_);
+
+  // Records `variable` for FindVariable.
+  void Remember(const std::shared_ptr<DistributedVariable>& variable) const;
 };
 
 // Installs a strategy's variable creator on this thread while it lives (see Strategy::Scope()).
@@ -195,11 +226,12 @@ class OneDeviceStrategy final : public Strategy {
   static StatusOr<std::unique_ptr<OneDeviceStrategy>> Create(const std::string& device);
 
  private:
-  using Strategy::Strategy;
+  OneDeviceStrategy(std::vector<std::string> devices,
+                    std::unique_ptr<CrossDeviceOps> cross_device_ops);
 };
 
 // One replica per device, synchronous: variables mirrored, gradients all-reduced (by default with
-// AllReduceCrossDeviceOps).
+// AllReduceCrossDeviceOps); the policy is MirroredExtended's.
 class MirroredStrategy final : public Strategy {
  public:
   static StatusOr<std::unique_ptr<MirroredStrategy>> Create(
@@ -207,7 +239,8 @@ class MirroredStrategy final : public Strategy {
       std::unique_ptr<CrossDeviceOps> cross_device_ops = nullptr);
 
  private:
-  using Strategy::Strategy;
+  MirroredStrategy(std::vector<std::string> devices,
+                   std::unique_ptr<CrossDeviceOps> cross_device_ops);
 };
 
 }  // namespace weft::distribute

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "weft/core/str_util.h"
-#include "weft/distribute/multi_worker_mirrored_strategy.h"
+#include "weft/distribute/strategy.h"
 
 namespace weft::train {
 namespace {
@@ -181,13 +181,11 @@ Status ModelCheckpoint::OnTrainBegin(Model& model) {
     return Status::OK();
   }
   const distribute::Strategy& strategy = *model.strategy();
-  const auto* multi_worker =
-      dynamic_cast<const distribute::MultiWorkerMirroredStrategy*>(&strategy);
   TrainCheckpointOptions options{.directory = directory_,
                                  .save_every_steps = options_.save_every_steps,
                                  .keep = options_.keep,
                                  .async = options_.async,
-                                 .writer = multi_worker == nullptr || multi_worker->is_chief(),
+                                 .writer = strategy.extended().ShouldCheckpoint(),
                                  .report = options_.report};
   WEFT_RETURN_IF_ERROR(model.AddToGraph([&](const Scope& root) -> Status {
     checkpoint::CheckpointObjects objects;

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "weft/core/str_util.h"
-#include "weft/distribute/multi_worker_mirrored_strategy.h"
 #include "weft/train/model_graph.h"
 
 namespace weft::train {
@@ -320,11 +319,11 @@ Status Model::AddToGraph(const std::function<Status(const Scope& root)>& build) 
 Status Model::SendNewNodes(std::vector<Output> initializers) {
   const Scope& root = graph_->root;
   std::string broadcast;
-  const auto* multi_worker =
-      dynamic_cast<const distribute::MultiWorkerMirroredStrategy*>(strategy_);
-  if (multi_worker != nullptr && !initializers.empty()) {
-    WEFT_ASSIGN_OR_RETURN(Output from_chief, multi_worker->BroadcastVariablesFromChief(root));
-    broadcast = from_chief.name();
+  const distribute::StrategyExtended& policy = strategy_->extended();
+  if (!initializers.empty()) {
+    WEFT_ASSIGN_OR_RETURN(Output synchronize,
+                          policy.SynchronizeInitialValues(root, strategy_->variables()));
+    if (synchronize) broadcast = synchronize.name();
   }
   std::string init;
   if (!initializers.empty()) {
@@ -340,16 +339,11 @@ Status Model::SendNewNodes(std::vector<Output> initializers) {
     SessionOptions session_options;
     session_options.target = options_.target;
     session_options.config = options_.session_config;
-    if (multi_worker != nullptr) {
-      const SessionOptions worker = multi_worker->session_options();
-      session_options.collective_executor_mgr = worker.collective_executor_mgr;
-      session_options.config.set_intra_op_parallelism_threads(
-          worker.config.intra_op_parallelism_threads());
-    }
     if (options_.target.empty()) {
       (*session_options.config.mutable_device_count())["CPU"] =
           CpuDeviceCount(strategy_->devices());
     }
+    policy.ConfigureSession(&session_options);
     // A partition woken by another (a _Recv, a collective) continues on an inter-op thread: one
     // per replica (measured with W1 on 2 devices of 2 cores: 1 thread ~40k images/s, 2 ~63k).
     session_options.config.set_inter_op_parallelism_threads(options_.inter_op_threads > 0

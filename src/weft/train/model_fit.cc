@@ -127,10 +127,8 @@ Status Model::RunBatch(const data::Element& batch, const ReplicaNames& names, bo
                              batch[c].dim_size(0));
     }
     Tensor share = batch[c];
-    if (!allow_uneven && workers > 1) {
-      const int64_t per_worker = examples / workers;
-      const int64_t first = per_worker * strategy_->worker_index();
-      share = batch[c].Slice(first, first + per_worker);
+    if (!allow_uneven) {
+      WEFT_ASSIGN_OR_RETURN(share, strategy_->WorkerShare(batch[c]));
     }
     std::vector<Tensor> slices = {share};
     if (used > 1) {

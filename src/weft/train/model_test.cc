@@ -1,4 +1,5 @@
-// Model: Compile/Fit/Evaluate/Predict on one device and under MirroredStrategy, Summary, the
+// Model: Compile/Fit/Evaluate/Predict on one device, under MirroredStrategy and under
+// CentralStorageStrategy, Summary, the
 // callbacks, and the errors a user can make.
 #include "weft/train/model.h"
 
@@ -8,6 +9,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "weft/distribute/central_storage_strategy.h"
 #include "weft/io/io_test_util.h"
 #include "weft/train/callbacks.h"
 #include "weft/train/layers/convolutional.h"
@@ -75,6 +77,28 @@ TEST(ModelTest, FitGivesTheSameLossOnOneDeviceAndOnTwoMirroredReplicas) {
   ASSERT_EQ(two.size(), 3u);
   for (size_t e = 0; e < one.size(); ++e) EXPECT_NEAR(one[e], two[e], 1e-5) << "epoch " << e;
   EXPECT_LT(one.back(), one.front());
+}
+
+TEST(ModelTest, CentralStorageGivesTheSameLossAsMirroredForTheSameGlobalBatch) {
+  for (bool normalize : {false, true}) {
+    SCOPED_TRACE(normalize ? "with batch normalization" : "dense only");
+    auto mirrored = Mirrored(2);
+    std::vector<double> two_mirrored = ClassifierLosses(mirrored.get(), normalize);
+    auto central = distribute::CentralStorageStrategy::Create({"/cpu:0", "/cpu:1"});
+    ASSERT_TRUE(central.ok()) << central.status();
+    std::vector<double> two_central = ClassifierLosses(central->get(), normalize);
+    ASSERT_EQ(two_mirrored.size(), 3u);
+    ASSERT_EQ(two_central.size(), 3u);
+    for (size_t e = 0; e < two_mirrored.size(); ++e) {
+      EXPECT_NEAR(two_central[e], two_mirrored[e], 1e-5) << "epoch " << e;
+    }
+    // Every variable that is not kept per replica (metric totals, moving statistics) is stored
+    // once.
+    for (const auto& variable : (*central)->variables()) {
+      if (variable->synchronization() == VariableSynchronization::kOnRead) continue;
+      EXPECT_EQ(variable->num_components(), 1) << variable->name();
+    }
+  }
 }
 
 TEST(ModelTest, BatchNormalizationMovingStatisticsAgreeAcrossReplicas) {

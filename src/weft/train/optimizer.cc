@@ -1,5 +1,9 @@
 #include "weft/train/optimizer.h"
 
+#include <map>
+#include <unordered_set>
+
+#include "weft/core/str_util.h"
 #include "weft/distribute/replica_context.h"
 #include "weft/distribute/strategy.h"
 #include "weft/graph/gradients/gradients.h"
@@ -83,53 +87,50 @@ class AdamOptimizer final : public Optimizer {
   Variable beta1_power_, beta2_power_;
 };
 
-// The gradients with every non-empty one replaced by its MEAN over the replicas of `context`:
-// one MergeCall whose merge function batch-reduces all of them onto every replica's device.
-StatusOr<std::vector<GradientAndVariable>> AllReduceGradients(
-    distribute::ReplicaContext& context, std::vector<GradientAndVariable> gradients) {
-  if (context.num_replicas_in_sync() == 1) return gradients;
-  std::vector<Output> values;
-  for (const GradientAndVariable& pair : gradients) {
-    if (pair.gradient) values.push_back(pair.gradient);
+// The component of `variable` on `device` (canonical), or null.
+const Variable* ComponentOn(const distribute::DistributedVariable& variable,
+                            const std::string& device) {
+  for (int i = 0; i < variable.num_components(); ++i) {
+    if (distribute::CanonicalDevice(variable.devices()[i]) == device) {
+      return &variable.component(i);
+    }
   }
-  if (values.empty()) return gradients;
-  const distribute::Strategy& strategy = context.strategy();
-  auto merge_fn = [&strategy](const Scope& cross_replica_scope,
-                              const std::vector<distribute::PerReplica>& grouped)
-      -> StatusOr<std::vector<distribute::DistributedValues>> {
-    WEFT_ASSIGN_OR_RETURN(std::vector<distribute::Mirrored> reduced,
-                          strategy.cross_device_ops().BatchReduce(
-                              cross_replica_scope.NewSubScope("gradients_all_reduce"),
-                              distribute::ReduceOp::kMean, grouped, strategy.devices()));
-    return std::vector<distribute::DistributedValues>(reduced.begin(), reduced.end());
-  };
-  WEFT_ASSIGN_OR_RETURN(std::vector<Output> reduced, context.MergeCall(values, merge_fn));
-  if (reduced.size() != values.size()) {
-    return Internal("ApplyGradients: all-reducing ", values.size(), " gradients gave ",
-                    reduced.size());
+  return nullptr;
+}
+
+// Every node from which `loss` can be reached (its ancestors and itself).
+std::unordered_set<const Node*> AncestorsOf(const Output& loss) {
+  std::unordered_set<const Node*> seen = {loss.node()};
+  std::vector<const Node*> stack = {loss.node()};
+  while (!stack.empty()) {
+    const Node* node = stack.back();
+    stack.pop_back();
+    for (const Edge* edge : node->in_edges()) {
+      if (seen.insert(edge->src).second) stack.push_back(edge->src);
+    }
   }
-  size_t next = 0;
-  for (GradientAndVariable& pair : gradients) {
-    if (pair.gradient) pair.gradient = reduced[next++];
-  }
-  return gradients;
+  return seen;
 }
 
 }  // namespace
 
 StatusOr<std::vector<GradientAndVariable>> Optimizer::ComputeGradients(
     const Scope& scope, const Output& loss, const std::vector<Variable>& variables) const {
+  // Only the reads that reach this loss: a variable shared by several replicas (one stored
+  // centrally) is read once per replica, and each replica differentiates its own loss.
+  const std::unordered_set<const Node*> ancestors = AncestorsOf(loss);
   std::vector<Output> xs;
   std::vector<size_t> owner;  // index of the variable each read belongs to
   for (size_t i = 0; i < variables.size(); ++i) {
     if (!variables[i]) return InvalidArgument("ComputeGradients: variable ", i, " is empty");
     for (const Output& read : ReadsOf(variables[i])) {
+      if (!ancestors.contains(read.node())) continue;
       xs.push_back(read);
       owner.push_back(i);
     }
   }
   std::vector<Output> grads;
-  WEFT_RETURN_IF_ERROR(AddSymbolicGradients(scope, {loss}, xs, &grads));
+  if (!xs.empty()) WEFT_RETURN_IF_ERROR(AddSymbolicGradients(scope, {loss}, xs, &grads));
   std::vector<std::vector<Output>> per_variable(variables.size());
   for (size_t i = 0; i < xs.size(); ++i) per_variable[owner[i]].push_back(grads[i]);
   std::vector<GradientAndVariable> result;
@@ -145,19 +146,17 @@ StatusOr<std::vector<GradientAndVariable>> Optimizer::ComputeGradients(
 }
 
 StatusOr<Output> Optimizer::ApplyGradients(const Scope& scope,
-                                           const std::vector<GradientAndVariable>& unreduced,
+                                           const std::vector<GradientAndVariable>& gradients,
                                            distribute::ReplicaContext* context) {
   WEFT_RETURN_IF_ERROR(scope.status());
-  std::vector<GradientAndVariable> gradients = unreduced;
   if (context == nullptr) context = distribute::CurrentReplicaContext();
-  if (context != nullptr) {
-    // Every slot and update below is built after the MergeCall, in one turn of this replica.
-    WEFT_ASSIGN_OR_RETURN(gradients, AllReduceGradients(*context, std::move(gradients)));
-  }
+  if (context != nullptr) return ApplyInReplicaContext(scope, gradients, *context);
   Scope optimizer_scope = scope.NewSubScope(name());
   Output learning_rate;
+  std::vector<Output> updates;
   for (const GradientAndVariable& pair : gradients) {
-    if (pair.gradient) {
+    if (!pair.gradient) continue;
+    if (!learning_rate) {
       Variable variable =
           CreateScalar(optimizer_scope, "learning_rate", pair.variable.dtype(), learning_rate_);
       if (variable) {
@@ -165,12 +164,7 @@ StatusOr<Output> Optimizer::ApplyGradients(const Scope& scope,
         learning_rate = variable.Read(optimizer_scope);
       }
       CreateSharedSlots(optimizer_scope, pair.variable.dtype());
-      break;
     }
-  }
-  std::vector<Output> updates;
-  for (const GradientAndVariable& pair : gradients) {
-    if (!pair.gradient) continue;
     Scope variable_scope = optimizer_scope.NewSubScope(pair.variable.name());
     if (!pair.variable.handle().node()->requested_device().empty()) {
       variable_scope = variable_scope.WithDevice(pair.variable.handle().node()->requested_device());
@@ -183,6 +177,137 @@ StatusOr<Output> Optimizer::ApplyGradients(const Scope& scope,
       ops::NoOp(optimizer_scope.WithOpName("train_op").WithControlDependencies(updates));
   WEFT_RETURN_IF_ERROR(scope.status());
   return train_op;
+}
+
+StatusOr<Output> Optimizer::ApplyInReplicaContext(const Scope& scope,
+                                                  const std::vector<GradientAndVariable>& gradients,
+                                                  distribute::ReplicaContext& context) {
+  // As the reference's optimizer: one MergeCall, in which the strategy's policy reduces every
+  // gradient onto its variable's devices (one batch, so they travel packed) and places each
+  // update where the variable lives; every replica then continues with its own train op.
+  std::vector<Output> values;
+  std::vector<Variable> variables;
+  for (const GradientAndVariable& pair : gradients) {
+    if (!pair.gradient) continue;
+    values.push_back(pair.gradient);
+    variables.push_back(pair.variable);
+  }
+  if (values.empty()) return ops::NoOp(scope.NewSubScope(name()).WithOpName("train_op"));
+  const distribute::Strategy& strategy = context.strategy();
+  auto merge_fn = [this, &strategy, &variables](const Scope& cross_replica_scope,
+                                                const std::vector<distribute::PerReplica>& grouped)
+      -> StatusOr<std::vector<distribute::DistributedValues>> {
+    std::vector<std::shared_ptr<distribute::DistributedVariable>> targets;
+    for (const Variable& variable : variables) {
+      std::shared_ptr<distribute::DistributedVariable> target = strategy.FindVariable(variable);
+      if (target == nullptr) {
+        return InvalidArgument("ApplyGradients: variable '", variable.name(),
+                               "' was not made by the strategy; create it inside "
+                               "Strategy::Scope() or with Strategy::CreateVariable");
+      }
+      targets.push_back(std::move(target));
+    }
+    return ApplyReduced(cross_replica_scope, strategy, targets, grouped);
+  };
+  WEFT_ASSIGN_OR_RETURN(std::vector<Output> mine, context.MergeCall(values, merge_fn));
+  if (mine.size() != 1) {
+    return Internal("ApplyGradients: the merge gave ", mine.size(), " train ops for a replica");
+  }
+  return mine[0];
+}
+
+StatusOr<std::vector<distribute::DistributedValues>> Optimizer::ApplyReduced(
+    const Scope& cross_replica_scope, const distribute::Strategy& strategy,
+    const std::vector<std::shared_ptr<distribute::DistributedVariable>>& targets,
+    const std::vector<distribute::PerReplica>& grouped) {
+  const distribute::StrategyExtended& policy = strategy.extended();
+  placed_.clear();
+  placement_error_ = Status::OK();
+  std::vector<distribute::Mirrored> reduced;
+  if (strategy.num_replicas_in_sync() == 1) {
+    for (const distribute::PerReplica& value : grouped) {
+      reduced.emplace_back(value.values(), value.devices());
+    }
+  } else {
+    std::vector<std::vector<std::string>> destinations;
+    for (const auto& target : targets) destinations.push_back(target->devices());
+    WEFT_ASSIGN_OR_RETURN(
+        reduced, policy.BatchReduceTo(cross_replica_scope.NewSubScope("gradients_all_reduce"),
+                                      distribute::ReduceOp::kMean, grouped, destinations));
+  }
+  Scope optimizer_scope = cross_replica_scope.NewSubScope(name());
+  // The learning rate lives beside the first variable (and Adam's powers beside it).
+  WEFT_ASSIGN_OR_RETURN(std::shared_ptr<distribute::DistributedVariable> learning_rate,
+                        strategy.CreateVariableInScope(
+                            optimizer_scope, "learning_rate", TensorShape(), targets[0]->dtype(),
+                            Initializer::Constant(learning_rate_), targets[0].get()));
+  RecordDistributed(*learning_rate);
+  for (const Variable& component : learning_rate->components()) {
+    learning_rate_variables_.push_back(component);
+  }
+  // Updates grouped by device, in order of first appearance, for Finish.
+  std::vector<std::string> devices;
+  std::map<std::string, std::vector<Output>> updates_on;
+  for (size_t v = 0; v < targets.size(); ++v) {
+    const distribute::DistributedVariable& target = *targets[v];
+    Scope variable_scope = optimizer_scope.NewSubScope(target.name());
+    WEFT_ASSIGN_OR_RETURN(
+        std::vector<Output> updates,
+        policy.Update(variable_scope, target, {reduced[v]},
+                      [&](const Scope& scope, int component,
+                          const std::vector<Output>& args) -> StatusOr<Output> {
+                        const std::string device =
+                            distribute::CanonicalDevice(target.devices()[component]);
+                        const Variable* rate = ComponentOn(*learning_rate, device);
+                        if (rate == nullptr) {
+                          return InvalidArgument("ApplyGradients: no learning rate on ", device,
+                                                 " for variable '", target.name(), "'");
+                        }
+                        placement_ = Placement{&strategy, &target, learning_rate.get(), device};
+                        CreateSharedSlots(scope, target.dtype());
+                        Output update = ApplyOne(scope, target.component(component), args[0],
+                                                 rate->Read(scope));
+                        placement_.reset();
+                        return update;
+                      }));
+    for (int i = 0; i < target.num_components(); ++i) {
+      const std::string device = distribute::CanonicalDevice(target.devices()[i]);
+      if (!updates_on.contains(device)) devices.push_back(device);
+      updates_on[device].push_back(updates[i]);
+    }
+  }
+  WEFT_RETURN_IF_ERROR(placement_error_);
+  // One op per device that runs its updates and then Finish's bookkeeping there.
+  std::map<std::string, Output> done_on;
+  for (const std::string& device : devices) {
+    Scope on_device = optimizer_scope.WithDevice(device);
+    placement_ = Placement{&strategy, targets[0].get(), learning_rate.get(), device};
+    CreateSharedSlots(on_device, targets[0]->dtype());
+    std::vector<Output> updates = updates_on[device];
+    std::vector<Output> finish = Finish(on_device, updates);
+    placement_.reset();
+    updates.insert(updates.end(), finish.begin(), finish.end());
+    done_on[device] = ops::NoOp(on_device.WithOpName("update").WithControlDependencies(updates));
+  }
+  WEFT_RETURN_IF_ERROR(placement_error_);
+  // Replica r's train op runs the updates on its device, or all of them when none is there (the
+  // variables live elsewhere).
+  std::vector<Output> train_ops;
+  for (const std::string& replica_device : strategy.devices()) {
+    const std::string device = distribute::CanonicalDevice(replica_device);
+    std::vector<Output> mine;
+    if (done_on.contains(device)) {
+      mine.push_back(done_on[device]);
+    } else {
+      for (const auto& [unused, op] : done_on) mine.push_back(op);
+    }
+    train_ops.push_back(ops::NoOp(optimizer_scope.WithDevice(replica_device)
+                                      .WithOpName("train_op")
+                                      .WithControlDependencies(mine)));
+  }
+  WEFT_RETURN_IF_ERROR(cross_replica_scope.status());
+  return std::vector<distribute::DistributedValues>{
+      distribute::PerReplica(std::move(train_ops), strategy.devices())};
 }
 
 StatusOr<Output> Optimizer::Minimize(const Scope& scope, const Output& loss,
@@ -215,10 +340,14 @@ std::vector<Output> Optimizer::Finish(const Scope&, const std::vector<Output>&) 
 
 Variable Optimizer::CreateSlot(const Scope& scope, const Variable& variable,
                                const std::string& slot) {
+  if (placement_.has_value()) {
+    return Placed(scope, StrCat(placement_->variable->name(), "/", slot), variable.shape(),
+                  variable.dtype(), Initializer::Zeros(), *placement_->variable);
+  }
   // Named after the variable, from the root ("dense1/kernel/Momentum"), as in the reference: the
   // name a checkpoint stores it under, the same for every strategy and replica count.
   Variable created = Variable::Create(scope.WithRootNameScope().WithNoControlDependencies(),
-                                      StrCat(LogicalName(variable), "/", slot), variable.shape(),
+                                      StrCat(variable.name(), "/", slot), variable.shape(),
                                       variable.dtype(), Initializer::Zeros());
   Record(created);
   return created;
@@ -226,10 +355,40 @@ Variable Optimizer::CreateSlot(const Scope& scope, const Variable& variable,
 
 Variable Optimizer::CreateScalar(const Scope& scope, const std::string& name, DataType dtype,
                                  double value) {
+  if (placement_.has_value()) {
+    return Placed(scope, name, TensorShape(), dtype, Initializer::Constant(value),
+                  *placement_->learning_rate);
+  }
   Variable created = Variable::Create(scope.WithRootNameScope().WithNoControlDependencies(), name,
                                       TensorShape(), dtype, Initializer::Constant(value));
   Record(created);
   return created;
+}
+
+Variable Optimizer::Placed(const Scope& scope, const std::string& name, const TensorShape& shape,
+                           DataType dtype, const Initializer& initializer,
+                           const distribute::DistributedVariable& colocate_with) {
+  auto it = placed_.find(name);
+  if (it == placed_.end()) {
+    StatusOr<std::shared_ptr<distribute::DistributedVariable>> made =
+        placement_->strategy->CreateVariableInScope(scope, name, shape, dtype, initializer,
+                                                    &colocate_with);
+    if (!made.ok()) {
+      if (placement_error_.ok()) placement_error_ = made.status();
+      return Variable();
+    }
+    RecordDistributed(**made);
+    it = placed_.emplace(name, std::move(made).value()).first;
+  }
+  const Variable* component = ComponentOn(*it->second, placement_->device);
+  if (component == nullptr) {
+    if (placement_error_.ok()) {
+      placement_error_ = InvalidArgument("optimizer ", this->name(), ": slot '", name,
+                                         "' has no component on ", placement_->device);
+    }
+    return Variable();
+  }
+  return *component;
 }
 
 void Optimizer::Record(const Variable& created) {
@@ -238,16 +397,9 @@ void Optimizer::Record(const Variable& created) {
   variables_.push_back(created);
 }
 
-std::string Optimizer::LogicalName(const Variable& variable) {
-  const distribute::ReplicaContext* context = distribute::CurrentReplicaContext();
-  if (context == nullptr) return variable.name();
-  const int r = context->replica_id();
-  for (const auto& distributed : context->strategy().variables()) {
-    if (r < distributed->num_components() && distributed->component(r).name() == variable.name()) {
-      return distributed->name();
-    }
-  }
-  return variable.name();
+void Optimizer::RecordDistributed(const distribute::DistributedVariable& created) {
+  initializers_.push_back(created.initializer());
+  variables_.insert(variables_.end(), created.components().begin(), created.components().end());
 }
 
 std::unique_ptr<Optimizer> NewGradientDescentOptimizer(double learning_rate) {

@@ -6,26 +6,33 @@
 // variable initializers before the first step. Not thread-safe (it builds a graph).
 //
 // Inside distribute::Strategy::Run, pass the replica's ReplicaContext and that replica's
-// variables (its components of the distributed variables): ApplyGradients then first all-reduces
-// the gradients of every replica (MEAN, one MergeCall, one BatchReduce through the strategy's
-// CrossDeviceOps, so they travel packed in buckets), and each replica applies the reduced
-// gradients to its own components, on their devices, with slots of its own. Identical inputs
-// give identical updates, so the components of a mirrored variable stay bitwise equal. One
-// Optimizer may serve every replica of the run (its initializers() then cover all of them).
-// Without an explicit context, ApplyGradients and Minimize use distribute::CurrentReplicaContext(),
-// so the same calls work unchanged inside Strategy::Run. Inside Strategy::Scope(), slot variables
-// are created through it too (mirrored, one component per replica, matched by creation order).
+// variables (its components of the strategy's variables): ApplyGradients then makes one
+// MergeCall in which the strategy's policy (Strategy::extended()) reduces the MEAN of every
+// replica's gradients onto each variable's devices (one BatchReduceTo, so they travel packed) and
+// places each update where the variable lives: under MirroredStrategy on every replica's own
+// component, under CentralStorageStrategy once on the host. Identical inputs give identical
+// updates, so the components of a mirrored variable stay bitwise equal. Slots and the learning
+// rate are made through the strategy beside their variable (Strategy::CreateVariableInScope),
+// named as without a strategy. One Optimizer may serve every replica of the run (its
+// initializers() then cover all of them). Without an explicit context, ApplyGradients and
+// Minimize use distribute::CurrentReplicaContext(), so the same calls work unchanged inside
+// Strategy::Run.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "weft/distribute/values.h"
 #include "weft/graph/builder/ops.h"
 #include "weft/graph/builder/variable.h"
 
 namespace weft::distribute {
+class DistributedVariable;
 class ReplicaContext;
+class Strategy;
 }  // namespace weft::distribute
 
 namespace weft::train {
@@ -73,21 +80,46 @@ class Optimizer {
   // Adds the update of one variable; `scope` is named after the variable.
   virtual Output ApplyOne(const Scope& scope, const Variable& variable, const Output& gradient,
                           const Output& learning_rate) = 0;
-  // Creates slots shared by all variables (Adam's beta powers) once per ApplyGradients.
+  // Creates slots shared by all variables (Adam's beta powers), or under a strategy makes the
+  // ones on `scope`'s device current: called before the updates and before Finish on each device.
   virtual void CreateSharedSlots(const Scope& scope, DataType dtype);
   // Ops run after every update of a step (Adam's beta powers); none by default.
   virtual std::vector<Output> Finish(const Scope& scope, const std::vector<Output>& updates);
-  // A zero-initialised slot "<variable>/<slot>" of the variable's shape and dtype.
+  // A zero-initialised slot "<variable>/<slot>" of the variable's shape and dtype (under a
+  // strategy: the component, on the update's device, of a slot made beside the variable).
   Variable CreateSlot(const Scope& scope, const Variable& variable, const std::string& slot);
-  // A scalar non-trainable variable (Adam's beta powers), with its initializer recorded.
+  // A scalar non-trainable variable (Adam's beta powers), with its initializer recorded (under a
+  // strategy: made once beside the learning rate; its component on the update's device).
   Variable CreateScalar(const Scope& scope, const std::string& name, DataType dtype, double value);
 
  private:
-  void Record(const Variable& created);
-  // `variable`'s name, or inside Strategy::Run the name of the distributed variable it is a
-  // component of (so every replica asks for a slot of the same name).
-  static std::string LogicalName(const Variable& variable);
+  // Where slots go while an update under a strategy is being built.
+  struct Placement {
+    const distribute::Strategy* strategy;
+    const distribute::DistributedVariable* variable;       // being updated
+    const distribute::DistributedVariable* learning_rate;  // shared scalars sit beside it
+    std::string device;                                    // canonical, of the update
+  };
 
+  StatusOr<Output> ApplyInReplicaContext(const Scope& scope,
+                                         const std::vector<GradientAndVariable>& gradients,
+                                         distribute::ReplicaContext& context);
+  // The merge function's work, in cross-replica context: reduce, update, one train op per replica.
+  StatusOr<std::vector<distribute::DistributedValues>> ApplyReduced(
+      const Scope& cross_replica_scope, const distribute::Strategy& strategy,
+      const std::vector<std::shared_ptr<distribute::DistributedVariable>>& targets,
+      const std::vector<distribute::PerReplica>& grouped);
+  // The component on placement_'s device of the strategy variable `name`, made on first use
+  // beside `colocate_with`; an empty Variable after an error (kept in placement_error_).
+  Variable Placed(const Scope& scope, const std::string& name, const TensorShape& shape,
+                  DataType dtype, const Initializer& initializer,
+                  const distribute::DistributedVariable& colocate_with);
+  void Record(const Variable& created);
+  void RecordDistributed(const distribute::DistributedVariable& created);
+
+  std::optional<Placement> placement_;
+  std::map<std::string, std::shared_ptr<distribute::DistributedVariable>> placed_;
+  Status placement_error_;
   double learning_rate_;
   std::vector<Variable> learning_rate_variables_;
   std::vector<Output> initializers_;

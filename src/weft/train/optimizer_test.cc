@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "weft/distribute/central_storage_strategy.h"
 #include "weft/distribute/session_test_util.h"
 #include "weft/distribute/strategy.h"
 #include "weft/runtime/session.h"
@@ -303,17 +304,22 @@ std::vector<std::vector<Tensor>> TrainInScope(const distribute::Strategy& strate
   for (const auto& variable : all) inits.push_back(variable->initializer());
   inits.insert(inits.end(), optimizer->initializers().begin(), optimizer->initializers().end());
   std::vector<Output> reads;
+  std::vector<size_t> owner;  // the variable each read is of
   for (size_t v = 0; v < models[0].variables.size(); ++v) {
     for (int r = 0; r < n; ++r) {
-      EXPECT_EQ(models[r].variables[v].handle().node(), all[v]->component(r).handle().node());
+      EXPECT_EQ(models[r].variables[v].handle().node(),
+                all[v]->ReplicaComponent(r).handle().node());
     }
-    for (const Variable& component : all[v]->components()) reads.push_back(component.Read(root));
+    for (const Variable& component : all[v]->components()) {
+      reads.push_back(component.Read(root));
+      owner.push_back(v);
+    }
   }
   std::vector<Tensor> values =
       TrainStepsAndRead(root, strategy, models, train_ops, inits, reads, n);
   if (values.empty()) return {};
   std::vector<std::vector<Tensor>> result(models[0].variables.size());
-  for (size_t i = 0; i < values.size(); ++i) result[i / n].push_back(values[i]);
+  for (size_t i = 0; i < values.size(); ++i) result[owner[i]].push_back(values[i]);
   return result;
 }
 
@@ -329,6 +335,30 @@ TEST(MirroredOptimizerTest, UnchangedApiInsideScopeAndRunAllReducesGradients) {
     EXPECT_EQ(strategy->variables().size(), std::string(optimizer) == "momentum" ? 13u
                                             : std::string(optimizer) == "adam"   ? 21u
                                                                                  : 7u);
+  }
+}
+
+TEST(CentralStorageOptimizerTest, TrainsLikeOneDeviceWithEveryVariableStoredOnceOnTheHost) {
+  for (const char* optimizer : {"momentum", "adam", "sgd"}) {
+    SCOPED_TRACE(optimizer);
+    auto strategy =
+        distribute::CentralStorageStrategy::Create(distribute::testing::CpuDevices(2)).value();
+    std::vector<std::vector<Tensor>> central = TrainInScope(*strategy, optimizer);
+    std::vector<Tensor> plain = TrainPlain(optimizer);
+    ASSERT_EQ(central.size(), 6u);
+    ASSERT_EQ(plain.size(), 6u);
+    for (size_t v = 0; v < central.size(); ++v) {
+      ASSERT_EQ(central[v].size(), 1u) << "variable " << v;
+      EXPECT_TENSOR_NEAR(central[v][0], plain[v], 1e-5, 1e-5) << "variable " << v;
+    }
+    // The model's variables, the slots and the learning rate: each once, on the host's CPU.
+    EXPECT_EQ(strategy->variables().size(), std::string(optimizer) == "momentum" ? 13u
+                                            : std::string(optimizer) == "adam"   ? 21u
+                                                                                 : 7u);
+    for (const auto& variable : strategy->variables()) {
+      EXPECT_EQ(variable->devices(), std::vector<std::string>{distribute::testing::CpuDevice(0)})
+          << variable->name();
+    }
   }
 }
 

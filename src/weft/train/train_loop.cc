@@ -7,6 +7,7 @@
 #include "weft/core/str_util.h"
 #include "weft/data/dataset.h"
 #include "weft/data/fashion_mnist.h"
+#include "weft/distribute/central_storage_strategy.h"
 #include "weft/distribute/multi_worker_mirrored_strategy.h"
 #include "weft/distribute/strategy.h"
 #include "weft/distributed/cluster_spec.h"
@@ -81,6 +82,8 @@ StatusOr<std::unique_ptr<distribute::Strategy>> MakeStrategy(
                                  : CoresPerLocalWorker(*options.worker_cluster);
     WEFT_ASSIGN_OR_RETURN(strategy,
                           distribute::MultiWorkerMirroredStrategy::Create(std::move(multi)));
+  } else if (options.strategy == "central_storage") {
+    WEFT_ASSIGN_OR_RETURN(strategy, distribute::CentralStorageStrategy::Create(devices));
   } else if (devices.size() == 1 && options.target.empty() && options.strategy != "mirrored") {
     WEFT_ASSIGN_OR_RETURN(strategy, distribute::OneDeviceStrategy::Create(devices[0]));
   } else {
@@ -193,15 +196,15 @@ class TrainLoopReporter final : public Callback {
   StepBreakdown breakdown_;
 };
 
-// Every local replica's trained variables (not the per-replica metric totals), read in one step.
+// Every component of the trained variables (not the per-replica metric totals), read in one step.
 StatusOr<std::vector<Tensor>> ReadTrainedVariables(Model& model) {
   std::vector<std::string> reads;
   WEFT_RETURN_IF_ERROR(model.AddToGraph([&](const Scope& root) -> Status {
     const Scope scope = root.NewSubScope("fingerprint");
     for (const auto& variable : model.distributed_variables()) {
       if (variable->synchronization() == VariableSynchronization::kOnRead) continue;
-      for (int r = 0; r < model.strategy()->num_local_replicas(); ++r) {
-        reads.push_back(variable->component(r).Read(scope).name());
+      for (const Variable& component : variable->components()) {
+        reads.push_back(component.Read(scope).name());
       }
     }
     return scope.status();
@@ -221,9 +224,14 @@ Status Validate(const TrainOptions& options, int workers) {
   }
   const bool multi_worker = options.strategy == "multi_worker_mirrored";
   if (!options.strategy.empty() && options.strategy != "one_device" &&
-      options.strategy != "mirrored" && !multi_worker) {
-    return InvalidArgument("unknown strategy '", options.strategy,
-                           "' (expected one_device, mirrored or multi_worker_mirrored)");
+      options.strategy != "mirrored" && options.strategy != "central_storage" && !multi_worker) {
+    return InvalidArgument(
+        "unknown strategy '", options.strategy,
+        "' (expected one_device, mirrored, central_storage or multi_worker_mirrored)");
+  }
+  if (options.strategy == "central_storage" && !options.target.empty()) {
+    return InvalidArgument("strategy central_storage keeps the variables in this process; it ",
+                           "takes no target (drop --target ", options.target, ")");
   }
   if (multi_worker && !options.target.empty()) {
     return InvalidArgument("strategy multi_worker_mirrored runs in every worker process; it takes ",
@@ -355,10 +363,7 @@ StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& 
   }
   WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> trained, ReadTrainedVariables(model));
   summary.variables_fingerprint = Fingerprint(trained);
-  if (const auto* multi =
-          dynamic_cast<const distribute::MultiWorkerMirroredStrategy*>(strategy.get())) {
-    summary.collective_transport = StrJoin(multi->collectives().TransportNames(), "; ");
-  }
+  summary.collective_transport = StrJoin(strategy->extended().CollectiveTransportNames(), "; ");
   WEFT_ASSIGN_OR_RETURN(
       Logs evaluated,
       model.Evaluate(data::Dataset::FromTensors({data.test.images, data.test.labels}).Batch(1000)));

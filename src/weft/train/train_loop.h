@@ -7,7 +7,9 @@
 // Data-parallel training: with devices > 1 (or a strategy named) the model is built once per
 // replica (MirroredStrategy, variables mirrored on every device); each global batch of batch_size
 // examples is split evenly between the replicas, the gradients are all-reduced (MEAN) before every
-// replica updates its own copy, and the reported loss is the mean of the replicas' losses.
+// replica updates its own copy, and the reported loss is the mean of the replicas' losses. With
+// strategy "central_storage" the replicas share one copy of each variable on the host's CPU,
+// updated there once (CentralStorageStrategy).
 //
 // Multi-worker training (strategy "multi_worker_mirrored"): every worker process calls Train with
 // the same options but its own task in worker_cluster; devices is the devices per worker. Each
@@ -40,7 +42,7 @@ struct TrainOptions {
   int intra_op_threads = 0;  // 0: one per core (shared out between the devices)
   int devices = 1;           // CPU devices, one replica each
   // "" (mirrored when devices > 1, else the plain single-device path), "one_device" (devices
-  // must be 1), "mirrored" or "multi_worker_mirrored" (needs worker_cluster).
+  // must be 1), "mirrored", "central_storage" or "multi_worker_mirrored" (needs worker_cluster).
   std::string strategy;
   // multi_worker_mirrored: the workers' cluster and this process's task in it.
   std::optional<ServerConfig> worker_cluster;

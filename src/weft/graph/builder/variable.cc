@@ -180,20 +180,27 @@ Variable Variable::Finish(const Scope& scope, const Output& handle, const std::s
   return variable;
 }
 
+Scope Variable::WhereItLives(const Scope& scope) const {
+  // A resource is only meaningful on the device that holds it (the placer puts its users there):
+  // a variable read from a replica on another device is read where it lives and the value moves.
+  if (!handle_ || handle_.node()->requested_device().empty()) return scope;
+  return scope.WithDevice(handle_.node()->requested_device());
+}
+
 Output Variable::Read(const Scope& scope) const {
-  return ops::ReadVariableOp(scope, handle_, dtype_);
+  return ops::ReadVariableOp(WhereItLives(scope), handle_, dtype_);
 }
 
 Output Variable::Assign(const Scope& scope, const Input& value) const {
-  return ops::AssignVariableOp(scope, handle_, value);
+  return ops::AssignVariableOp(WhereItLives(scope), handle_, value);
 }
 
 Output Variable::AssignAdd(const Scope& scope, const Input& value) const {
-  return ops::AssignAddVariableOp(scope, handle_, value);
+  return ops::AssignAddVariableOp(WhereItLives(scope), handle_, value);
 }
 
 Output Variable::AssignSub(const Scope& scope, const Input& value) const {
-  return ops::AssignSubVariableOp(scope, handle_, value);
+  return ops::AssignSubVariableOp(WhereItLives(scope), handle_, value);
 }
 
 }  // namespace weft

@@ -124,7 +124,8 @@ class Variable {
 
   // The VarHandleOp's output (a resource tensor).
   Output handle() const { return handle_; }
-  // A ReadVariableOp of this variable built in `scope`.
+  // A ReadVariableOp of this variable built in `scope`; like every op below, placed on the
+  // variable's device when its handle asks for one, whatever device `scope` names.
   Output Read(const Scope& scope) const;
   // The AssignVariableOp setting the initial value (no outputs; run it as a target).
   Output initializer() const { return initializer_; }
@@ -140,6 +141,8 @@ class Variable {
   explicit operator bool() const { return static_cast<bool>(handle_); }
 
  private:
+  // `scope` placed on the handle's requested device, if it has one.
+  Scope WhereItLives(const Scope& scope) const;
   // Adds "<relative>/Assign" of `value` to `handle` and fills in the Variable.
   static Variable Finish(const Scope& scope, const Output& handle, const std::string& relative,
                          const Output& value, DataType dtype, const TensorShape& shape);
