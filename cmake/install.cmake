@@ -1,8 +1,15 @@
-# `cmake --install build --prefix P`: Weft's libraries, headers and the `weft` binary, a CMake
-# package (find_package(Weft) gives Weft::weft and one Weft::weft_<layer> per library) and weft.pc
-# for pkg-config. The libraries are static, so the package also finds their dependencies.
+# `cmake --install build --prefix P`: Weft's libraries (static, or shared with BUILD_SHARED_LIBS),
+# its public headers and the `weft` binary, a CMake package (find_package(Weft) gives Weft::weft
+# and one Weft::weft_<layer> per library) and weft.pc for pkg-config. The package also finds the
+# libraries' dependencies. Public headers are those a user may include: not tests or test
+# helpers, not a layer's internal/ folder, not the cli, and none that includes gRPC (the rpc
+# transport is reached through the factories of headers that do not).
 include(CMakePackageConfigHelpers)
 include(GNUInstallDirs)
+if(BUILD_SHARED_LIBS)
+  # The installed `weft` finds the installed libraries beside it.
+  set_target_properties(weft PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
+endif()
 
 # Every library a user's program may link, from the top layer down (pkg-config's link order).
 set(WEFT_INSTALLED_LIBRARIES
@@ -18,14 +25,49 @@ add_library(Weft::weft ALIAS weft_package)
 
 install(TARGETS ${WEFT_INSTALLED_LIBRARIES} weft_package EXPORT WeftTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS weft RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/src/weft DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
-        FILES_MATCHING PATTERN "*.h"
-        PATTERN "*_test.h" EXCLUDE PATTERN "*test_util*" EXCLUDE PATTERN "testing" EXCLUDE
-        PATTERN "cli" EXCLUDE)
+file(GLOB_RECURSE weft_headers CONFIGURE_DEPENDS RELATIVE ${PROJECT_SOURCE_DIR}/src
+     ${PROJECT_SOURCE_DIR}/src/weft/*.h)
+# Headers that reach gRPC, directly or through another Weft header, stay private.
+set(weft_private_headers)
+foreach(header IN LISTS weft_headers)
+  file(STRINGS ${PROJECT_SOURCE_DIR}/src/${header} grpc_includes
+       REGEX "^#include [<\"](grpc|weft/.*\\.grpc\\.pb\\.h)")
+  if(grpc_includes)
+    list(APPEND weft_private_headers ${header})
+  endif()
+endforeach()
+set(weft_growing TRUE)
+while(weft_growing)
+  set(weft_growing FALSE)
+  foreach(header IN LISTS weft_headers)
+    if(header IN_LIST weft_private_headers)
+      continue()
+    endif()
+    file(STRINGS ${PROJECT_SOURCE_DIR}/src/${header} includes REGEX "^#include \"weft/")
+    foreach(line IN LISTS includes)
+      string(REGEX REPLACE "^#include \"([^\"]+)\".*" "\\1" included "${line}")
+      if(included IN_LIST weft_private_headers)
+        list(APPEND weft_private_headers ${header})
+        set(weft_growing TRUE)
+        break()
+      endif()
+    endforeach()
+  endforeach()
+endwhile()
+foreach(header IN LISTS weft_headers)
+  if(header MATCHES "(_test\\.h$|test_util|/testing/|/internal/|^weft/cli/)" OR
+     header IN_LIST weft_private_headers)
+    continue()
+  endif()
+  get_filename_component(header_dir ${header} DIRECTORY)
+  install(FILES ${PROJECT_SOURCE_DIR}/src/${header}
+          DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/${header_dir})
+endforeach()
 install(DIRECTORY ${PROJECT_BINARY_DIR}/proto/weft DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
-        FILES_MATCHING PATTERN "*.pb.h")
+        FILES_MATCHING PATTERN "*.pb.h" PATTERN "*.grpc.pb.h" EXCLUDE)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/proto/weft DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
         FILES_MATCHING PATTERN "*.proto")
 

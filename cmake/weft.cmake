@@ -46,10 +46,18 @@ function(weft_test_compile_options name)
   endif()
 endfunction()
 
-# weft_library(NAME SOURCES ... DEPS ...): one layer or sub-library with Weft's warnings.
+# weft_library(NAME [STATIC] SOURCES ... DEPS ...): one layer or sub-library with Weft's
+# warnings; shared with BUILD_SHARED_LIBS unless STATIC (libraries private to one binary). No
+# <target>_EXPORTS define, so a source compiles to the same command line in a static and a shared
+# build and the compiler cache serves both.
 function(weft_library name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
-  add_library(${name} STATIC ${ARG_SOURCES})
+  cmake_parse_arguments(ARG "STATIC" "" "SOURCES;DEPS" ${ARGN})
+  if(ARG_STATIC)
+    add_library(${name} STATIC ${ARG_SOURCES})
+  else()
+    add_library(${name} ${ARG_SOURCES})
+  endif()
+  set_target_properties(${name} PROPERTIES DEFINE_SYMBOL "")
   weft_precompile(${name} library)
   target_include_directories(${name} PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/src>
                                             $<INSTALL_INTERFACE:include>)

@@ -2,13 +2,13 @@
 # Installs Weft's build and run dependencies from Debian's packages. Idempotent: installs only what is missing.
 set -euo pipefail
 packages=(
-  cmake ninja-build g++ pkg-config clang-format python3
+  cmake ninja-build g++ pkg-config clang-format python3 ccache
   python3-numpy python3-crc32c
   clang libclang-rt-14-dev
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   libeigen3-dev libopenblas-dev libdnnl-dev ocl-icd-opencl-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev libgloo-dev
-  libcli11-dev nlohmann-json3-dev libfmt-dev libcpp-httplib-dev
+  libcli11-dev nlohmann-json3-dev libcpp-httplib-dev
   dataset-fashion-mnist
 )
 if [[ "${WEFT_WITH_PEERS:-0}" == 1 ]]; then packages+=(python3-torch); fi

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # The README's second command (and CI's): installs dependencies, builds, runs every test.
-#   tools/test.sh              optimised build in build/, the whole suite
+#   tools/test.sh              optimised build in build/, the whole suite; then the libraries built
+#                              shared (build-shared/, BUILD_SHARED_LIBS=ON), installed and used
+#                              by the examples as an outside project would
 #   tools/test.sh --sanitize   the whole suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #                              in a clang build (build-asan/) that also holds the libFuzzer targets
-#                              of fuzz/, each then run for 20 s; CI runs this after the plain suite
+#                              of fuzz/, each then run for 20 s
 #   tools/test.sh --tsan       the concurrent targets (core, input pipelines, runtime, distribute,
 #                              distributed, checkpoints, cluster) under ThreadSanitizer in a clang
-#                              build (build-tsan/); too long to fit CI's hour beside the others,
-#                              so run it before pushing concurrency changes
-# Both clang builds also check the lock annotations (-Wthread-safety -Werror).
+#                              build (build-tsan/), built in one pass
+# CI (.ci/run) runs all three. Both clang builds also check the lock annotations
+# (-Wthread-safety -Werror). Every build goes through ccache when it is installed
+# (tools/compiler_cache.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs="$(nproc)"
@@ -16,8 +19,15 @@ mode="${1:-}"
 
 if [[ -z "$mode" ]]; then
   tools/setup.sh
+  source tools/compiler_cache.sh  # after setup, which installs ccache
   tools/build.sh
   ctest --test-dir build --output-on-failure -j "$jobs" --timeout 600
+  echo "== shared libraries (build-shared/): installed, then the examples built against them"
+  cmake -S . -B build-shared -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
+    -DWEFT_BUILD_TESTS=OFF -DWEFT_BUILD_EXAMPLES=OFF -DWEFT_BUILD_BENCH=OFF "${launcher[@]}" \
+    >/dev/null
+  cmake --build build-shared
+  tools/install_test.sh build-shared examples
   exit 0
 fi
 if [[ "$mode" != "--sanitize" && "$mode" != "--tsan" ]]; then
@@ -26,6 +36,7 @@ if [[ "$mode" != "--sanitize" && "$mode" != "--tsan" ]]; then
 fi
 
 tools/setup.sh
+source tools/compiler_cache.sh
 # -O1 keeps the sanitized suites quick to build and to run; frame pointers give whole stacks.
 sanitizer_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1"
                  -DWEFT_BUILD_BENCH=OFF -DWEFT_BUILD_EXAMPLES=OFF)
@@ -33,7 +44,7 @@ sanitizer_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEB
 if [[ "$mode" == "--sanitize" ]]; then
   echo "== AddressSanitizer + UndefinedBehaviorSanitizer: the whole suite and the fuzzers (build-asan/)"
   CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja "${sanitizer_flags[@]}" \
-    -DWEFT_SANITIZE=ON -DWEFT_FUZZ=ON >/dev/null
+    -DWEFT_SANITIZE=ON -DWEFT_FUZZ=ON "${launcher[@]}" >/dev/null
   cmake --build build-asan
   ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:strict_string_checks=1" \
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
@@ -50,7 +61,7 @@ tsan_targets=(core_test io_test data_test framework_rendezvous_test kernels_send
               distributed_collective_test distributed_collective_transport_test checkpoint_test
               cli_metrics_test cluster_test trace_test multi_worker_test weft)
 CC=clang CXX=clang++ cmake -S . -B build-tsan -G Ninja "${sanitizer_flags[@]}" -DWEFT_TSAN=ON \
-  >/dev/null
+  "${launcher[@]}" >/dev/null
 cmake --build build-tsan --target "${tsan_targets[@]}"
 tsan_tests="^($(IFS='|'; echo "${tsan_targets[*]:0:${#tsan_targets[@]}-1}"))\$"
 TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tools/tsan_suppressions.txt" \

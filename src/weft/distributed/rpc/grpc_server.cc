@@ -9,6 +9,7 @@
 #include "weft/core/str_util.h"
 #include "weft/distributed/rpc/bulk_transfer.h"
 #include "weft/distributed/rpc/grpc_call_dispatcher.h"
+#include "weft/distributed/rpc/grpc_credentials.h"
 #include "weft/distributed/rpc/grpc_master_service.h"
 #include "weft/distributed/rpc/grpc_util.h"
 #include "weft/distributed/rpc/grpc_worker_cache.h"

@@ -13,6 +13,7 @@
 #include "weft/core/logging.h"
 #include "weft/core/notification.h"
 #include "weft/core/str_util.h"
+#include "weft/distributed/rpc/grpc_credentials.h"
 #include "weft/master.pb.h"
 #include "weft/worker.pb.h"
 

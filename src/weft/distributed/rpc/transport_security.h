@@ -2,15 +2,13 @@
 // side shows a certificate the shared CA signed) and a shared token checked on every RPC and every
 // bulk data connection. Loaded from flags' files or from the environment (WEFT_TLS_CERT,
 // WEFT_TLS_KEY, WEFT_TLS_CA, WEFT_TOKEN_FILE, WEFT_TOKEN), so that processes a launcher starts
-// inherit it. Values and free functions; thread-safe. See docs/security.md.
+// inherit it. Values and free functions; thread-safe. See docs/security.md; the gRPC credentials
+// made from it are in grpc_credentials.h.
 #pragma once
 
 #include <memory>
 #include <string>
 #include <string_view>
-
-#include <grpcpp/security/credentials.h>
-#include <grpcpp/security/server_credentials.h>
 
 #include "weft/core/statusor.h"
 
@@ -48,11 +46,6 @@ StatusOr<TransportSecurity> TransportSecurityFromEnvironment();
 // process's later servers and sessions and for the processes it starts. Unset ones stay as they
 // are.
 Status ExportTransportSecurity(const TransportSecurityFiles& files);
-
-// SSL credentials with this process's certificate when TLS is on, else insecure ones.
-std::shared_ptr<grpc::ChannelCredentials> MakeChannelCredentials(const TransportSecurity& security);
-// SSL credentials that require and verify a client certificate when TLS is on, else insecure ones.
-std::shared_ptr<grpc::ServerCredentials> MakeServerCredentials(const TransportSecurity& security);
 
 // Compares in time that depends only on the lengths, so that a wrong guess tells nothing about
 // how much of it was right.
