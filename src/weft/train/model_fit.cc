@@ -1,4 +1,5 @@
-// Model's Fit, Evaluate and Predict loops and its Summary (the graph is built in model.cc).
+// Model's Fit, Evaluate and Predict loops and its Summary (the graph is built in model.cc, by
+// model_graph_builder.cc's steps).
 #include <chrono>
 #include <cstring>
 #include <vector>
