@@ -51,6 +51,17 @@ Status Checkpoint::Build(const Scope& scope, const CheckpointObjects& objects) {
   WEFT_RETURN_IF_ERROR(scope.status());
   replicas_ = objects.replicas;
   Scope save = scope.NewSubScope("save");
+  WEFT_RETURN_IF_ERROR(AddEntries(save, objects));
+  WEFT_RETURN_IF_ERROR(save.status());
+  if (entries_.empty()) return InvalidArgument("nothing to checkpoint");
+  AssignShards();
+  BuildSave(save);
+  BuildSaveAsync(save);
+  WEFT_RETURN_IF_ERROR(BuildRestore(scope, objects));
+  return scope.status();
+}
+
+Status Checkpoint::AddEntries(const Scope& save, const CheckpointObjects& objects) {
   std::set<std::string> names;
   auto add = [&](Entry entry) -> Status {
     if (!names.insert(entry.name).second) {
@@ -97,10 +108,10 @@ Status Checkpoint::Build(const Scope& scope, const CheckpointObjects& objects) {
     WEFT_RETURN_IF_ERROR(add(std::move(entry)));
     value_names_.push_back(value);
   }
-  WEFT_RETURN_IF_ERROR(save.status());
-  if (entries_.empty()) return InvalidArgument("nothing to checkpoint");
+  return Status::OK();
+}
 
-  // One shard per task, in order of first appearance.
+void Checkpoint::AssignShards() {
   std::map<std::string, int> shard_of_task;
   for (size_t i = 0; i < entries_.size(); ++i) {
     const std::string task = TaskOf(entries_[i].device);
@@ -109,26 +120,29 @@ Status Checkpoint::Build(const Scope& scope, const CheckpointObjects& objects) {
     shards_[it->second].entries.push_back(static_cast<int>(i));
   }
   for (size_t s = 0; s < shards_.size(); ++s) shards_[s].file = ShardFile(s, shards_.size());
+}
 
-  // The synchronous save: every shard's SaveV2 on its task.
+std::vector<Output> Checkpoint::SaveShards(const Scope& in, const Input& target_directory,
+                                           const std::vector<Output>& values,
+                                           bool background) const {
+  std::vector<Output> saves;
+  for (const Shard& shard : shards_) {
+    std::vector<std::string> shard_names;
+    std::vector<Output> shard_values;
+    for (int e : shard.entries) {
+      shard_names.push_back(entries_[e].name);
+      shard_values.push_back(values[e]);
+    }
+    saves.push_back(ops::SaveV2(in.WithDevice(shard.device), target_directory, shard_names,
+                                shard.file, shard_values, background));
+  }
+  return saves;
+}
+
+void Checkpoint::BuildSave(const Scope& save) {
   Output directory =
       ops::Placeholder(save.WithOpName("directory"), DataType::kUInt8, PartialShape({-1}));
   save_directory_ = directory.name();
-  auto save_shards = [&](const Scope& in, const Input& target_directory,
-                         const std::vector<Output>& values, bool background) {
-    std::vector<Output> saves;
-    for (const Shard& shard : shards_) {
-      std::vector<std::string> shard_names;
-      std::vector<Output> shard_values;
-      for (int e : shard.entries) {
-        shard_names.push_back(entries_[e].name);
-        shard_values.push_back(values[e]);
-      }
-      saves.push_back(ops::SaveV2(in.WithDevice(shard.device), target_directory, shard_names,
-                                  shard.file, shard_values, background));
-    }
-    return saves;
-  };
   std::vector<Output> values;
   for (const Entry& entry : entries_) values.push_back(entry.value);
   for (const Entry& entry : entries_) {
@@ -136,17 +150,18 @@ Status Checkpoint::Build(const Scope& scope, const CheckpointObjects& objects) {
   }
   save_target_ = ops::NoOp(save.WithOpName("save_all")
                                .WithControlDependencies(
-                                   save_shards(save, directory, values, /*background=*/false)))
+                                   SaveShards(save, directory, values, /*background=*/false)))
                      .name();
+}
 
-  // The asynchronous save. The snapshot step (at the step boundary) assigns every value to an
-  // alias variable, which shares the variable's buffer: no copy, a fraction of a millisecond. The
-  // write step (on a background thread) first copies each alias into a snapshot variable and
-  // destroys the alias, then saves the snapshots. The copies take a few milliseconds while the
-  // next training step runs its forward pass; an update that comes first finds its buffer shared
-  // and copies it itself (copy-on-write), so a snapshot never sees a later value. The snapshot
-  // variables live as long as the session; PrepareSaveAsync allocates them, so that copies go
-  // into buffers already there.
+// The snapshot step (at the step boundary) assigns every value to an alias variable, which shares
+// the variable's buffer: no copy, a fraction of a millisecond. The write step (on a background
+// thread) first copies each alias into a snapshot variable and destroys the alias, then saves the
+// snapshots. The copies take a few milliseconds while the next training step runs its forward pass;
+// an update that comes first finds its buffer shared and copies it itself (copy-on-write), so a
+// snapshot never sees a later value. The snapshot variables live as long as the session;
+// PrepareSaveAsync allocates them, so that copies go into buffers already there.
+void Checkpoint::BuildSaveAsync(const Scope& save) {
   Scope snapshot = save.NewSubScope("snapshot");
   Scope async = save.NewSubScope("async");
   std::vector<Output> aliases, allocations, releases, destroys, async_values(entries_.size());
@@ -182,12 +197,13 @@ Status Checkpoint::Build(const Scope& scope, const CheckpointObjects& objects) {
       ops::Placeholder(async.WithOpName("directory"), DataType::kUInt8, PartialShape({-1}));
   async_directory_ = async_directory.name();
   std::vector<Output> async_saves =
-      save_shards(async, async_directory, async_values, /*background=*/true);
+      SaveShards(async, async_directory, async_values, /*background=*/true);
   async_saves.insert(async_saves.end(), destroys.begin(), destroys.end());
   async_target_ =
       ops::NoOp(async.WithOpName("write_all").WithControlDependencies(async_saves)).name();
+}
 
-  // The restore: one RestoreV2 per shard, then every variable (every component) assigned.
+Status Checkpoint::BuildRestore(const Scope& scope, const CheckpointObjects& objects) {
   Scope restore = scope.NewSubScope("restore");
   Output restore_directory =
       ops::Placeholder(restore.WithOpName("directory"), DataType::kUInt8, PartialShape({-1}));
@@ -225,7 +241,7 @@ Status Checkpoint::Build(const Scope& scope, const CheckpointObjects& objects) {
   }
   restore_target_ =
       ops::NoOp(restore.WithOpName("restore_all").WithControlDependencies(restores)).name();
-  return scope.status();
+  return Status::OK();
 }
 
 StatusOr<std::optional<RestoredCheckpoint>> Checkpoint::RestoreLatest(

@@ -130,7 +130,24 @@ class Checkpoint {
   };
 
   Checkpoint() = default;
+  // Adds every op of the checkpoint, in the steps below, in this order (each uses what the ones
+  // before made).
   Status Build(const Scope& scope, const CheckpointObjects& objects);
+  // One entry per object, read under `save`: the plain variables, the distributed variables, then
+  // the client's values (placeholders fed at every save).
+  Status AddEntries(const Scope& save, const CheckpointObjects& objects);
+  // One shard per task, in order of first appearance, and the shards' file names.
+  void AssignShards();
+  // The synchronous save: every shard's SaveV2 on its task.
+  void BuildSave(const Scope& save);
+  // The asynchronous save: the snapshot, allocation and release steps, and the background write.
+  void BuildSaveAsync(const Scope& save);
+  // The restore: one RestoreV2 per shard, then every variable (every component) assigned.
+  Status BuildRestore(const Scope& scope, const CheckpointObjects& objects);
+  // One SaveV2 per shard, on the shard's device, of `values` (one per entry) into
+  // `target_directory`.
+  std::vector<Output> SaveShards(const Scope& in, const Input& target_directory,
+                                 const std::vector<Output>& values, bool background) const;
   // Waits for a save in flight, makes the temporary directory of a save to `directory` (in
   // *temp) and returns the save step's feeds: the values into `value_feeds`, the temporary
   // directory into `directory_feed`.

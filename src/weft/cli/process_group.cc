@@ -141,92 +141,129 @@ int ExitCode(int status) {
   return 1;
 }
 
-}  // namespace
+// The children of one RunChildren call, and what the call has decided about them: the first
+// failure, and when those still running get SIGKILL.
+class ChildGroup {
+ public:
+  ChildGroup(const std::vector<ChildSpec>& specs, const RunChildrenOptions& options)
+      : specs_(specs), options_(options), children_(specs.size()), grace_(options.grace_ms) {}
 
-int RunChildren(const std::vector<ChildSpec>& specs, const RunChildrenOptions& options) {
-  std::vector<Child> children(specs.size());
-  std::optional<int> failure;  // the first failing child's code
-  std::optional<Clock::time_point> kill_at;
-  bool killed = false;
-  const auto grace = std::chrono::milliseconds(options.grace_ms);
-  auto stop_others = [&](int signal) {
-    for (const Child& child : children) SignalChild(child, signal);
-    if (!kill_at) kill_at = Clock::now() + grace;
-  };
+  // Starts the children in order; one that cannot start (127) stops those already started.
+  void StartAll();
+  // Waits up to one poll interval and handles what came: output, a signal, exits. False once
+  // every child has exited and its output is read (or the grace period for that ran out).
+  bool Step();
+  int exit_code() const { return failure_.value_or(0); }
 
-  for (size_t i = 0; i < specs.size(); ++i) {
-    if (!Start(specs[i], children[i])) {
-      Say(options, "cannot start '" + specs[i].argv[0] + "' for " + Label(specs[i].prefix) + ": " +
-                       std::strerror(errno) + "; stopping the others");
-      failure = 127;
-      stop_others(SIGTERM);
+ private:
+  void StopOthers(int signal) {
+    for (const Child& child : children_) SignalChild(child, signal);
+    if (!kill_at_) kill_at_ = Clock::now() + grace_;
+  }
+  // Forwards a SIGINT or SIGTERM read from options.signal_fd to the children.
+  void ForwardSignal();
+  // Reaps the children that exited; the first that failed stops the others.
+  void ReapExited();
+
+  const std::vector<ChildSpec>& specs_;
+  const RunChildrenOptions& options_;
+  std::vector<Child> children_;
+  const std::chrono::milliseconds grace_;
+  std::optional<int> failure_;  // the first failing child's code
+  std::optional<Clock::time_point> kill_at_;
+  bool killed_ = false;
+  std::optional<Clock::time_point> drain_until_;
+};
+
+void ChildGroup::StartAll() {
+  for (size_t i = 0; i < specs_.size(); ++i) {
+    if (!Start(specs_[i], children_[i])) {
+      Say(options_, "cannot start '" + specs_[i].argv[0] + "' for " + Label(specs_[i].prefix) +
+                        ": " + std::strerror(errno) + "; stopping the others");
+      failure_ = 127;
+      StopOthers(SIGTERM);
       break;
     }
   }
+}
 
-  std::optional<Clock::time_point> drain_until;
-  while (true) {
-    const bool any_running =
-        std::any_of(children.begin(), children.end(), [](const Child& c) { return c.running; });
-    std::vector<pollfd> waiting;
-    std::vector<Stream*> streams;
-    for (Child& child : children) {
-      for (Stream* stream : {&child.out, &child.err}) {
-        if (stream->fd < 0) continue;
-        waiting.push_back({stream->fd, POLLIN, 0});
-        streams.push_back(stream);
-      }
-    }
-    if (!any_running && streams.empty()) break;
-    // Every child has exited but something it started still holds its output open: read for
-    // the grace period, then stop reading.
-    if (!any_running) {
-      if (!drain_until) drain_until = Clock::now() + grace;
-      if (Clock::now() >= *drain_until) {
-        for (Stream* stream : streams) CloseStream(*stream);
-        break;
-      }
-    }
-    if (options.signal_fd >= 0) waiting.push_back({options.signal_fd, POLLIN, 0});
-    const int ready = ::poll(waiting.data(), waiting.size(), kPollIntervalMs);
-    if (ready < 0 && errno != EINTR) {
-      Say(options, std::string("poll: ") + std::strerror(errno));
-      stop_others(SIGKILL);
-    }
-    for (size_t i = 0; ready > 0 && i < streams.size(); ++i) {
-      if (waiting[i].revents != 0) Drain(*streams[i]);
-    }
-    if (ready > 0 && options.signal_fd >= 0 && waiting.back().revents != 0) {
-      unsigned char signal = 0;
-      if (::read(options.signal_fd, &signal, 1) == 1 && (signal == SIGINT || signal == SIGTERM)) {
-        Say(options, std::string(signal == SIGINT ? "SIGINT" : "SIGTERM") +
-                         " received, forwarding it to the workers");
-        stop_others(signal);
-      }
-    }
-    for (size_t i = 0; i < children.size(); ++i) {
-      Child& child = children[i];
-      if (!child.running) continue;
-      int status = 0;
-      const pid_t reaped = ::waitpid(child.pid, &status, WNOHANG);
-      if (reaped != child.pid) continue;
-      child.running = false;
-      child.code = ExitCode(status);
-      // Stray members of its group would hold the pipes open after a failure.
-      if (child.code != 0 || kill_at) ::kill(-child.pid, SIGKILL);
-      if (child.code != 0 && !failure) {
-        failure = child.code;
-        Say(options, Label(specs[i].prefix) + " exited with code " + std::to_string(child.code) +
-                         "; stopping the others");
-        stop_others(SIGTERM);
-      }
-    }
-    if (kill_at && !killed && Clock::now() >= *kill_at) {
-      killed = true;
-      for (const Child& child : children) SignalChild(child, SIGKILL);
+bool ChildGroup::Step() {
+  const bool any_running =
+      std::any_of(children_.begin(), children_.end(), [](const Child& c) { return c.running; });
+  std::vector<pollfd> waiting;
+  std::vector<Stream*> streams;
+  for (Child& child : children_) {
+    for (Stream* stream : {&child.out, &child.err}) {
+      if (stream->fd < 0) continue;
+      waiting.push_back({stream->fd, POLLIN, 0});
+      streams.push_back(stream);
     }
   }
-  return failure.value_or(0);
+  if (!any_running && streams.empty()) return false;
+  // Every child has exited but something it started still holds its output open: read for
+  // the grace period, then stop reading.
+  if (!any_running) {
+    if (!drain_until_) drain_until_ = Clock::now() + grace_;
+    if (Clock::now() >= *drain_until_) {
+      for (Stream* stream : streams) CloseStream(*stream);
+      return false;
+    }
+  }
+  if (options_.signal_fd >= 0) waiting.push_back({options_.signal_fd, POLLIN, 0});
+  const int ready = ::poll(waiting.data(), waiting.size(), kPollIntervalMs);
+  if (ready < 0 && errno != EINTR) {
+    Say(options_, std::string("poll: ") + std::strerror(errno));
+    StopOthers(SIGKILL);
+  }
+  for (size_t i = 0; ready > 0 && i < streams.size(); ++i) {
+    if (waiting[i].revents != 0) Drain(*streams[i]);
+  }
+  if (ready > 0 && options_.signal_fd >= 0 && waiting.back().revents != 0) ForwardSignal();
+  ReapExited();
+  if (kill_at_ && !killed_ && Clock::now() >= *kill_at_) {
+    killed_ = true;
+    for (const Child& child : children_) SignalChild(child, SIGKILL);
+  }
+  return true;
+}
+
+void ChildGroup::ForwardSignal() {
+  unsigned char signal = 0;
+  if (::read(options_.signal_fd, &signal, 1) == 1 && (signal == SIGINT || signal == SIGTERM)) {
+    Say(options_, std::string(signal == SIGINT ? "SIGINT" : "SIGTERM") +
+                      " received, forwarding it to the workers");
+    StopOthers(signal);
+  }
+}
+
+void ChildGroup::ReapExited() {
+  for (size_t i = 0; i < children_.size(); ++i) {
+    Child& child = children_[i];
+    if (!child.running) continue;
+    int status = 0;
+    const pid_t reaped = ::waitpid(child.pid, &status, WNOHANG);
+    if (reaped != child.pid) continue;
+    child.running = false;
+    child.code = ExitCode(status);
+    // Stray members of its group would hold the pipes open after a failure.
+    if (child.code != 0 || kill_at_) ::kill(-child.pid, SIGKILL);
+    if (child.code != 0 && !failure_) {
+      failure_ = child.code;
+      Say(options_, Label(specs_[i].prefix) + " exited with code " + std::to_string(child.code) +
+                        "; stopping the others");
+      StopOthers(SIGTERM);
+    }
+  }
+}
+
+}  // namespace
+
+int RunChildren(const std::vector<ChildSpec>& specs, const RunChildrenOptions& options) {
+  ChildGroup group(specs, options);
+  group.StartAll();
+  while (group.Step()) {
+  }
+  return group.exit_code();
 }
 
 }  // namespace weft::cli

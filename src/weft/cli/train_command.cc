@@ -64,48 +64,51 @@ nlohmann::json TracedStepsJson(const std::vector<train::TracedStepTimes>& steps)
   return list;
 }
 
-}  // namespace
-
-CLI::App* AddTrainCommand(CLI::App& app, TrainFlags& flags) {
-  CLI::App* train = app.add_subcommand("train", "Train a model on Fashion-MNIST");
-  train->add_option("--model", flags.model, "Model to train")
+void AddTrainingFlags(CLI::App* command, TrainFlags& flags) {
+  command->add_option("--model", flags.model, "Model to train")
       ->check(CLI::IsMember({"mlp", "cnn"}))
       ->capture_default_str();
-  train->add_option("--epochs", flags.epochs, "Passes over the training set")
+  command->add_option("--epochs", flags.epochs, "Passes over the training set")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  train->add_option("--max-steps", flags.max_steps, "Stop after this many steps (-1: no limit)")
+  command->add_option("--max-steps", flags.max_steps, "Stop after this many steps (-1: no limit)")
       ->capture_default_str();
-  train->add_option("--batch-size", flags.batch_size, "Examples per step")
+  command->add_option("--batch-size", flags.batch_size, "Examples per step")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  train->add_option("--optimizer", flags.optimizer, "Update rule")
+  command->add_option("--optimizer", flags.optimizer, "Update rule")
       ->check(CLI::IsMember({"sgd", "momentum", "adam"}))
       ->capture_default_str();
-  train->add_option("--lr", flags.learning_rate, "Learning rate")
+  command->add_option("--lr", flags.learning_rate, "Learning rate")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  train->add_option("--seed", flags.seed, "Seed of initial weights and shuffling")
+  command->add_option("--seed", flags.seed, "Seed of initial weights and shuffling")
       ->capture_default_str();
-  train->add_option("--data", flags.data_dir, "Fashion-MNIST directory (IDX files)")
+  command->add_option("--data", flags.data_dir, "Fashion-MNIST directory (IDX files)")
       ->default_str(data::kDefaultFashionMnistDir);
-  train->add_option("--threads", flags.threads, "Threads per pool (0: one per core)")
+}
+
+void AddThreadFlags(CLI::App* command, TrainFlags& flags) {
+  command->add_option("--threads", flags.threads, "Threads per pool (0: one per core)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  train
+  command
       ->add_option("--inter-op-threads", flags.inter_op_threads,
                    "Threads running independent nodes (default: --threads, else 1)")
       ->check(CLI::NonNegativeNumber);
-  train
+  command
       ->add_option("--intra-op-threads", flags.intra_op_threads,
                    "Threads inside one kernel, OpenBLAS included (default: --threads)")
       ->check(CLI::NonNegativeNumber);
-  train
+}
+
+void AddDistributionFlags(CLI::App* command, TrainFlags& flags) {
+  command
       ->add_option("--strategy", flags.strategy,
                    "Distribution strategy (default: mirrored with --devices > 1)")
       ->check(
           CLI::IsMember({"one_device", "mirrored", "central_storage", "multi_worker_mirrored"}));
-  train
+  command
       ->add_option("--devices", flags.devices,
                    "CPU devices, one replica each; the global batch is split between them")
       ->check(CLI::PositiveNumber)
@@ -113,134 +116,150 @@ CLI::App* AddTrainCommand(CLI::App& app, TrainFlags& flags) {
       ->each([&flags](const std::string&) { flags.devices_given = true; })
       // The README's command passes --devices 2 before the user's flags: the last one wins.
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  train->add_option("--target", flags.target,
-                    "Train on a cluster through this master (grpc://HOST:PORT), one replica on "
-                    "every CPU device of every task");
-  train->add_option("--cluster", flags.cluster,
-                    "With --target: the cluster's tasks (\"worker=h:p,h:p\"), for servers that "
-                    "were started on ephemeral ports");
-  train
+  command->add_option("--target", flags.target,
+                      "Train on a cluster through this master (grpc://HOST:PORT), one replica on "
+                      "every CPU device of every task");
+  command->add_option("--cluster", flags.cluster,
+                      "With --target: the cluster's tasks (\"worker=h:p,h:p\"), for servers that "
+                      "were started on ephemeral ports");
+  command
       ->add_option("--worker-timeout-ms", flags.worker_timeout_ms,
                    "With --target: how long the master waits for any worker to answer before "
                    "failing the step or call, naming the worker (0: the server's "
                    "--worker-timeout-ms, default 30000)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  train->add_option("--coordinator", flags.coordinator,
-                    "multi_worker_mirrored under Slurm or Open MPI: HOST:PORT where the ranks "
-                    "meet to learn each other's addresses (default: WEFT_COORDINATOR)");
-  train->add_flag("--force-tcp", flags.force_tcp,
-                  "multi_worker_mirrored: collectives over TCP even between processes of one host "
-                  "(default: shared memory there)");
-  train
+  command->add_option("--coordinator", flags.coordinator,
+                      "multi_worker_mirrored under Slurm or Open MPI: HOST:PORT where the ranks "
+                      "meet to learn each other's addresses (default: WEFT_COORDINATOR)");
+  command->add_flag(
+      "--force-tcp", flags.force_tcp,
+      "multi_worker_mirrored: collectives over TCP even between processes of one host "
+      "(default: shared memory there)");
+  command
       ->add_option("--collective-timeout-ms", flags.collective_timeout_ms,
                    "multi_worker_mirrored: a collective waiting longer than this for the other "
                    "workers fails, naming those that never arrived")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  train
+}
+
+void AddTracingFlags(CLI::App* command, TrainFlags& flags) {
+  command
       ->add_option("--step-breakdown", flags.step_breakdown,
                    "Trace this many steps (after 10 untraced ones) and print on stderr where "
                    "their time went: per device, each op type's time per step and the time no "
                    "op ran (traced steps run a little slower)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  train->add_option("--trace", flags.trace,
-                    "Write a Chrome trace (Perfetto, chrome://tracing) of the --trace-steps "
-                    "steps to this file: every op of every device of every task, transfers and "
-                    "collectives; the --json summary gains their compute and communication times");
-  train->add_option("--trace-steps", flags.trace_steps,
-                    "With --trace: the global steps to trace, FIRST:LAST (default 11:15)");
-  train->add_option("--checkpoint-dir", flags.checkpoint_dir,
-                    "Save checkpoints here (ckpt-<step>, checkpoint.json); when it already "
-                    "holds one, resume from it");
-  train
+  command->add_option(
+      "--trace", flags.trace,
+      "Write a Chrome trace (Perfetto, chrome://tracing) of the --trace-steps "
+      "steps to this file: every op of every device of every task, transfers and "
+      "collectives; the --json summary gains their compute and communication times");
+  command->add_option("--trace-steps", flags.trace_steps,
+                      "With --trace: the global steps to trace, FIRST:LAST (default 11:15)");
+}
+
+void AddCheckpointFlags(CLI::App* command, TrainFlags& flags) {
+  command->add_option("--checkpoint-dir", flags.checkpoint_dir,
+                      "Save checkpoints here (ckpt-<step>, checkpoint.json); when it already "
+                      "holds one, resume from it");
+  command
       ->add_option("--save-every-steps", flags.save_every_steps,
                    "With --checkpoint-dir: save every N global steps (0: only at the end)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  train->add_option("--keep", flags.keep, "With --checkpoint-dir: checkpoints to keep")
+  command->add_option("--keep", flags.keep, "With --checkpoint-dir: checkpoints to keep")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  train->add_flag("--async-save", flags.async_save,
-                  "With --checkpoint-dir: write checkpoints in the background (the variables "
-                  "are snapshotted at the step boundary; the last save is synchronous)");
-  train->add_flag("--json", flags.json, "End with one JSON summary line");
-  return train;
+  command->add_flag("--async-save", flags.async_save,
+                    "With --checkpoint-dir: write checkpoints in the background (the variables "
+                    "are snapshotted at the step boundary; the last save is synchronous)");
 }
 
-int RunTrainCommand(const TrainFlags& flags) {
-  train::TrainOptions options;
+// The flags as train::TrainOptions, but for the worker cluster and the thread pools; false, after
+// saying why on stderr, for a bad flag or combination.
+bool OptionsFromFlags(const TrainFlags& flags, train::TrainOptions* options) {
   StatusOr<train::ModelKind> model = train::ParseModelKind(flags.model);
   if (!model.ok()) {
     std::fprintf(stderr, "weft train: %s\n", model.status().message().c_str());
-    return 2;
+    return false;
   }
-  options.model = *model;
-  options.epochs = flags.epochs;
-  options.max_steps = flags.max_steps;
-  options.batch_size = flags.batch_size;
-  options.optimizer = flags.optimizer;
-  options.learning_rate = flags.learning_rate;
-  options.seed = flags.seed;
-  options.data_dir = flags.data_dir;
-  options.strategy = flags.strategy;
-  options.devices = flags.devices;
-  options.target = flags.target;
-  options.cluster = flags.cluster;
-  options.worker_timeout_ms = flags.worker_timeout_ms;
-  options.force_tcp_collectives = flags.force_tcp;
+  options->model = *model;
+  options->epochs = flags.epochs;
+  options->max_steps = flags.max_steps;
+  options->batch_size = flags.batch_size;
+  options->optimizer = flags.optimizer;
+  options->learning_rate = flags.learning_rate;
+  options->seed = flags.seed;
+  options->data_dir = flags.data_dir;
+  options->strategy = flags.strategy;
+  options->devices = flags.devices;
+  options->target = flags.target;
+  options->cluster = flags.cluster;
+  options->worker_timeout_ms = flags.worker_timeout_ms;
+  options->force_tcp_collectives = flags.force_tcp;
   // The host to advertise (as for Slurm and Open MPI ranks): workers naming one host share memory.
-  if (const char* host = std::getenv("WEFT_HOST"); host != nullptr) options.hostname = host;
-  options.collective_timeout_ms = flags.collective_timeout_ms;
-  options.step_breakdown_steps = flags.step_breakdown;
+  if (const char* host = std::getenv("WEFT_HOST"); host != nullptr) options->hostname = host;
+  options->collective_timeout_ms = flags.collective_timeout_ms;
+  options->step_breakdown_steps = flags.step_breakdown;
   if (!flags.trace_steps.empty()) {
     if (flags.trace.empty()) {
       std::fprintf(stderr, "weft train: --trace-steps %s needs --trace FILE\n",
                    flags.trace_steps.c_str());
-      return 2;
+      return false;
     }
     StatusOr<std::pair<int64_t, int64_t>> steps = train::ParseTraceSteps(flags.trace_steps);
     if (!steps.ok()) {
       std::fprintf(stderr, "weft train: %s\n", steps.status().message().c_str());
-      return 2;
+      return false;
     }
-    std::tie(options.trace_first_step, options.trace_last_step) = *steps;
+    std::tie(options->trace_first_step, options->trace_last_step) = *steps;
   }
-  options.trace_path = flags.trace;
-  options.checkpoint_dir = flags.checkpoint_dir;
-  options.save_every_steps = flags.save_every_steps;
-  options.keep_checkpoints = flags.keep;
-  options.async_checkpoints = flags.async_save;
-  if (options.checkpoint_dir.empty() && (flags.save_every_steps > 0 || flags.async_save)) {
+  options->trace_path = flags.trace;
+  options->checkpoint_dir = flags.checkpoint_dir;
+  options->save_every_steps = flags.save_every_steps;
+  options->keep_checkpoints = flags.keep;
+  options->async_checkpoints = flags.async_save;
+  if (options->checkpoint_dir.empty() && (flags.save_every_steps > 0 || flags.async_save)) {
     std::fprintf(stderr, "weft train: --save-every-steps and --async-save need --checkpoint-dir\n");
-    return 2;
+    return false;
   }
-  // A worker of a multi-worker job: the cluster from the environment (weft launch, WEFT_CONFIG,
-  // TF_CONFIG, Slurm, Open MPI). Rank 0 of a rendezvous keeps hosting the coordinator meanwhile.
-  WorkerCluster worker_cluster;
-  if (flags.strategy == "multi_worker_mirrored") {
-    StatusOr<WorkerCluster> resolved =
-        ResolveWorkerCluster(flags.coordinator, flags.collective_timeout_ms, "weft train");
-    if (!resolved.ok()) {
-      std::fprintf(stderr, "weft train: %s\n", resolved.status().ToString().c_str());
-      return 2;
-    }
-    worker_cluster = std::move(resolved).value();
-    options.worker_cluster = worker_cluster.config;
-    if (!flags.devices_given && worker_cluster.devices_per_worker > 0) {
-      options.devices = worker_cluster.devices_per_worker;
-    }
+  return true;
+}
+
+// Resolves the cluster of a multi-worker job into *worker_cluster and `options`; false, after
+// saying why on stderr, when it cannot.
+bool JoinWorkerCluster(const TrainFlags& flags, WorkerCluster* worker_cluster,
+                       train::TrainOptions* options) {
+  StatusOr<WorkerCluster> resolved =
+      ResolveWorkerCluster(flags.coordinator, flags.collective_timeout_ms, "weft train");
+  if (!resolved.ok()) {
+    std::fprintf(stderr, "weft train: %s\n", resolved.status().ToString().c_str());
+    return false;
   }
+  *worker_cluster = std::move(resolved).value();
+  options->worker_cluster = worker_cluster->config;
+  if (!flags.devices_given && worker_cluster->devices_per_worker > 0) {
+    options->devices = worker_cluster->devices_per_worker;
+  }
+  return true;
+}
+
+void SetThreadPools(const TrainFlags& flags, train::TrainOptions* options) {
   // One inter-op thread by default: a training step is a chain of kernels that are each
   // parallel inside, and a second inter-op pool beside the intra-op and OpenBLAS threads
   // oversubscribes the cores (measured on the 2-core machine: ~55k vs ~86k images/s for W1).
-  options.inter_op_threads = flags.inter_op_threads >= 0 ? flags.inter_op_threads
-                             : flags.threads > 0         ? flags.threads
-                                                         : 1;
-  options.intra_op_threads = flags.intra_op_threads >= 0 ? flags.intra_op_threads : flags.threads;
+  options->inter_op_threads = flags.inter_op_threads >= 0 ? flags.inter_op_threads
+                              : flags.threads > 0         ? flags.threads
+                                                          : 1;
+  options->intra_op_threads = flags.intra_op_threads >= 0 ? flags.intra_op_threads : flags.threads;
+}
 
-  bool terminal = isatty(fileno(stdout)) != 0;
+// The progress display: a progress bar on a terminal, else a line per epoch; a line per
+// checkpoint; and for a worker of a multi-worker job, a line at its first step.
+train::TrainCallbacks DisplayCallbacks(const train::TrainOptions& options, bool terminal) {
   train::TrainCallbacks callbacks;
   if (terminal) {
     callbacks.on_step = [](const train::TrainProgress& p) {
@@ -266,53 +285,94 @@ int RunTrainCommand(const TrainFlags& flags) {
       if (user_on_step) user_on_step(p);
     };
   }
-  StatusOr<train::TrainSummary> summary = train::Train(options, callbacks);
+  return callbacks;
+}
+
+// The --json summary line.
+nlohmann::json SummaryJson(const TrainFlags& flags, const train::TrainSummary& summary,
+                           const char* fingerprint) {
+  nlohmann::json json = {{"model", flags.model},
+                         {"test_accuracy", summary.test_accuracy},
+                         {"final_loss", summary.final_loss},
+                         {"train_images_per_sec", summary.train_images_per_sec},
+                         {"steps", summary.steps},
+                         {"replicas", summary.replicas},
+                         {"workers", summary.workers},
+                         {"variables_fingerprint", fingerprint},
+                         {"collective_transport", summary.collective_transport},
+                         {"wall_seconds", summary.wall_seconds},
+                         {"batch_size", flags.batch_size},
+                         {"optimizer", flags.optimizer},
+                         {"resumed_from_step", summary.resumed_from_step},
+                         {"checkpoints_saved", summary.checkpoints_saved},
+                         {"max_save_stall_seconds", summary.max_save_stall_seconds}};
+  if (!summary.trace_file.empty()) {
+    json["trace_file"] = summary.trace_file;
+    json["traced_steps"] = TracedStepsJson(summary.traced_steps);
+  }
+  return json;
+}
+
+// Prints what the run did (on stdout; the step breakdown and the trace's file on stderr); returns
+// the exit code.
+int ReportSummary(const TrainFlags& flags, const train::TrainSummary& summary) {
+  if (!summary.step_breakdown.empty()) std::fputs(summary.step_breakdown.c_str(), stderr);
+  if (!summary.trace_file.empty()) {
+    std::fprintf(stderr, "weft train: wrote a trace of %zu steps to %s\n",
+                 summary.traced_steps.size(), summary.trace_file.c_str());
+  }
+  char fingerprint[17];
+  std::snprintf(fingerprint, sizeof(fingerprint), "%016llx",
+                static_cast<unsigned long long>(summary.variables_fingerprint));
+  if (summary.task_index != 0) {
+    // The chief reports the job; every other worker says in one line that it finished.
+    std::fprintf(stdout, "worker %d of %d done: %lld steps, final loss %.4f, variables %s\n",
+                 summary.task_index, summary.workers, static_cast<long long>(summary.steps),
+                 summary.final_loss, fingerprint);
+    return 0;
+  }
+  std::fprintf(stdout, "test accuracy %.4f, final loss %.4f, %.0f training images/s, %lld steps\n",
+               summary.test_accuracy, summary.final_loss, summary.train_images_per_sec,
+               static_cast<long long>(summary.steps));
+  if (flags.json) {
+    std::fprintf(stdout, "%s\n", SummaryJson(flags, summary, fingerprint).dump().c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+CLI::App* AddTrainCommand(CLI::App& app, TrainFlags& flags) {
+  CLI::App* train = app.add_subcommand("train", "Train a model on Fashion-MNIST");
+  AddTrainingFlags(train, flags);
+  AddThreadFlags(train, flags);
+  AddDistributionFlags(train, flags);
+  AddTracingFlags(train, flags);
+  AddCheckpointFlags(train, flags);
+  train->add_flag("--json", flags.json, "End with one JSON summary line");
+  return train;
+}
+
+int RunTrainCommand(const TrainFlags& flags) {
+  train::TrainOptions options;
+  if (!OptionsFromFlags(flags, &options)) return 2;
+  // A worker of a multi-worker job: the cluster from the environment (weft launch, WEFT_CONFIG,
+  // TF_CONFIG, Slurm, Open MPI). Rank 0 of a rendezvous keeps hosting the coordinator meanwhile.
+  WorkerCluster worker_cluster;
+  if (flags.strategy == "multi_worker_mirrored" &&
+      !JoinWorkerCluster(flags, &worker_cluster, &options)) {
+    return 2;
+  }
+  SetThreadPools(flags, &options);
+  const bool terminal = isatty(fileno(stdout)) != 0;
+  StatusOr<train::TrainSummary> summary =
+      train::Train(options, DisplayCallbacks(options, terminal));
   if (!summary.ok()) {
     std::fprintf(stderr, "weft train: %s\n", summary.status().ToString().c_str());
     bool bad_input = IsNotFound(summary.status()) || IsInvalidArgument(summary.status());
     return bad_input ? 2 : 1;
   }
-  if (!summary->step_breakdown.empty()) std::fputs(summary->step_breakdown.c_str(), stderr);
-  if (!summary->trace_file.empty()) {
-    std::fprintf(stderr, "weft train: wrote a trace of %zu steps to %s\n",
-                 summary->traced_steps.size(), summary->trace_file.c_str());
-  }
-  char fingerprint[17];
-  std::snprintf(fingerprint, sizeof(fingerprint), "%016llx",
-                static_cast<unsigned long long>(summary->variables_fingerprint));
-  if (summary->task_index != 0) {
-    // The chief reports the job; every other worker says in one line that it finished.
-    std::fprintf(stdout, "worker %d of %d done: %lld steps, final loss %.4f, variables %s\n",
-                 summary->task_index, summary->workers, static_cast<long long>(summary->steps),
-                 summary->final_loss, fingerprint);
-    return 0;
-  }
-  std::fprintf(stdout, "test accuracy %.4f, final loss %.4f, %.0f training images/s, %lld steps\n",
-               summary->test_accuracy, summary->final_loss, summary->train_images_per_sec,
-               static_cast<long long>(summary->steps));
-  if (flags.json) {
-    nlohmann::json json = {{"model", flags.model},
-                           {"test_accuracy", summary->test_accuracy},
-                           {"final_loss", summary->final_loss},
-                           {"train_images_per_sec", summary->train_images_per_sec},
-                           {"steps", summary->steps},
-                           {"replicas", summary->replicas},
-                           {"workers", summary->workers},
-                           {"variables_fingerprint", fingerprint},
-                           {"collective_transport", summary->collective_transport},
-                           {"wall_seconds", summary->wall_seconds},
-                           {"batch_size", flags.batch_size},
-                           {"optimizer", flags.optimizer},
-                           {"resumed_from_step", summary->resumed_from_step},
-                           {"checkpoints_saved", summary->checkpoints_saved},
-                           {"max_save_stall_seconds", summary->max_save_stall_seconds}};
-    if (!summary->trace_file.empty()) {
-      json["trace_file"] = summary->trace_file;
-      json["traced_steps"] = TracedStepsJson(summary->traced_steps);
-    }
-    std::fprintf(stdout, "%s\n", json.dump().c_str());
-  }
-  return 0;
+  return ReportSummary(flags, *summary);
 }
 
 }  // namespace weft::cli

@@ -48,22 +48,10 @@ uint32_t BigEndian32(const uint8_t* bytes) {
          uint32_t{bytes[3]};
 }
 
-}  // namespace
-
-StatusOr<Tensor> ReadIdxFile(const std::string& path) {
-  std::error_code error;
-  const std::filesystem::file_status status = std::filesystem::status(path, error);
-  if (status.type() == std::filesystem::file_type::not_found) {
-    return NotFound("IDX file '", path, "' does not exist");
-  }
-  if (status.type() == std::filesystem::file_type::directory) {
-    return InvalidArgument("'", path, "' is a directory, not an IDX file");
-  }
-  GzPtr file(gzopen(path.c_str(), "rb"));
-  if (file == nullptr) return Unavailable("cannot open IDX file '", path, "'");
-
+// Reads and checks the 4-byte magic; returns the rank it gives.
+StatusOr<int> ReadIdxMagic(gzFile file, const std::string& path) {
   uint8_t magic[4];
-  WEFT_ASSIGN_OR_RETURN(size_t got, ReadBytes(file.get(), path, magic, sizeof(magic)));
+  WEFT_ASSIGN_OR_RETURN(const size_t got, ReadBytes(file, path, magic, sizeof(magic)));
   if (got < sizeof(magic)) {
     return DataLoss("'", path, "' ends after ", got, " bytes, inside its 4-byte IDX magic");
   }
@@ -80,9 +68,16 @@ StatusOr<Tensor> ReadIdxFile(const std::string& path) {
   if (rank == 0 || rank > kMaxIdxRank) {
     return InvalidArgument("'", path, "' has IDX rank ", rank, "; expected 1 to ", kMaxIdxRank);
   }
+  return rank;
+}
+
+// Reads the `rank` big-endian dimensions; their product, the data's size in bytes, into
+// *total_bytes (at most kMaxIdxBytes).
+StatusOr<std::vector<int64_t>> ReadIdxDims(gzFile file, const std::string& path, int rank,
+                                           uint64_t* total_bytes) {
   uint8_t dim_bytes[4 * kMaxIdxRank];
   const size_t want = 4 * static_cast<size_t>(rank);
-  WEFT_ASSIGN_OR_RETURN(got, ReadBytes(file.get(), path, dim_bytes, want));
+  WEFT_ASSIGN_OR_RETURN(const size_t got, ReadBytes(file, path, dim_bytes, want));
   if (got < want) {
     return DataLoss("'", path, "' ends inside its IDX header: ", got, " of ", want,
                     " dimension bytes");
@@ -98,24 +93,53 @@ StatusOr<Tensor> ReadIdxFile(const std::string& path) {
                              " bytes (corrupt header?)");
     }
   }
-  // The dims must fit the file before anything is allocated, or a 12-byte file could claim (and
-  // have us allocate) a gigabyte. Plain input holds exactly its data; deflate inflates at most
-  // about 1032-fold, so gzip'd input holds at least 1/1032 of it.
+  *total_bytes = total;
+  return dims;
+}
+
+// The dims must fit the file before anything is allocated, or a 12-byte file could claim (and
+// have us allocate) a gigabyte. Plain input holds exactly its data; deflate inflates at most
+// about 1032-fold, so gzip'd input holds at least 1/1032 of it.
+Status CheckDataFitsFile(gzFile file, const std::string& path,
+                         const std::filesystem::file_status& status, uint64_t header_bytes,
+                         uint64_t total) {
+  std::error_code error;
   if (status.type() == std::filesystem::file_type::regular) {
     const uint64_t file_bytes = std::filesystem::file_size(path, error);
-    const uint64_t header_bytes = sizeof(magic) + want;
-    if (!error && gzdirect(file.get()) && file_bytes < header_bytes + total) {
+    if (!error && gzdirect(file) && file_bytes < header_bytes + total) {
       return DataLoss("'", path, "' ends after ", file_bytes - header_bytes, " of the ", total,
                       " data bytes its IDX dims call for (truncated file?)");
     }
-    if (!error && !gzdirect(file.get()) && total > kMaxInflateRatio * file_bytes) {
+    if (!error && !gzdirect(file) && total > kMaxInflateRatio * file_bytes) {
       return DataLoss("'", path, "' is a gzip stream of ", file_bytes,
                       " bytes, which cannot inflate to the ", total,
                       " data bytes its IDX dims call for (truncated or corrupt file?)");
     }
   }
+  return Status::OK();
+}
+
+}  // namespace
+
+StatusOr<Tensor> ReadIdxFile(const std::string& path) {
+  std::error_code error;
+  const std::filesystem::file_status status = std::filesystem::status(path, error);
+  if (status.type() == std::filesystem::file_type::not_found) {
+    return NotFound("IDX file '", path, "' does not exist");
+  }
+  if (status.type() == std::filesystem::file_type::directory) {
+    return InvalidArgument("'", path, "' is a directory, not an IDX file");
+  }
+  GzPtr file(gzopen(path.c_str(), "rb"));
+  if (file == nullptr) return Unavailable("cannot open IDX file '", path, "'");
+
+  WEFT_ASSIGN_OR_RETURN(const int rank, ReadIdxMagic(file.get(), path));
+  uint64_t total = 0;
+  WEFT_ASSIGN_OR_RETURN(std::vector<int64_t> dims, ReadIdxDims(file.get(), path, rank, &total));
+  const uint64_t header_bytes = 4 + 4 * static_cast<uint64_t>(rank);
+  WEFT_RETURN_IF_ERROR(CheckDataFitsFile(file.get(), path, status, header_bytes, total));
   Tensor out(DataType::kUInt8, TensorShape(dims));
-  WEFT_ASSIGN_OR_RETURN(got, ReadBytes(file.get(), path, out.data<uint8_t>(), total));
+  WEFT_ASSIGN_OR_RETURN(size_t got, ReadBytes(file.get(), path, out.data<uint8_t>(), total));
   if (got < total) {
     return DataLoss("'", path, "' ends after ", got, " of the ", total,
                     " data bytes its IDX dims call for (truncated file?)");

@@ -1,6 +1,7 @@
 #include "weft/io/checkpoint_manifest.h"
 
 #include <exception>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <set>
@@ -72,15 +73,11 @@ Status Check(const CheckpointManifest& manifest, Fail fail) {
   return Status::OK();
 }
 
-StatusOr<CheckpointManifest> Parse(const std::string& text, const std::string& path) {
-  const auto bad = [&path](std::string_view why) {
-    return DataLoss("checkpoint manifest ", path, ": ", why);
-  };
-  const Json json = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (json.is_discarded()) return bad("not valid JSON");
-  if (!json.is_object()) return bad("not a JSON object");
+// A DataLoss naming the manifest's file and what is wrong with it.
+using BadManifest = std::function<Status(std::string_view why)>;
 
-  // The version comes first: a newer format may change every other field.
+// The version comes first: a newer format may change every other field.
+Status ParseVersion(const Json& json, const std::string& path, const BadManifest& bad) {
   const auto version = json.find("format_version");
   if (version == json.end() || !version->is_number_integer()) {
     return bad("\"format_version\" is missing or not an integer");
@@ -91,9 +88,10 @@ StatusOr<CheckpointManifest> Parse(const std::string& text, const std::string& p
                               internal::JsonForMessage(*version), "; this Weft reads version ",
                               kCheckpointFormatVersion);
   }
-  CheckpointManifest manifest;
-  manifest.format_version = kCheckpointFormatVersion;
+  return Status::OK();
+}
 
+Status ParseStep(const Json& json, const BadManifest& bad, CheckpointManifest* manifest) {
   const auto step = json.find("step");
   if (step == json.end() || !step->is_number_integer()) {
     return bad("\"step\" is missing or not an integer");
@@ -102,8 +100,11 @@ StatusOr<CheckpointManifest> Parse(const std::string& text, const std::string& p
   if (!step_value.has_value() || *step_value > uint64_t{std::numeric_limits<int64_t>::max()}) {
     return bad(StrCat("step ", internal::JsonForMessage(*step), " is negative or too large"));
   }
-  manifest.step = static_cast<int64_t>(*step_value);
+  manifest->step = static_cast<int64_t>(*step_value);
+  return Status::OK();
+}
 
+Status ParseReplicas(const Json& json, const BadManifest& bad, CheckpointManifest* manifest) {
   const auto replicas = json.find("replicas");
   if (replicas == json.end()) return bad("\"replicas\" is missing");
   const std::optional<uint64_t> replicas_value = internal::JsonUint64(*replicas);
@@ -112,8 +113,11 @@ StatusOr<CheckpointManifest> Parse(const std::string& text, const std::string& p
     return bad(
         StrCat("replicas ", internal::JsonForMessage(*replicas), " is not a positive integer"));
   }
-  manifest.replicas = static_cast<int>(*replicas_value);
+  manifest->replicas = static_cast<int>(*replicas_value);
+  return Status::OK();
+}
 
+Status ParseShards(const Json& json, const BadManifest& bad, CheckpointManifest* manifest) {
   const auto shards = json.find("shards");
   if (shards == json.end() || !shards->is_array()) {
     return bad("\"shards\" is missing or not an array");
@@ -127,42 +131,68 @@ StatusOr<CheckpointManifest> Parse(const std::string& text, const std::string& p
       return bad(
           StrCat("shard ", i, " is not an object with a string \"file\" and an integer \"bytes\""));
     }
-    manifest.shards.push_back({file->get<std::string>(), *internal::JsonUint64(*bytes)});
+    manifest->shards.push_back({file->get<std::string>(), *internal::JsonUint64(*bytes)});
   }
+  return Status::OK();
+}
 
+StatusOr<ManifestTensor> ParseTensor(const std::string& name, const Json& value,
+                                     const BadManifest& bad) {
+  const std::string tensor = StrCat("tensor ", Quoted(name));
+  if (!value.is_object()) return bad(StrCat(tensor, ": not an object"));
+  ManifestTensor entry;
+  const auto shard = value.find("shard");
+  if (shard == value.end() || !shard->is_string()) {
+    return bad(StrCat(tensor, ": \"shard\" is missing or not a string"));
+  }
+  entry.shard = shard->get<std::string>();
+  const auto dtype = value.find("dtype");
+  if (dtype == value.end() || !dtype->is_string()) {
+    return bad(StrCat(tensor, ": \"dtype\" is missing or not a string"));
+  }
+  entry.dtype = DataTypeFromSafetensorsName(dtype->get<std::string>());
+  if (entry.dtype == DataType::kInvalid) {
+    return bad(StrCat(tensor, ": unknown dtype ", internal::JsonForMessage(*dtype),
+                      " (checkpoints hold F32, F64, I32, I64, U8, BOOL)"));
+  }
+  const auto shape = value.find("shape");
+  std::string why;
+  if (shape == value.end()) return bad(StrCat(tensor, ": \"shape\" is missing"));
+  if (!internal::JsonShape(*shape, &entry.shape, &why)) return bad(StrCat(tensor, ": ", why));
+  const auto crc = value.find("crc32c");
+  if (crc == value.end() || !crc->is_string() ||
+      !ParseCrc32cHex(crc->get<std::string>(), &entry.crc32c)) {
+    return bad(StrCat(tensor, ": \"crc32c\" is missing or not 8 hex digits"));
+  }
+  return entry;
+}
+
+Status ParseTensors(const Json& json, const BadManifest& bad, CheckpointManifest* manifest) {
   const auto tensors = json.find("tensors");
   if (tensors == json.end() || !tensors->is_object()) {
     return bad("\"tensors\" is missing or not an object");
   }
   for (const auto& [name, value] : tensors->items()) {
-    const std::string tensor = StrCat("tensor ", Quoted(name));
-    if (!value.is_object()) return bad(StrCat(tensor, ": not an object"));
-    ManifestTensor entry;
-    const auto shard = value.find("shard");
-    if (shard == value.end() || !shard->is_string()) {
-      return bad(StrCat(tensor, ": \"shard\" is missing or not a string"));
-    }
-    entry.shard = shard->get<std::string>();
-    const auto dtype = value.find("dtype");
-    if (dtype == value.end() || !dtype->is_string()) {
-      return bad(StrCat(tensor, ": \"dtype\" is missing or not a string"));
-    }
-    entry.dtype = DataTypeFromSafetensorsName(dtype->get<std::string>());
-    if (entry.dtype == DataType::kInvalid) {
-      return bad(StrCat(tensor, ": unknown dtype ", internal::JsonForMessage(*dtype),
-                        " (checkpoints hold F32, F64, I32, I64, U8, BOOL)"));
-    }
-    const auto shape = value.find("shape");
-    std::string why;
-    if (shape == value.end()) return bad(StrCat(tensor, ": \"shape\" is missing"));
-    if (!internal::JsonShape(*shape, &entry.shape, &why)) return bad(StrCat(tensor, ": ", why));
-    const auto crc = value.find("crc32c");
-    if (crc == value.end() || !crc->is_string() ||
-        !ParseCrc32cHex(crc->get<std::string>(), &entry.crc32c)) {
-      return bad(StrCat(tensor, ": \"crc32c\" is missing or not 8 hex digits"));
-    }
-    manifest.tensors.emplace(name, std::move(entry));
+    WEFT_ASSIGN_OR_RETURN(ManifestTensor entry, ParseTensor(name, value, bad));
+    manifest->tensors.emplace(name, std::move(entry));
   }
+  return Status::OK();
+}
+
+StatusOr<CheckpointManifest> Parse(const std::string& text, const std::string& path) {
+  const BadManifest bad = [&path](std::string_view why) {
+    return DataLoss("checkpoint manifest ", path, ": ", why);
+  };
+  const Json json = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded()) return bad("not valid JSON");
+  if (!json.is_object()) return bad("not a JSON object");
+  WEFT_RETURN_IF_ERROR(ParseVersion(json, path, bad));
+  CheckpointManifest manifest;
+  manifest.format_version = kCheckpointFormatVersion;
+  WEFT_RETURN_IF_ERROR(ParseStep(json, bad, &manifest));
+  WEFT_RETURN_IF_ERROR(ParseReplicas(json, bad, &manifest));
+  WEFT_RETURN_IF_ERROR(ParseShards(json, bad, &manifest));
+  WEFT_RETURN_IF_ERROR(ParseTensors(json, bad, &manifest));
   WEFT_RETURN_IF_ERROR(Check(manifest, bad));
   return manifest;
 }

@@ -98,6 +98,186 @@ class TopLevelKeys final : public Json::json_sax_t {
   std::vector<std::string> keys_;
 };
 
+// The header's JSON, and in *keys its top-level keys in file order; DataLoss naming `path` when it
+// is not a JSON object or names a key twice.
+StatusOr<Json> ParseHeaderJson(const std::string& text, const std::string& path,
+                               std::vector<std::string>* keys) {
+  // A first, DOM-less pass records the top-level keys in file order, which the std::map inside
+  // Json forgets, and reveals duplicate names, which the map would silently merge. (nlohmann's
+  // parser callback could record them too, but it rescans the enclosing object after every
+  // entry: quadratic in the number of tensors.)
+  TopLevelKeys recorder;
+  if (!Json::sax_parse(text, &recorder)) {
+    return DataLoss("the header of ", path, " is not valid JSON");
+  }
+  Json header = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (header.is_discarded()) return DataLoss("the header of ", path, " is not valid JSON");
+  if (!header.is_object()) return DataLoss("the header of ", path, " is not a JSON object");
+  if (recorder.keys().size() != header.size()) {
+    std::set<std::string_view> seen;
+    for (const std::string& key : recorder.keys()) {
+      if (!seen.insert(key).second) {
+        return DataLoss("the header of ", path, " names ", Quoted(key), " twice");
+      }
+    }
+  }
+  *keys = recorder.keys();
+  return header;
+}
+
+// The "__metadata__" entry of `path`'s header: string values by key, into *metadata.
+Status ParseMetadataEntry(const Json& value, const std::string& path,
+                          std::map<std::string, std::string>* metadata) {
+  if (!value.is_object()) return DataLoss(kMetadataKey, " of ", path, " is not an object");
+  for (const auto& [key, text_value] : value.items()) {
+    if (!text_value.is_string()) {
+      return DataLoss(kMetadataKey, " of ", path, " holds a non-string value for key ",
+                      Quoted(key));
+    }
+    (*metadata)[key] = text_value.get<std::string>();
+  }
+  return Status::OK();
+}
+
+// The header entry of the tensor `name` in `path`: its dtype, shape and data offsets, checked to
+// agree with one another.
+StatusOr<SafetensorsEntry> ParseTensorEntry(const std::string& name, const Json& value,
+                                            const std::string& path) {
+  const std::string tensor = StrCat("tensor ", Quoted(name), " in file ", path);
+  if (!value.is_object()) return DataLoss(tensor, ": its header entry is not a JSON object");
+  SafetensorsEntry entry;
+  entry.name = name;
+  const auto dtype = value.find("dtype");
+  if (dtype == value.end() || !dtype->is_string()) {
+    return DataLoss(tensor, ": \"dtype\" is missing or not a string");
+  }
+  const std::string dtype_name = dtype->get<std::string>();
+  entry.dtype = DataTypeFromSafetensorsName(dtype_name);
+  if (entry.dtype == DataType::kInvalid) {
+    return DataLoss(tensor, " has dtype ", Quoted(dtype_name.substr(0, 32)),
+                    ", which Weft does not read (it reads F32, F64, I32, I64, U8, BOOL)");
+  }
+  const auto shape = value.find("shape");
+  std::string why;
+  if (shape == value.end()) return DataLoss(tensor, ": \"shape\" is missing");
+  if (!internal::JsonShape(*shape, &entry.shape, &why)) return DataLoss(tensor, ": ", why);
+  const auto offsets = value.find("data_offsets");
+  if (offsets == value.end() || !offsets->is_array() || offsets->size() != 2) {
+    return DataLoss(tensor, ": \"data_offsets\" is missing or not a pair [begin, end]");
+  }
+  const std::optional<uint64_t> begin = internal::JsonUint64((*offsets)[0]);
+  const std::optional<uint64_t> end = internal::JsonUint64((*offsets)[1]);
+  if (!begin.has_value() || !end.has_value() || *begin > *end) {
+    return DataLoss(tensor, ": data_offsets [", internal::JsonForMessage((*offsets)[0]), ", ",
+                    internal::JsonForMessage((*offsets)[1]), "]",
+                    " are not two non-negative integers with begin <= end");
+  }
+  entry.begin = *begin;
+  entry.end = *end;
+  const uint64_t elements = static_cast<uint64_t>(entry.shape.num_elements());
+  const uint64_t element_bytes = DataTypeSize(entry.dtype);
+  if (elements > std::numeric_limits<uint64_t>::max() / element_bytes ||
+      elements * element_bytes != entry.end - entry.begin) {
+    return DataLoss(tensor, ": data_offsets [", entry.begin, ", ", entry.end, ") hold ",
+                    entry.end - entry.begin, " bytes, but dtype ", dtype_name, " and shape ",
+                    entry.shape, " need ", elements, " x ", element_bytes);
+  }
+  return entry;
+}
+
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+
+// Checks each of `tensors` and lays it out after the one before: its entry (offsets, CRC32C) into
+// info->tensors, its header entry into *entries and its CRC32C into *metadata_json. Returns the
+// data section's size.
+StatusOr<uint64_t> LayOutTensors(const std::string& path, const NamedTensors& tensors,
+                                 SafetensorsFileInfo* info, std::vector<OrderedJson>* entries,
+                                 Json* metadata_json) {
+  std::set<std::string_view> names;
+  uint64_t offset = 0;
+  for (const auto& [name, tensor] : tensors) {
+    if (name.empty() || name == kMetadataKey) {
+      return InvalidArgument("cannot write ", path, ": ", Quoted(name),
+                             " is not a valid tensor name");
+    }
+    if (!names.insert(name).second) {
+      return InvalidArgument("cannot write ", path, ": tensor ", Quoted(name), " appears twice");
+    }
+    StatusOr<std::string> dtype_name = SafetensorsDtypeName(tensor.dtype());
+    if (!dtype_name.ok()) {
+      return InvalidArgument("cannot write tensor ", Quoted(name), " to ", path, ": ",
+                             dtype_name.status().message());
+    }
+    const uint64_t bytes = tensor.TotalBytes();
+    if (bytes > 0 && tensor.raw_data() == nullptr) {
+      return InvalidArgument("cannot write tensor ", Quoted(name), " to ", path,
+                             ": it has no buffer");
+    }
+    SafetensorsEntry entry;
+    entry.name = name;
+    entry.dtype = tensor.dtype();
+    entry.shape = tensor.shape();
+    entry.begin = offset;
+    entry.end = offset + bytes;
+    entry.has_crc32c = true;
+    entry.crc32c = Crc32c(tensor.raw_data(), bytes);
+    offset = entry.end;
+    entries->push_back({{"dtype", *dtype_name},
+                        {"shape", tensor.shape().dim_sizes()},
+                        {"data_offsets", {entry.begin, entry.end}}});
+    (*metadata_json)[StrCat(kCrcPrefix, name)] = Crc32cToHex(entry.crc32c);
+    info->tensors.push_back(std::move(entry));
+  }
+  return offset;
+}
+
+// The header: the metadata, then each tensor's entry in the order given, padded with spaces to a
+// multiple of 8 bytes.
+StatusOr<std::string> HeaderText(const std::string& path, const NamedTensors& tensors,
+                                 const Json& metadata_json,
+                                 const std::vector<OrderedJson>& entries) {
+  // The header is put together by hand so that the tensors keep the order given.
+  std::string header_text;
+  try {
+    header_text = StrCat("{", Json(kMetadataKey).dump(), ":", metadata_json.dump());
+    for (size_t i = 0; i < entries.size(); ++i) {
+      header_text += StrCat(",", Json(tensors[i].first).dump(), ":", entries[i].dump());
+    }
+    header_text += "}";
+  } catch (const std::exception& e) {
+    // dump() throws on strings that are not UTF-8, which JSON cannot hold.
+    return InvalidArgument("cannot write ", path,
+                           ": a tensor name or metadata entry is not valid UTF-8 (", e.what(), ")");
+  }
+  header_text.append((8 - header_text.size() % 8) % 8, ' ');
+  if (header_text.size() > kMaxHeaderBytes) {
+    return InvalidArgument("cannot write ", path, ": its header would take ", header_text.size(),
+                           " bytes, beyond the ", kMaxHeaderBytes, " that readers accept");
+  }
+  return header_text;
+}
+
+// The header's length, the header and the tensors' bytes, to `path` through a DurableFileWriter.
+Status WriteFileContents(const std::string& path, const std::string& header_text,
+                         const NamedTensors& tensors, const SafetensorsWriteOptions& options) {
+  char length[8];
+  const uint64_t header_bytes = header_text.size();
+  std::memcpy(length, &header_bytes, sizeof(length));
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<DurableFileWriter> writer, DurableFileWriter::Create(path));
+  WEFT_RETURN_IF_ERROR(writer->Append(length, sizeof(length)));
+  WEFT_RETURN_IF_ERROR(writer->Append(header_text));
+  for (const auto& [name, tensor] : tensors) {
+    const char* data = static_cast<const char*>(tensor.raw_data());
+    const size_t bytes = tensor.TotalBytes();
+    const size_t piece = options.piece_bytes > 0 ? options.piece_bytes : bytes;
+    for (size_t done = 0; done < bytes; done += piece) {
+      WEFT_RETURN_IF_ERROR(writer->Append(data + done, std::min(piece, bytes - done)));
+      if (options.piece_bytes > 0 && options.between_pieces) options.between_pieces();
+    }
+  }
+  return writer->Commit();
+}
+
 uint64_t CurrentFileBytes(int fd, uint64_t fallback) {
   struct stat info;
   return ::fstat(fd, &info) == 0 ? static_cast<uint64_t>(info.st_size) : fallback;
@@ -147,77 +327,12 @@ StatusOr<SafetensorsFileInfo> WriteSafetensorsFile(
   SafetensorsFileInfo info;
   std::vector<OrderedJson> entries;
   entries.reserve(tensors.size());
-  std::set<std::string_view> names;
-  uint64_t offset = 0;
-  for (const auto& [name, tensor] : tensors) {
-    if (name.empty() || name == kMetadataKey) {
-      return InvalidArgument("cannot write ", path, ": ", Quoted(name),
-                             " is not a valid tensor name");
-    }
-    if (!names.insert(name).second) {
-      return InvalidArgument("cannot write ", path, ": tensor ", Quoted(name), " appears twice");
-    }
-    StatusOr<std::string> dtype_name = SafetensorsDtypeName(tensor.dtype());
-    if (!dtype_name.ok()) {
-      return InvalidArgument("cannot write tensor ", Quoted(name), " to ", path, ": ",
-                             dtype_name.status().message());
-    }
-    const uint64_t bytes = tensor.TotalBytes();
-    if (bytes > 0 && tensor.raw_data() == nullptr) {
-      return InvalidArgument("cannot write tensor ", Quoted(name), " to ", path,
-                             ": it has no buffer");
-    }
-    SafetensorsEntry entry;
-    entry.name = name;
-    entry.dtype = tensor.dtype();
-    entry.shape = tensor.shape();
-    entry.begin = offset;
-    entry.end = offset + bytes;
-    entry.has_crc32c = true;
-    entry.crc32c = Crc32c(tensor.raw_data(), bytes);
-    offset = entry.end;
-    entries.push_back({{"dtype", *dtype_name},
-                       {"shape", tensor.shape().dim_sizes()},
-                       {"data_offsets", {entry.begin, entry.end}}});
-    metadata_json[StrCat(kCrcPrefix, name)] = Crc32cToHex(entry.crc32c);
-    info.tensors.push_back(std::move(entry));
-  }
-  // The header is put together by hand so that the tensors keep the order given.
-  std::string header_text;
-  try {
-    header_text = StrCat("{", Json(kMetadataKey).dump(), ":", metadata_json.dump());
-    for (size_t i = 0; i < entries.size(); ++i) {
-      header_text += StrCat(",", Json(tensors[i].first).dump(), ":", entries[i].dump());
-    }
-    header_text += "}";
-  } catch (const std::exception& e) {
-    // dump() throws on strings that are not UTF-8, which JSON cannot hold.
-    return InvalidArgument("cannot write ", path,
-                           ": a tensor name or metadata entry is not valid UTF-8 (", e.what(), ")");
-  }
-  header_text.append((8 - header_text.size() % 8) % 8, ' ');
-  if (header_text.size() > kMaxHeaderBytes) {
-    return InvalidArgument("cannot write ", path, ": its header would take ", header_text.size(),
-                           " bytes, beyond the ", kMaxHeaderBytes, " that readers accept");
-  }
-  char length[8];
-  uint64_t header_bytes = header_text.size();
-  std::memcpy(length, &header_bytes, sizeof(length));
-
-  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<DurableFileWriter> writer, DurableFileWriter::Create(path));
-  WEFT_RETURN_IF_ERROR(writer->Append(length, sizeof(length)));
-  WEFT_RETURN_IF_ERROR(writer->Append(header_text));
-  for (const auto& [name, tensor] : tensors) {
-    const char* data = static_cast<const char*>(tensor.raw_data());
-    const size_t bytes = tensor.TotalBytes();
-    const size_t piece = options.piece_bytes > 0 ? options.piece_bytes : bytes;
-    for (size_t done = 0; done < bytes; done += piece) {
-      WEFT_RETURN_IF_ERROR(writer->Append(data + done, std::min(piece, bytes - done)));
-      if (options.piece_bytes > 0 && options.between_pieces) options.between_pieces();
-    }
-  }
-  WEFT_RETURN_IF_ERROR(writer->Commit());
-  info.file_bytes = sizeof(length) + header_bytes + offset;
+  WEFT_ASSIGN_OR_RETURN(const uint64_t data_bytes,
+                        LayOutTensors(path, tensors, &info, &entries, &metadata_json));
+  WEFT_ASSIGN_OR_RETURN(const std::string header_text,
+                        HeaderText(path, tensors, metadata_json, entries));
+  WEFT_RETURN_IF_ERROR(WriteFileContents(path, header_text, tensors, options));
+  info.file_bytes = 8 + header_text.size() + data_bytes;
   return info;
 }
 
@@ -252,6 +367,23 @@ SafetensorsReader::~SafetensorsReader() {
 }
 
 Status SafetensorsReader::ParseHeader() {
+  WEFT_ASSIGN_OR_RETURN(const std::string text, ReadHeaderText());
+  std::vector<std::string> keys;
+  WEFT_ASSIGN_OR_RETURN(const Json header, ParseHeaderJson(text, path_, &keys));
+  for (const std::string& name : keys) {
+    const Json& value = header.at(name);
+    if (name == kMetadataKey) {
+      WEFT_RETURN_IF_ERROR(ParseMetadataEntry(value, path_, &metadata_));
+      continue;
+    }
+    WEFT_ASSIGN_OR_RETURN(SafetensorsEntry entry, ParseTensorEntry(name, value, path_));
+    tensors_.push_back(std::move(entry));
+  }
+  WEFT_RETURN_IF_ERROR(CheckDataLayout());
+  return ReadChecksums();
+}
+
+StatusOr<std::string> SafetensorsReader::ReadHeaderText() {
   if (file_bytes_ < 8) {
     return DataLoss("file ", path_, " is truncated: it has ", file_bytes_,
                     " bytes, fewer than the 8-byte header length");
@@ -274,83 +406,10 @@ Status SafetensorsReader::ParseHeader() {
   WEFT_RETURN_IF_ERROR(PreadFully(fd_, 8, text.data(), text.size(), path_, &got));
   if (got < text.size()) return DataLoss("file ", path_, " is truncated while being read");
   data_start_ = 8 + header_bytes;
+  return text;
+}
 
-  // A first, DOM-less pass records the top-level keys in file order, which the std::map inside
-  // Json forgets, and reveals duplicate names, which the map would silently merge. (nlohmann's
-  // parser callback could record them too, but it rescans the enclosing object after every
-  // entry: quadratic in the number of tensors.)
-  TopLevelKeys recorder;
-  if (!Json::sax_parse(text, &recorder)) {
-    return DataLoss("the header of ", path_, " is not valid JSON");
-  }
-  const Json header = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (header.is_discarded()) return DataLoss("the header of ", path_, " is not valid JSON");
-  if (!header.is_object()) return DataLoss("the header of ", path_, " is not a JSON object");
-  const std::vector<std::string>& keys = recorder.keys();
-  if (keys.size() != header.size()) {
-    std::set<std::string_view> seen;
-    for (const std::string& key : keys) {
-      if (!seen.insert(key).second) {
-        return DataLoss("the header of ", path_, " names ", Quoted(key), " twice");
-      }
-    }
-  }
-
-  for (const std::string& name : keys) {
-    const Json& value = header.at(name);
-    const std::string tensor = StrCat("tensor ", Quoted(name), " in file ", path_);
-    if (name == kMetadataKey) {
-      if (!value.is_object()) return DataLoss(kMetadataKey, " of ", path_, " is not an object");
-      for (const auto& [key, text_value] : value.items()) {
-        if (!text_value.is_string()) {
-          return DataLoss(kMetadataKey, " of ", path_, " holds a non-string value for key ",
-                          Quoted(key));
-        }
-        metadata_[key] = text_value.get<std::string>();
-      }
-      continue;
-    }
-    if (!value.is_object()) return DataLoss(tensor, ": its header entry is not a JSON object");
-    SafetensorsEntry entry;
-    entry.name = name;
-    const auto dtype = value.find("dtype");
-    if (dtype == value.end() || !dtype->is_string()) {
-      return DataLoss(tensor, ": \"dtype\" is missing or not a string");
-    }
-    const std::string dtype_name = dtype->get<std::string>();
-    entry.dtype = DataTypeFromSafetensorsName(dtype_name);
-    if (entry.dtype == DataType::kInvalid) {
-      return DataLoss(tensor, " has dtype ", Quoted(dtype_name.substr(0, 32)),
-                      ", which Weft does not read (it reads F32, F64, I32, I64, U8, BOOL)");
-    }
-    const auto shape = value.find("shape");
-    std::string why;
-    if (shape == value.end()) return DataLoss(tensor, ": \"shape\" is missing");
-    if (!internal::JsonShape(*shape, &entry.shape, &why)) return DataLoss(tensor, ": ", why);
-    const auto offsets = value.find("data_offsets");
-    if (offsets == value.end() || !offsets->is_array() || offsets->size() != 2) {
-      return DataLoss(tensor, ": \"data_offsets\" is missing or not a pair [begin, end]");
-    }
-    const std::optional<uint64_t> begin = internal::JsonUint64((*offsets)[0]);
-    const std::optional<uint64_t> end = internal::JsonUint64((*offsets)[1]);
-    if (!begin.has_value() || !end.has_value() || *begin > *end) {
-      return DataLoss(tensor, ": data_offsets [", internal::JsonForMessage((*offsets)[0]), ", ",
-                      internal::JsonForMessage((*offsets)[1]), "]",
-                      " are not two non-negative integers with begin <= end");
-    }
-    entry.begin = *begin;
-    entry.end = *end;
-    const uint64_t elements = static_cast<uint64_t>(entry.shape.num_elements());
-    const uint64_t element_bytes = DataTypeSize(entry.dtype);
-    if (elements > std::numeric_limits<uint64_t>::max() / element_bytes ||
-        elements * element_bytes != entry.end - entry.begin) {
-      return DataLoss(tensor, ": data_offsets [", entry.begin, ", ", entry.end, ") hold ",
-                      entry.end - entry.begin, " bytes, but dtype ", dtype_name, " and shape ",
-                      entry.shape, " need ", elements, " x ", element_bytes);
-    }
-    tensors_.push_back(std::move(entry));
-  }
-
+Status SafetensorsReader::CheckDataLayout() {
   // File order is data order; the stable sort keeps header order among empty tensors.
   std::stable_sort(
       tensors_.begin(), tensors_.end(),
@@ -380,7 +439,10 @@ Status SafetensorsReader::ParseHeader() {
                     " bytes of a data section of ", data_bytes, ")");
   }
   for (size_t i = 0; i < tensors_.size(); ++i) index_.emplace(tensors_[i].name, i);
+  return Status::OK();
+}
 
+Status SafetensorsReader::ReadChecksums() {
   for (const auto& [key, value] : metadata_) {
     if (!key.starts_with(kCrcPrefix)) continue;
     const std::string name = key.substr(kCrcPrefix.size());

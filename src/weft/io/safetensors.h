@@ -96,6 +96,13 @@ class SafetensorsReader {
   SafetensorsReader() = default;
   // Reads and checks the header; fills everything below but fd_, path_ and file_bytes_.
   Status ParseHeader();
+  // ParseHeader's steps. The header's JSON text, read after its 8-byte length; sets data_start_.
+  StatusOr<std::string> ReadHeaderText();
+  // Sorts tensors_ into file order, checks that their data fills the data section exactly (no
+  // overlap, hole or truncation) and indexes them by name.
+  Status CheckDataLayout();
+  // Takes each tensor's CRC32C from the metadata: every tensor has one, or none does.
+  Status ReadChecksums();
 
   std::string path_;
   int fd_ = -1;

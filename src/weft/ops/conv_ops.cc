@@ -241,9 +241,8 @@ OpDefBuilder& AddPoolAttrs(OpDefBuilder& builder,
       .Attr("data_format: {'NHWC', 'NCHW'} = 'NHWC'");
 }
 
-}  // namespace
-
-void RegisterConvOps(OpRegistry& registry) {
+// Conv2D, its fused form and its two gradients.
+void RegisterConv2DOps(OpRegistry& registry) {
   OpDefBuilder conv("Conv2D");
   conv.Input("input: T").Input("filter: T").Output("output: T");
   registry.RegisterOrDie(
@@ -281,7 +280,10 @@ void RegisterConvOps(OpRegistry& registry) {
                              .SetIsInternal()
                              .SetShapeFn(Conv2DBackpropFilterShape)
                              .Doc("Gradient of Conv2D with respect to its filter."));
+}
 
+// MaxPool, its gradient and the gradient's fused form.
+void RegisterMaxPoolOps(OpRegistry& registry) {
   OpDefBuilder max_pool("MaxPool");
   max_pool.Input("input: T").Output("output: T");
   registry.RegisterOrDie(AddPoolAttrs(max_pool).SetShapeFn(PoolShape).Doc(
@@ -305,7 +307,9 @@ void RegisterConvOps(OpRegistry& registry) {
                              .SetIsInternal()
                              .SetShapeFn(MaxPoolGradShape)
                              .Doc("MaxPoolGrad, then ReluGrad with orig_input as the features."));
+}
 
+void RegisterAvgPoolOps(OpRegistry& registry) {
   constexpr const char* kFloatTypes = "T: {float32, float64}";
   OpDefBuilder avg_pool("AvgPool");
   avg_pool.Input("value: T").Output("output: T");
@@ -324,6 +328,14 @@ void RegisterConvOps(OpRegistry& registry) {
                              .SetShapeFn(AvgPoolGradShape)
                              .Doc("Spreads each grad value evenly over its window's cells inside "
                                   "the image."));
+}
+
+}  // namespace
+
+void RegisterConvOps(OpRegistry& registry) {
+  RegisterConv2DOps(registry);
+  RegisterMaxPoolOps(registry);
+  RegisterAvgPoolOps(registry);
 }
 
 }  // namespace weft::ops

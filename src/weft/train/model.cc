@@ -4,36 +4,10 @@
 
 #include "weft/core/str_util.h"
 #include "weft/train/model_graph.h"
+#include "weft/train/model_graph_builder.h"
 
 namespace weft::train {
 namespace {
-
-PartialShape WithBatch(const PartialShape& example) {
-  std::vector<int64_t> dims = {-1};
-  if (example.rank_known()) dims.insert(dims.end(), example.dims().begin(), example.dims().end());
-  return PartialShape(std::move(dims));
-}
-
-// The unique layers of `calls`, first call first.
-std::vector<LayerCallContext::Call> UniqueCalls(const std::vector<LayerCallContext::Call>& calls) {
-  std::vector<LayerCallContext::Call> unique;
-  for (const LayerCallContext::Call& call : calls) {
-    bool seen = std::any_of(unique.begin(), unique.end(),
-                            [&](const auto& other) { return other.layer == call.layer; });
-    if (!seen) unique.push_back(call);
-  }
-  return unique;
-}
-
-std::vector<Variable> TrainableIn(const std::vector<LayerCallContext::Call>& calls,
-                                  const Graph* graph, int replica) {
-  std::vector<Variable> variables;
-  for (const LayerCallContext::Call& call : UniqueCalls(calls)) {
-    std::vector<Variable> own = call.layer->VariablesIn(graph, replica, /*trainable_only=*/true);
-    variables.insert(variables.end(), own.begin(), own.end());
-  }
-  return variables;
-}
 
 // The highest "CPU:<k>" of `devices`, plus one: the CPU devices a local session needs.
 int CpuDeviceCount(const std::vector<std::string>& devices) {
@@ -45,11 +19,6 @@ int CpuDeviceCount(const std::vector<std::string>& devices) {
   }
   return count;
 }
-
-// A metric's running totals: sync-on-read SUM variables, one component per replica.
-struct MetricTotals {
-  std::shared_ptr<distribute::DistributedVariable> total, count;
-};
 
 }  // namespace
 
@@ -109,186 +78,24 @@ Status Model::EnsureBuilt(const InputSpec& input, const Tensor* labels) {
   const bool build_inference = !graph.has_inference;
   if (!build_training && !build_inference) return Status::OK();
   graph.input = input;
-  const Scope& root = graph.root;
-  const Graph* raw_graph = root.graph();
   distribute::StrategyScope in_scope = strategy.Scope();
-  const int replicas = strategy.num_local_replicas();
-
-  // Labels [batch, ...] as the first batch's, with any batch size.
-  PartialShape label_shape;
-  if (labels != nullptr) {
-    std::vector<int64_t> dims = {-1};
-    for (int i = 1; i < labels->dims(); ++i) dims.push_back(labels->dim_size(i));
-    label_shape = PartialShape(std::move(dims));
-  }
-
-  // Builds one part: per replica, placeholders, the model, and `finish`'s outputs and steps.
-  using Finish =
-      std::function<Status(distribute::ReplicaContext & context, const Scope& scope,
-                           const Output& inputs, const Output& labels, const Output& predictions,
-                           LayerCallContext& calls, std::vector<Output>* outputs)>;
-  auto build_part = [&](bool training, bool with_labels, ReplicaNames* names,
-                        const Finish& finish) -> Status {
-    names->inputs.assign(replicas, "");
-    names->labels.assign(with_labels ? replicas : 0, "");
-    names->outputs.assign(replicas, "");
-    names->steps.assign(replicas, "");
-    auto replica_fn = [&](distribute::ReplicaContext& context,
-                          const Scope& scope) -> StatusOr<std::vector<Output>> {
-      const int r = context.replica_id();
-      Output inputs = ops::Placeholder(scope.WithOpName(training ? "inputs" : "eval_inputs"),
-                                       input.dtype, WithBatch(input.shape));
-      Output label_placeholder;
-      if (with_labels) {
-        label_placeholder = ops::Placeholder(scope.WithOpName(training ? "labels" : "eval_labels"),
-                                             labels->dtype(), label_shape);
-      }
-      LayerCallContext calls(training);
-      Output predictions = call_(scope, inputs);
-      WEFT_RETURN_IF_ERROR(scope.status());
-      if (!predictions) return InvalidArgument("model '", name_, "' built no output");
-      if (r == 0 && graph.calls.empty()) graph.calls = UniqueCalls(calls.calls());
-      std::vector<Output> outputs;
-      WEFT_RETURN_IF_ERROR(
-          finish(context, scope, inputs, label_placeholder, predictions, calls, &outputs));
-      WEFT_RETURN_IF_ERROR(scope.status());
-      names->inputs[r] = inputs.name();
-      if (with_labels) names->labels[r] = label_placeholder.name();
-      names->outputs[r] = outputs[0].name();
-      if (outputs.size() > 1) names->steps[r] = outputs[1].name();
-      return outputs;
-    };
-    return strategy.Run(root, replica_fn).status();
-  };
-
+  ModelGraphBuilder builder(strategy, {name_, call_, loss_, *optimizer_, metrics_}, graph, input,
+                            labels);
   if (build_training) {
-    // The totals of the loss and of each metric.
-    std::vector<MetricTotals> totals;
-    graph.metric_names = {"loss"};
-    for (const Metric& metric : metrics_) graph.metric_names.push_back(metric.name());
-    Scope metrics_scope = root.NewSubScope("metrics");
-    for (const std::string& metric : graph.metric_names) {
-      MetricTotals made;
-      const Scope metric_scope = metrics_scope.NewSubScope(metric);
-      for (auto [name, slot] : {std::pair{"total", &made.total}, std::pair{"count", &made.count}}) {
-        WEFT_ASSIGN_OR_RETURN(
-            *slot, strategy.CreateVariable(metric_scope, name, TensorShape(), DataType::kFloat,
-                                           Initializer::Zeros(), VariableSynchronization::kOnRead,
-                                           VariableAggregation::kSum));
-        graph.pending_initializers.push_back((*slot)->initializer());
-        graph.variables.push_back(*slot);
-      }
-      totals.push_back(std::move(made));
-    }
-    // Adds this replica's batch to its components of the totals.
-    auto update_metrics = [&](int r, const Scope& scope, const Output& inputs, const Output& labels,
-                              const Output& predictions, const Output& loss) {
-      Scope update = scope.NewSubScope("update_metrics");
-      // This replica's examples, as a float scalar.
-      Output batch = ops::Cast(
-          update, ops::Sum(update, ops::Slice(update, ops::Shape(update, inputs), {0}, {1}), 0),
-          DataType::kFloat);
-      std::vector<Output> updates = {
-          totals[0].total->component(r).AssignAdd(update, ops::Mul(update, loss, batch)),
-          totals[0].count->component(r).AssignAdd(update, batch)};
-      for (size_t m = 0; m < metrics_.size(); ++m) {
-        Output values = metrics_[m](update, labels, predictions);
-        updates.push_back(
-            totals[m + 1].total->component(r).AssignAdd(update, ops::Sum(update, values, 0)));
-        updates.push_back(totals[m + 1].count->component(r).AssignAdd(
-            update, ops::Cast(update, ops::Size(update, values), DataType::kFloat)));
-      }
-      return updates;
-    };
-    WEFT_RETURN_IF_ERROR(build_part(
-        /*training=*/true, /*with_labels=*/true, &graph.training,
-        [&](distribute::ReplicaContext& context, const Scope& scope, const Output& inputs,
-            const Output& labels, const Output& predictions, LayerCallContext& calls,
-            std::vector<Output>* outputs) -> Status {
-          Output loss = loss_(scope, labels, predictions);
-          WEFT_RETURN_IF_ERROR(scope.status());
-          WEFT_ASSIGN_OR_RETURN(
-              Output train_op,
-              optimizer_->Minimize(scope, loss,
-                                   TrainableIn(calls.calls(), raw_graph, context.replica_id()),
-                                   &context));
-          std::vector<Output> step = {train_op};
-          step.insert(step.end(), calls.updates().begin(), calls.updates().end());
-          std::vector<Output> metric_updates =
-              update_metrics(context.replica_id(), scope, inputs, labels, predictions, loss);
-          step.insert(step.end(), metric_updates.begin(), metric_updates.end());
-          *outputs = {loss,
-                      ops::NoOp(scope.WithOpName("train_step").WithControlDependencies(step))};
-          return Status::OK();
-        }));
-    WEFT_RETURN_IF_ERROR(build_part(
-        /*training=*/false, /*with_labels=*/true, &graph.evaluation,
-        [&](distribute::ReplicaContext& context, const Scope& scope, const Output& inputs,
-            const Output& labels, const Output& predictions, LayerCallContext&,
-            std::vector<Output>* outputs) -> Status {
-          Output loss = loss_(scope, labels, predictions);
-          std::vector<Output> metric_updates =
-              update_metrics(context.replica_id(), scope, inputs, labels, predictions, loss);
-          *outputs = {
-              loss,
-              ops::NoOp(scope.WithOpName("eval_step").WithControlDependencies(metric_updates))};
-          return Status::OK();
-        }));
+    WEFT_RETURN_IF_ERROR(builder.BuildMetricTotals());
+    WEFT_RETURN_IF_ERROR(builder.BuildTrainingPart());
+    WEFT_RETURN_IF_ERROR(builder.BuildEvaluationPart());
     AdoptNewVariables();
-    // The results (cross-replica reads), their reset, the learning rate and the moving
-    // statistics' synchronisation.
-    Scope results = root.NewSubScope("metric_results");
-    std::vector<Output> resets;
-    for (const MetricTotals& metric : totals) {
-      WEFT_ASSIGN_OR_RETURN(Output total, metric.total->Read(results, nullptr));
-      WEFT_ASSIGN_OR_RETURN(Output count, metric.count->Read(results, nullptr));
-      graph.metric_results.push_back(
-          ops::Div(results, total, ops::Maximum(results, count, ops::Const(results, 1e-12f)))
-              .name());
-      for (const auto& variable : {metric.total, metric.count}) {
-        WEFT_ASSIGN_OR_RETURN(Output reset,
-                              variable->Assign(results, ops::Const(results, 0.0f), nullptr));
-        resets.push_back(reset);
-      }
-    }
-    graph.reset_metrics =
-        ops::NoOp(results.WithOpName("reset").WithControlDependencies(resets)).name();
-    Scope learning_rate = root.NewSubScope("learning_rate");
-    Output value =
-        ops::Placeholder(learning_rate.WithOpName("value"), DataType::kFloat, PartialShape({}));
-    graph.learning_rate_value = value.name();
-    WEFT_ASSIGN_OR_RETURN(Output assign, optimizer_->AssignLearningRate(learning_rate, value));
-    graph.assign_learning_rate = assign.name();
-    std::vector<Output> syncs;
-    if (strategy.num_replicas_in_sync() > 1) {
-      Scope sync = root.NewSubScope("sync_on_read_means");
-      for (const auto& variable : graph.variables) {
-        if (variable->synchronization() != VariableSynchronization::kOnRead ||
-            variable->aggregation() != VariableAggregation::kMean) {
-          continue;
-        }
-        WEFT_ASSIGN_OR_RETURN(Output mean, variable->Read(sync, nullptr));
-        WEFT_ASSIGN_OR_RETURN(Output assigned, variable->Assign(sync, mean, nullptr));
-        syncs.push_back(assigned);
-      }
-    }
-    if (!syncs.empty()) {
-      graph.sync_on_read_means =
-          ops::NoOp(root.WithOpName("sync_on_read_means").WithControlDependencies(syncs)).name();
-    }
+    WEFT_RETURN_IF_ERROR(builder.BuildMetricResults());
+    WEFT_RETURN_IF_ERROR(builder.BuildLearningRate());
+    WEFT_RETURN_IF_ERROR(builder.BuildSyncOnReadMeans());
     graph.has_training = true;
   }
   if (build_inference) {
-    WEFT_RETURN_IF_ERROR(build_part(
-        /*training=*/false, /*with_labels=*/false, &graph.inference,
-        [](distribute::ReplicaContext&, const Scope&, const Output&, const Output&,
-           const Output& predictions, LayerCallContext&, std::vector<Output>* outputs) {
-          *outputs = {predictions};
-          return Status::OK();
-        }));
+    WEFT_RETURN_IF_ERROR(builder.BuildInferencePart());
     graph.has_inference = true;
   }
-  WEFT_RETURN_IF_ERROR(root.status());
+  WEFT_RETURN_IF_ERROR(graph.root.status());
 
   // Sends what is new to the session and initializes the new variables.
   AdoptNewVariables();

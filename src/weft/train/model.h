@@ -41,6 +41,7 @@
 namespace weft::train {
 
 class Callback;
+class FitLoop;
 struct ModelGraph;
 struct ReplicaNames;
 
@@ -153,6 +154,7 @@ class Model {
 
  private:
   friend struct ModelGraph;
+  friend class FitLoop;
   // Builds what is missing: the inference graph for `input`, and with `labels` (the first batch's
   // labels) the training and evaluation graphs.
   Status EnsureBuilt(const InputSpec& input, const Tensor* labels);

@@ -1,4 +1,5 @@
-// Model's Fit, Evaluate and Predict loops and its Summary (the graph is built in model.cc).
+// Model's Fit, Evaluate and Predict loops and its Summary (the graph is built in model.cc, by
+// model_graph_builder.cc's steps).
 #include <chrono>
 #include <cstring>
 #include <vector>
@@ -59,6 +60,20 @@ Status CheckElement(const data::Element& element, size_t components, std::string
       return InvalidArgument(what, " needs batched elements (Dataset::Batch), but component ", c,
                              " is a scalar");
     }
+  }
+  return Status::OK();
+}
+
+Status CheckFitOptions(const FitOptions& options) {
+  if (options.epochs < 1) {
+    return InvalidArgument("Fit: epochs must be positive, got ", options.epochs);
+  }
+  if (options.steps_per_epoch == 0 || options.steps_per_epoch < -1) {
+    return InvalidArgument("Fit: steps_per_epoch must be positive or -1, got ",
+                           options.steps_per_epoch);
+  }
+  if (options.max_steps < -1) {
+    return InvalidArgument("Fit: max_steps must be -1 or at least 0, got ", options.max_steps);
   }
   return Status::OK();
 }
@@ -181,17 +196,147 @@ Status Model::SetLearningRate(double learning_rate) {
   return Status::OK();
 }
 
+// One Fit call's epochs and batches, after the graph is built and OnTrainBegin ran. Its steps
+// share the epoch's iterator and the batch read ahead, and every traced step's metadata. Borrows
+// the model, the dataset and the options.
+class FitLoop {
+ public:
+  // `skip`: the batches of the first epoch that a resumed run already did.
+  FitLoop(Model& model, const data::Dataset& dataset, const FitOptions& options, int64_t skip)
+      : model_(model), dataset_(dataset), options_(options), skip_(skip) {
+    trace_options_.set_trace_level(proto::RunOptions::FULL_TRACE);
+  }
+
+  // Each epoch's logs, from the model's position on, until the epochs, max_steps or a callback's
+  // StopTraining end it.
+  StatusOr<History> Run();
+
+ private:
+  // Whether the global step reached options.max_steps.
+  bool Capped() const {
+    return options_.max_steps >= 0 && model_.position_.global_step >= options_.max_steps;
+  }
+  // Begins `epoch`: its iterator, OnEpochBegin, the metrics' reset, the batches to skip and the
+  // first batch read ahead.
+  Status StartEpoch(int epoch);
+  // Trains on the batch read ahead, reads the next one, and calls the callbacks with its logs.
+  Status RunStep(int epoch);
+  // The epoch's logs (the metrics, and the validation data's), given to OnEpochEnd.
+  StatusOr<Logs> EndEpoch(int epoch);
+
+  Model& model_;
+  const data::Dataset& dataset_;
+  const FitOptions& options_;
+  int64_t skip_;
+  std::unique_ptr<data::Iterator> iterator_;
+  // One batch ahead, so that the step that ends the epoch knows it does (its position is then the
+  // next epoch's start).
+  data::Element next_;
+  bool end_ = false;
+  int64_t in_epoch_ = 0;  // batches of the current epoch done, skipped ones included
+  std::vector<Tensor> outputs_;
+  proto::RunOptions trace_options_;
+  TracedStepMetadata traced_metadata_;
+};
+
+StatusOr<History> FitLoop::Run() {
+  History history;
+  for (int epoch = static_cast<int>(model_.position_.epoch);
+       epoch < options_.epochs && !model_.stop_training_ && !Capped(); ++epoch) {
+    WEFT_RETURN_IF_ERROR(StartEpoch(epoch));
+    while (!end_ && !Capped() && !model_.stop_training_) WEFT_RETURN_IF_ERROR(RunStep(epoch));
+    WEFT_ASSIGN_OR_RETURN(Logs logs, EndEpoch(epoch));
+    history.epochs.push_back(std::move(logs));
+  }
+  return history;
+}
+
+Status FitLoop::StartEpoch(int epoch) {
+  WEFT_ASSIGN_OR_RETURN(iterator_, dataset_.MakeIterator(static_cast<uint64_t>(epoch)));
+  for (Callback* callback : options_.callbacks) {
+    WEFT_RETURN_IF_ERROR(callback->OnEpochBegin(model_, epoch));
+  }
+  // A resumed epoch keeps the metrics' totals the checkpoint restored.
+  if (skip_ == 0) {
+    WEFT_RETURN_IF_ERROR(model_.session_->Run({}, {}, {model_.graph_->reset_metrics}, &outputs_));
+  }
+  next_.clear();
+  end_ = false;
+  in_epoch_ = 0;
+  for (; in_epoch_ < skip_ && !end_; ++in_epoch_) {
+    WEFT_RETURN_IF_ERROR(iterator_->GetNext(&next_, &end_));
+  }
+  if (end_) {
+    return FailedPrecondition("Fit: resuming at batch ", skip_, " of epoch ", epoch + 1,
+                              ", but this dataset's epoch has only ", in_epoch_ - 1, " batches");
+  }
+  skip_ = 0;
+  WEFT_RETURN_IF_ERROR(iterator_->GetNext(&next_, &end_));
+  if (end_ && in_epoch_ == 0) {
+    return InvalidArgument("Fit: epoch ", epoch + 1, " of the dataset is empty");
+  }
+  return Status::OK();
+}
+
+Status FitLoop::RunStep(int epoch) {
+  TrainPosition& position = model_.position_;
+  data::Element batch = std::move(next_);
+  WEFT_RETURN_IF_ERROR(CheckElement(batch, 2, "Fit"));
+  bool traced = false;
+  for (Callback* callback : options_.callbacks) {
+    traced = traced || callback->TraceTrainBatch(position.global_step + 1);
+  }
+  proto::RunMetadata* metadata = traced ? traced_metadata_.Fresh() : nullptr;
+  const int64_t start_nanos = StepStatsNowNanos();
+  const auto start = Clock::now();
+  WEFT_RETURN_IF_ERROR(model_.RunBatch(batch, model_.graph_->training, /*allow_uneven=*/false,
+                                       &outputs_, traced ? &trace_options_ : nullptr, metadata));
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const int64_t end_nanos = StepStatsNowNanos();
+  double loss = 0;
+  for (const Tensor& replica_loss : outputs_) loss += *replica_loss.data<float>();
+  ++in_epoch_;
+  ++position.global_step;
+  const bool last = options_.steps_per_epoch > 0 && in_epoch_ >= options_.steps_per_epoch;
+  if (!last) WEFT_RETURN_IF_ERROR(iterator_->GetNext(&next_, &end_));
+  position.epoch = last || end_ ? epoch + 1 : epoch;
+  position.batch_index = last || end_ ? 0 : in_epoch_;
+  if (last) end_ = true;
+  Logs logs = {{"loss", loss / static_cast<double>(outputs_.size())},
+               {"examples", static_cast<double>(batch[0].dim_size(0))},
+               {"seconds", seconds},
+               {"batch", static_cast<double>(in_epoch_)},
+               {"step", static_cast<double>(position.global_step)},
+               {"steps", static_cast<double>(options_.steps_per_epoch)},
+               {"epochs", static_cast<double>(options_.epochs)}};
+  for (Callback* callback : options_.callbacks) {
+    if (traced) {
+      WEFT_RETURN_IF_ERROR(
+          callback->OnTrainBatchTraced(model_, metadata->step_stats(), start_nanos, end_nanos));
+    }
+    WEFT_RETURN_IF_ERROR(callback->OnTrainBatchEnd(model_, logs));
+  }
+  return Status::OK();
+}
+
+StatusOr<Logs> FitLoop::EndEpoch(int epoch) {
+  if (!model_.graph_->sync_on_read_means.empty()) {
+    WEFT_RETURN_IF_ERROR(
+        model_.session_->Run({}, {}, {model_.graph_->sync_on_read_means}, &outputs_));
+  }
+  WEFT_ASSIGN_OR_RETURN(Logs logs, model_.ReadMetrics(""));
+  if (options_.validation_data.has_value()) {
+    WEFT_ASSIGN_OR_RETURN(Logs validation, model_.Evaluate(*options_.validation_data));
+    for (const auto& [name, value] : validation) logs["val_" + name] = value;
+  }
+  for (Callback* callback : options_.callbacks) {
+    WEFT_RETURN_IF_ERROR(callback->OnEpochEnd(model_, epoch, logs));
+  }
+  return logs;
+}
+
 StatusOr<History> Model::Fit(const data::Dataset& dataset, const FitOptions& options) {
-  if (options.epochs < 1) {
-    return InvalidArgument("Fit: epochs must be positive, got ", options.epochs);
-  }
-  if (options.steps_per_epoch == 0 || options.steps_per_epoch < -1) {
-    return InvalidArgument("Fit: steps_per_epoch must be positive or -1, got ",
-                           options.steps_per_epoch);
-  }
-  if (options.max_steps < -1) {
-    return InvalidArgument("Fit: max_steps must be -1 or at least 0, got ", options.max_steps);
-  }
+  WEFT_RETURN_IF_ERROR(CheckFitOptions(options));
   {
     // The graph is built from the first batch's shapes, before any callback runs.
     data::Element first;
@@ -207,91 +352,8 @@ StatusOr<History> Model::Fit(const data::Dataset& dataset, const FitOptions& opt
     position_ = *resume_;
     skip = resume_->batch_index;
   }
-  auto capped = [&] {
-    return options.max_steps >= 0 && position_.global_step >= options.max_steps;
-  };
-  History history;
-  std::vector<Tensor> outputs;
-  proto::RunOptions trace_options;
-  trace_options.set_trace_level(proto::RunOptions::FULL_TRACE);
-  TracedStepMetadata traced_metadata;
-  for (int epoch = static_cast<int>(position_.epoch);
-       epoch < options.epochs && !stop_training_ && !capped(); ++epoch) {
-    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<data::Iterator> iterator,
-                          dataset.MakeIterator(static_cast<uint64_t>(epoch)));
-    for (Callback* callback : options.callbacks) {
-      WEFT_RETURN_IF_ERROR(callback->OnEpochBegin(*this, epoch));
-    }
-    // A resumed epoch keeps the metrics' totals the checkpoint restored.
-    if (skip == 0) WEFT_RETURN_IF_ERROR(session_->Run({}, {}, {graph_->reset_metrics}, &outputs));
-    data::Element batch, next;
-    bool end = false;
-    int64_t in_epoch = 0;
-    for (; in_epoch < skip && !end; ++in_epoch) {
-      WEFT_RETURN_IF_ERROR(iterator->GetNext(&next, &end));
-    }
-    if (end) {
-      return FailedPrecondition("Fit: resuming at batch ", skip, " of epoch ", epoch + 1,
-                                ", but this dataset's epoch has only ", in_epoch - 1, " batches");
-    }
-    skip = 0;
-    // One batch ahead, so that the step that ends the epoch knows it does (its position is then
-    // the next epoch's start).
-    WEFT_RETURN_IF_ERROR(iterator->GetNext(&next, &end));
-    if (end && in_epoch == 0) {
-      return InvalidArgument("Fit: epoch ", epoch + 1, " of the dataset is empty");
-    }
-    while (!end && !capped() && !stop_training_) {
-      batch = std::move(next);
-      WEFT_RETURN_IF_ERROR(CheckElement(batch, 2, "Fit"));
-      bool traced = false;
-      for (Callback* callback : options.callbacks) {
-        traced = traced || callback->TraceTrainBatch(position_.global_step + 1);
-      }
-      proto::RunMetadata* metadata = traced ? traced_metadata.Fresh() : nullptr;
-      const int64_t start_nanos = StepStatsNowNanos();
-      const auto start = Clock::now();
-      WEFT_RETURN_IF_ERROR(RunBatch(batch, graph_->training, /*allow_uneven=*/false, &outputs,
-                                    traced ? &trace_options : nullptr, metadata));
-      const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-      const int64_t end_nanos = StepStatsNowNanos();
-      double loss = 0;
-      for (const Tensor& replica_loss : outputs) loss += *replica_loss.data<float>();
-      ++in_epoch;
-      ++position_.global_step;
-      const bool last = options.steps_per_epoch > 0 && in_epoch >= options.steps_per_epoch;
-      if (!last) WEFT_RETURN_IF_ERROR(iterator->GetNext(&next, &end));
-      position_.epoch = last || end ? epoch + 1 : epoch;
-      position_.batch_index = last || end ? 0 : in_epoch;
-      if (last) end = true;
-      Logs logs = {{"loss", loss / static_cast<double>(outputs.size())},
-                   {"examples", static_cast<double>(batch[0].dim_size(0))},
-                   {"seconds", seconds},
-                   {"batch", static_cast<double>(in_epoch)},
-                   {"step", static_cast<double>(position_.global_step)},
-                   {"steps", static_cast<double>(options.steps_per_epoch)},
-                   {"epochs", static_cast<double>(options.epochs)}};
-      for (Callback* callback : options.callbacks) {
-        if (traced) {
-          WEFT_RETURN_IF_ERROR(
-              callback->OnTrainBatchTraced(*this, metadata->step_stats(), start_nanos, end_nanos));
-        }
-        WEFT_RETURN_IF_ERROR(callback->OnTrainBatchEnd(*this, logs));
-      }
-    }
-    if (!graph_->sync_on_read_means.empty()) {
-      WEFT_RETURN_IF_ERROR(session_->Run({}, {}, {graph_->sync_on_read_means}, &outputs));
-    }
-    WEFT_ASSIGN_OR_RETURN(Logs logs, ReadMetrics(""));
-    if (options.validation_data.has_value()) {
-      WEFT_ASSIGN_OR_RETURN(Logs validation, Evaluate(*options.validation_data));
-      for (const auto& [name, value] : validation) logs["val_" + name] = value;
-    }
-    for (Callback* callback : options.callbacks) {
-      WEFT_RETURN_IF_ERROR(callback->OnEpochEnd(*this, epoch, logs));
-    }
-    history.epochs.push_back(std::move(logs));
-  }
+  FitLoop loop(*this, dataset, options, skip);
+  WEFT_ASSIGN_OR_RETURN(History history, loop.Run());
   for (Callback* callback : options.callbacks) WEFT_RETURN_IF_ERROR(callback->OnTrainEnd(*this));
   return history;
 }

@@ -220,21 +220,10 @@ StatusOr<std::vector<distribute::DistributedValues>> Optimizer::ApplyReduced(
     const Scope& cross_replica_scope, const distribute::Strategy& strategy,
     const std::vector<std::shared_ptr<distribute::DistributedVariable>>& targets,
     const std::vector<distribute::PerReplica>& grouped) {
-  const distribute::StrategyExtended& policy = strategy.extended();
   placed_.clear();
   placement_error_ = Status::OK();
-  std::vector<distribute::Mirrored> reduced;
-  if (strategy.num_replicas_in_sync() == 1) {
-    for (const distribute::PerReplica& value : grouped) {
-      reduced.emplace_back(value.values(), value.devices());
-    }
-  } else {
-    std::vector<std::vector<std::string>> destinations;
-    for (const auto& target : targets) destinations.push_back(target->devices());
-    WEFT_ASSIGN_OR_RETURN(
-        reduced, policy.BatchReduceTo(cross_replica_scope.NewSubScope("gradients_all_reduce"),
-                                      distribute::ReduceOp::kMean, grouped, destinations));
-  }
+  WEFT_ASSIGN_OR_RETURN(std::vector<distribute::Mirrored> reduced,
+                        ReduceOntoVariables(cross_replica_scope, strategy, targets, grouped));
   Scope optimizer_scope = cross_replica_scope.NewSubScope(name());
   // The learning rate lives beside the first variable (and Adam's powers beside it).
   WEFT_ASSIGN_OR_RETURN(std::shared_ptr<distribute::DistributedVariable> learning_rate,
@@ -250,26 +239,14 @@ StatusOr<std::vector<distribute::DistributedValues>> Optimizer::ApplyReduced(
   std::map<std::string, std::vector<Output>> updates_on;
   for (size_t v = 0; v < targets.size(); ++v) {
     const distribute::DistributedVariable& target = *targets[v];
-    Scope variable_scope = optimizer_scope.NewSubScope(target.name());
     WEFT_ASSIGN_OR_RETURN(
         std::vector<Output> updates,
-        policy.Update(variable_scope, target, {reduced[v]},
-                      [&](const Scope& scope, int component,
-                          const std::vector<Output>& args) -> StatusOr<Output> {
-                        const std::string device =
-                            distribute::CanonicalDevice(target.devices()[component]);
-                        const Variable* rate = ComponentOn(*learning_rate, device);
-                        if (rate == nullptr) {
-                          return InvalidArgument("ApplyGradients: no learning rate on ", device,
-                                                 " for variable '", target.name(), "'");
-                        }
-                        placement_ = Placement{&strategy, &target, learning_rate.get(), device};
-                        CreateSharedSlots(scope, target.dtype());
-                        Output update = ApplyOne(scope, target.component(component), args[0],
-                                                 rate->Read(scope));
-                        placement_.reset();
-                        return update;
-                      }));
+        strategy.extended().Update(optimizer_scope.NewSubScope(target.name()), target, {reduced[v]},
+                                   [&](const Scope& scope, int component,
+                                       const std::vector<Output>& args) -> StatusOr<Output> {
+                                     return UpdateComponent(scope, strategy, target, component,
+                                                            args[0], *learning_rate);
+                                   }));
     for (int i = 0; i < target.num_components(); ++i) {
       const std::string device = distribute::CanonicalDevice(target.devices()[i]);
       if (!updates_on.contains(device)) devices.push_back(device);
@@ -290,14 +267,57 @@ StatusOr<std::vector<distribute::DistributedValues>> Optimizer::ApplyReduced(
     done_on[device] = ops::NoOp(on_device.WithOpName("update").WithControlDependencies(updates));
   }
   WEFT_RETURN_IF_ERROR(placement_error_);
+  WEFT_RETURN_IF_ERROR(cross_replica_scope.status());
+  return std::vector<distribute::DistributedValues>{
+      TrainOpsPerReplica(optimizer_scope, strategy, done_on)};
+}
+
+StatusOr<std::vector<distribute::Mirrored>> Optimizer::ReduceOntoVariables(
+    const Scope& cross_replica_scope, const distribute::Strategy& strategy,
+    const std::vector<std::shared_ptr<distribute::DistributedVariable>>& targets,
+    const std::vector<distribute::PerReplica>& grouped) {
+  if (strategy.num_replicas_in_sync() == 1) {
+    std::vector<distribute::Mirrored> as_they_are;
+    for (const distribute::PerReplica& value : grouped) {
+      as_they_are.emplace_back(value.values(), value.devices());
+    }
+    return as_they_are;
+  }
+  std::vector<std::vector<std::string>> destinations;
+  for (const auto& target : targets) destinations.push_back(target->devices());
+  return strategy.extended().BatchReduceTo(cross_replica_scope.NewSubScope("gradients_all_reduce"),
+                                           distribute::ReduceOp::kMean, grouped, destinations);
+}
+
+StatusOr<Output> Optimizer::UpdateComponent(const Scope& scope,
+                                            const distribute::Strategy& strategy,
+                                            const distribute::DistributedVariable& target,
+                                            int component, const Output& gradient,
+                                            const distribute::DistributedVariable& learning_rate) {
+  const std::string device = distribute::CanonicalDevice(target.devices()[component]);
+  const Variable* rate = ComponentOn(learning_rate, device);
+  if (rate == nullptr) {
+    return InvalidArgument("ApplyGradients: no learning rate on ", device, " for variable '",
+                           target.name(), "'");
+  }
+  placement_ = Placement{&strategy, &target, &learning_rate, device};
+  CreateSharedSlots(scope, target.dtype());
+  Output update = ApplyOne(scope, target.component(component), gradient, rate->Read(scope));
+  placement_.reset();
+  return update;
+}
+
+distribute::PerReplica Optimizer::TrainOpsPerReplica(const Scope& optimizer_scope,
+                                                     const distribute::Strategy& strategy,
+                                                     const std::map<std::string, Output>& done_on) {
   // Replica r's train op runs the updates on its device, or all of them when none is there (the
   // variables live elsewhere).
   std::vector<Output> train_ops;
   for (const std::string& replica_device : strategy.devices()) {
-    const std::string device = distribute::CanonicalDevice(replica_device);
+    auto here = done_on.find(distribute::CanonicalDevice(replica_device));
     std::vector<Output> mine;
-    if (done_on.contains(device)) {
-      mine.push_back(done_on[device]);
+    if (here != done_on.end()) {
+      mine.push_back(here->second);
     } else {
       for (const auto& [unused, op] : done_on) mine.push_back(op);
     }
@@ -305,9 +325,7 @@ StatusOr<std::vector<distribute::DistributedValues>> Optimizer::ApplyReduced(
                                       .WithOpName("train_op")
                                       .WithControlDependencies(mine)));
   }
-  WEFT_RETURN_IF_ERROR(cross_replica_scope.status());
-  return std::vector<distribute::DistributedValues>{
-      distribute::PerReplica(std::move(train_ops), strategy.devices())};
+  return distribute::PerReplica(std::move(train_ops), strategy.devices());
 }
 
 StatusOr<Output> Optimizer::Minimize(const Scope& scope, const Output& loss,

@@ -109,6 +109,22 @@ class Optimizer {
       const Scope& cross_replica_scope, const distribute::Strategy& strategy,
       const std::vector<std::shared_ptr<distribute::DistributedVariable>>& targets,
       const std::vector<distribute::PerReplica>& grouped);
+  // The gradients' MEAN over every replica, on each variable's devices (as they are with one
+  // replica in sync).
+  StatusOr<std::vector<distribute::Mirrored>> ReduceOntoVariables(
+      const Scope& cross_replica_scope, const distribute::Strategy& strategy,
+      const std::vector<std::shared_ptr<distribute::DistributedVariable>>& targets,
+      const std::vector<distribute::PerReplica>& grouped);
+  // ApplyOne for component `component` of `target`, with the slots and the learning rate on its
+  // device.
+  StatusOr<Output> UpdateComponent(const Scope& scope, const distribute::Strategy& strategy,
+                                   const distribute::DistributedVariable& target, int component,
+                                   const Output& gradient,
+                                   const distribute::DistributedVariable& learning_rate);
+  // Each local replica's train op, from the op that finishes the updates on each device.
+  static distribute::PerReplica TrainOpsPerReplica(const Scope& optimizer_scope,
+                                                   const distribute::Strategy& strategy,
+                                                   const std::map<std::string, Output>& done_on);
   // The component on placement_'s device of the strategy variable `name`, made on first use
   // beside `colocate_with`; an empty Variable after an error (kept in placement_error_).
   Variable Placed(const Scope& scope, const std::string& name, const TensorShape& shape,

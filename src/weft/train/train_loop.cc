@@ -266,6 +266,78 @@ Status Validate(const TrainOptions& options, int workers) {
   return Status::OK();
 }
 
+// The devices of the replicas: --devices CPUs here, or every CPU device of the cluster's tasks.
+StatusOr<std::vector<std::string>> ReplicaDevices(const TrainOptions& options,
+                                                  const proto::ConfigProto& session_config) {
+  std::vector<std::string> devices;
+  if (options.target.empty()) {
+    for (int i = 0; i < options.devices; ++i) devices.push_back(StrCat("/cpu:", i));
+  } else {
+    WEFT_ASSIGN_OR_RETURN(devices, ClusterCpuDevices(options.target, session_config));
+  }
+  const int replicas = static_cast<int>(devices.size());
+  if (options.batch_size % replicas != 0) {
+    return InvalidArgument("the global batch size ", options.batch_size,
+                           " is not divisible by the cluster's ", replicas, " CPU devices");
+  }
+  return devices;
+}
+
+// Adds the standard layers of options.model to `model` and compiles it for `replicas` replicas
+// under `strategy`, with the sparse cross-entropy loss and accuracy.
+Status CompileStandardModel(const TrainOptions& options, std::unique_ptr<Optimizer> optimizer,
+                            const distribute::Strategy& strategy, int replicas,
+                            const proto::ConfigProto& session_config, Sequential& model) {
+  for (std::unique_ptr<Layer>& layer : StandardLayers(options.model, options.seed)) {
+    model.Add(std::move(layer));
+  }
+  // The partitions of a replicated step run at once, and a partition woken by another (a _Recv,
+  // a collective) continues on an inter-op thread: one per replica. Measured with W1 on 2 devices
+  // (2 cores): 1 inter-op thread ~40k images/s, 2 threads ~63k, 3 threads ~61k.
+  int inter_op_threads = options.inter_op_threads;
+  if (replicas > 1 && inter_op_threads > 0) inter_op_threads = std::max(inter_op_threads, replicas);
+  return model.Compile(std::move(optimizer), SparseCategoricalCrossentropy(/*from_logits=*/true),
+                       {"accuracy"},
+                       {.strategy = &strategy,
+                        .inter_op_threads = inter_op_threads,
+                        .intra_op_threads = options.intra_op_threads,
+                        .target = options.target,
+                        .session_config = session_config});
+}
+
+// The trace writer's options: the task's trace file, the steps to trace, and the task's name in a
+// multi-worker job.
+TraceWriterOptions TraceOptions(const TrainOptions& options, const std::string& trace_file,
+                                int task_index) {
+  return {
+      .path = trace_file,
+      .first_step = options.trace_first_step,
+      .last_step = options.trace_last_step,
+      .task_name =
+          options.strategy == "multi_worker_mirrored" && options.worker_cluster.has_value()
+              ? StrCat("/job:", options.worker_cluster->task.job, "/replica:0/task:", task_index)
+              : std::string()};
+}
+
+// What the callbacks saw of the run: its steps, loss, speed, checkpoints and traces.
+TrainSummary SummarizeRun(const Model& model, const TrainLoopReporter& reporter,
+                          const ModelCheckpoint& checkpoint, const TraceWriter& trace_writer,
+                          const std::string& trace_file) {
+  TrainSummary summary;
+  summary.steps = model.position().global_step;
+  summary.resumed_from_step = checkpoint.resumed_from_step();
+  summary.final_loss = reporter.final_loss();
+  summary.train_images_per_sec = reporter.images_per_sec();
+  summary.checkpoints_saved = checkpoint.saves();
+  summary.max_save_stall_seconds = checkpoint.max_stall_seconds();
+  if (reporter.breakdown().steps() > 0) summary.step_breakdown = reporter.breakdown().ToString();
+  if (trace_writer.written()) {
+    summary.trace_file = trace_file;
+    summary.traced_steps = trace_writer.traced_steps();
+  }
+  return summary;
+}
+
 }  // namespace
 
 StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& callbacks) {
@@ -285,38 +357,16 @@ StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& 
 
   // On a cluster the devices come from its master.
   WEFT_ASSIGN_OR_RETURN(proto::ConfigProto session_config, MakeSessionConfig(options));
-  std::vector<std::string> devices;
-  if (options.target.empty()) {
-    for (int i = 0; i < options.devices; ++i) devices.push_back(StrCat("/cpu:", i));
-  } else {
-    WEFT_ASSIGN_OR_RETURN(devices, ClusterCpuDevices(options.target, session_config));
-  }
-  const int replicas = static_cast<int>(devices.size());
-  if (options.batch_size % replicas != 0) {
-    return InvalidArgument("the global batch size ", options.batch_size,
-                           " is not divisible by the cluster's ", replicas, " CPU devices");
-  }
+  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> devices, ReplicaDevices(options, session_config));
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<distribute::Strategy> strategy,
                         MakeStrategy(options, devices));
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer, MakeOptimizer(options));
 
   // The model, compiled and trained as any user's (declared after the strategy it outlives).
   Sequential model;
-  for (std::unique_ptr<Layer>& layer : StandardLayers(options.model, options.seed)) {
-    model.Add(std::move(layer));
-  }
-  // The partitions of a replicated step run at once, and a partition woken by another (a _Recv,
-  // a collective) continues on an inter-op thread: one per replica. Measured with W1 on 2 devices
-  // (2 cores): 1 inter-op thread ~40k images/s, 2 threads ~63k, 3 threads ~61k.
-  int inter_op_threads = options.inter_op_threads;
-  if (replicas > 1 && inter_op_threads > 0) inter_op_threads = std::max(inter_op_threads, replicas);
-  WEFT_RETURN_IF_ERROR(model.Compile(
-      std::move(optimizer), SparseCategoricalCrossentropy(/*from_logits=*/true), {"accuracy"},
-      {.strategy = strategy.get(),
-       .inter_op_threads = inter_op_threads,
-       .intra_op_threads = options.intra_op_threads,
-       .target = options.target,
-       .session_config = session_config}));
+  WEFT_RETURN_IF_ERROR(CompileStandardModel(options, std::move(optimizer), *strategy,
+                                            static_cast<int>(devices.size()), session_config,
+                                            model));
 
   const int64_t examples = data.train.size();
   data::Dataset train = data::Dataset::FromTensors({data.train.images, data.train.labels})
@@ -329,14 +379,7 @@ StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& 
                                                       .report = callbacks.on_checkpoint});
   std::string trace_file;
   if (!options.trace_path.empty()) trace_file = TracePathForTask(options.trace_path, task_index);
-  TraceWriter trace_writer(
-      {.path = trace_file,
-       .first_step = options.trace_first_step,
-       .last_step = options.trace_last_step,
-       .task_name =
-           options.strategy == "multi_worker_mirrored" && options.worker_cluster.has_value()
-               ? StrCat("/job:", options.worker_cluster->task.job, "/replica:0/task:", task_index)
-               : std::string()});
+  TraceWriter trace_writer(TraceOptions(options, trace_file, task_index));
   std::vector<Callback*> fit_callbacks = {&reporter};
   if (!options.checkpoint_dir.empty()) fit_callbacks.push_back(&checkpoint);
   if (!trace_file.empty()) fit_callbacks.push_back(&trace_writer);
@@ -346,21 +389,10 @@ StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& 
                                         .callbacks = fit_callbacks})
                            .status());
 
-  TrainSummary summary;
-  summary.steps = model.position().global_step;
-  summary.resumed_from_step = checkpoint.resumed_from_step();
+  TrainSummary summary = SummarizeRun(model, reporter, checkpoint, trace_writer, trace_file);
   summary.replicas = strategy->num_replicas_in_sync();
   summary.workers = workers;
   summary.task_index = task_index;
-  summary.final_loss = reporter.final_loss();
-  summary.train_images_per_sec = reporter.images_per_sec();
-  summary.checkpoints_saved = checkpoint.saves();
-  summary.max_save_stall_seconds = checkpoint.max_stall_seconds();
-  if (reporter.breakdown().steps() > 0) summary.step_breakdown = reporter.breakdown().ToString();
-  if (trace_writer.written()) {
-    summary.trace_file = trace_file;
-    summary.traced_steps = trace_writer.traced_steps();
-  }
   WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> trained, ReadTrainedVariables(model));
   summary.variables_fingerprint = Fingerprint(trained);
   summary.collective_transport = StrJoin(strategy->extended().CollectiveTransportNames(), "; ");

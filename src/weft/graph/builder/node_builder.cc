@@ -60,10 +60,18 @@ Status NodeBuilder::Build(Node** node) {
     return InvalidArgument(FormatNodeForError(def_), " takes ", op->inputs.size(),
                            " inputs, but was given ", groups_.size());
   }
+  WEFT_RETURN_IF_ERROR(InferAttrsFromInputs(*op));
+  std::vector<NodeOutput> inputs;
+  WEFT_RETURN_IF_ERROR(MaterializeInputs(*op, &inputs));
+  WEFT_ASSIGN_OR_RETURN(*node,
+                        scope_.graph()->AddNode(def_, inputs, scope_.control_dependencies()));
+  return Status::OK();
+}
+
+Status NodeBuilder::InferAttrsFromInputs(const OpDef& op) {
   auto& attrs = *def_.mutable_attr();
-  // Fill list lengths and type attrs from the inputs; a graph output decides a type over a literal.
   for (size_t i = 0; i < groups_.size(); ++i) {
-    const ArgDef& arg = op->inputs[i];
+    const ArgDef& arg = op.inputs[i];
     const auto& group = groups_[i];
     if (!arg.number_attr.empty()) {
       if (!group_is_list_[i]) {
@@ -103,16 +111,18 @@ Status NodeBuilder::Build(Node** node) {
     }
   }
   for (size_t i = 0; i < groups_.size(); ++i) {  // attrs still open: take the literal's dtype
-    const ArgDef& arg = op->inputs[i];
+    const ArgDef& arg = op.inputs[i];
     if (!arg.type_attr.empty() && !attrs.contains(arg.type_attr) && !groups_[i].empty()) {
       attrs[arg.type_attr] = MakeAttrValue(groups_[i][0].value().dtype());
     }
   }
-  // Turn constants into Const nodes, converting literals to the dtype their arg needs.
-  std::vector<NodeOutput> inputs;
+  return Status::OK();
+}
+
+Status NodeBuilder::MaterializeInputs(const OpDef& op, std::vector<NodeOutput>* inputs) {
   Scope const_scope = scope_.WithOpName("").WithNoControlDependencies();
   for (size_t i = 0; i < groups_.size(); ++i) {
-    const ArgDef& arg = op->inputs[i];
+    const ArgDef& arg = op.inputs[i];
     DataType wanted = arg.type;
     if (!arg.type_attr.empty()) WEFT_RETURN_IF_ERROR(GetNodeAttr(def_, arg.type_attr, &wanted));
     std::vector<DataType> list_types;
@@ -123,7 +133,7 @@ Status NodeBuilder::Build(Node** node) {
       const weft::Input& input = groups_[i][j];
       if (j < list_types.size()) wanted = list_types[j];
       if (!input.is_constant()) {
-        inputs.push_back({input.output().node(), input.output().index()});
+        inputs->push_back({input.output().node(), input.output().index()});
         continue;
       }
       Tensor value = input.value();
@@ -137,11 +147,9 @@ Status NodeBuilder::Build(Node** node) {
                            .Attr("dtype", value.dtype())
                            .Finalize();
       if (constant == nullptr) return scope_.status();
-      inputs.push_back({constant, 0});
+      inputs->push_back({constant, 0});
     }
   }
-  WEFT_ASSIGN_OR_RETURN(*node,
-                        scope_.graph()->AddNode(def_, inputs, scope_.control_dependencies()));
   return Status::OK();
 }
 

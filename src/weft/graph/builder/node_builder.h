@@ -73,6 +73,12 @@ class NodeBuilder {
 
  private:
   Status Build(Node** node);
+  // Build's steps. Fills the list lengths and type attrs the inputs decide (a graph output decides
+  // a type over a literal) and that the caller did not set.
+  Status InferAttrsFromInputs(const OpDef& op);
+  // The node's inputs: graph outputs as they are, constants as new Const nodes, literals converted
+  // to the dtype their arg needs.
+  Status MaterializeInputs(const OpDef& op, std::vector<NodeOutput>* inputs);
 
   Scope scope_;
   proto::NodeDef def_;

@@ -59,12 +59,8 @@ Output SumGradients(const Scope& scope, const std::vector<Output>& grads) {
   return ops::AddN(scope, grads);
 }
 
-}  // namespace
-
-Status AddSymbolicGradients(const Scope& scope, const GradientRegistry& registry,
-                            const std::vector<Output>& ys, const std::vector<Output>& xs,
-                            const std::vector<Output>& grad_ys, std::vector<Output>* grad_xs) {
-  WEFT_RETURN_IF_ERROR(scope.status());
+Status CheckGradientArguments(const std::vector<Output>& ys, const std::vector<Output>& xs,
+                              const std::vector<Output>& grad_ys) {
   if (!grad_ys.empty() && grad_ys.size() != ys.size()) {
     return InvalidArgument("AddSymbolicGradients got ", grad_ys.size(), " grad_ys for ", ys.size(),
                            " ys");
@@ -75,11 +71,12 @@ Status AddSymbolicGradients(const Scope& scope, const GradientRegistry& registry
   for (const Output& t : xs) {
     if (!t) return InvalidArgument("AddSymbolicGradients: an x is an empty Output");
   }
-  const Graph& graph = *scope.graph();
-  Scope grad_scope = scope.NewSubScope("gradients");
-  std::vector<bool> on_path = NodesOnPaths(graph, ys, xs);
+  return Status::OK();
+}
 
-  // A node is ready once every consumer of its outputs that lies on a path has sent its gradients.
+// For each node on a path, how many consumers of its outputs on a path it waits for: a node is
+// ready once every one of them has sent its gradients.
+std::vector<int> PendingConsumers(const Graph& graph, const std::vector<bool>& on_path) {
   std::vector<int> pending(graph.num_node_ids(), 0);
   for (Node* node : graph.nodes()) {
     if (!on_path[node->id()]) continue;
@@ -87,6 +84,58 @@ Status AddSymbolicGradients(const Scope& scope, const GradientRegistry& registry
       if (!edge->IsControlEdge() && on_path[edge->src->id()]) ++pending[edge->src->id()];
     }
   }
+  return pending;
+}
+
+bool HasDataInputOnPath(const Node* node, const std::vector<bool>& on_path) {
+  bool has_path_input = false;
+  for (const Edge* edge : node->in_edges()) {
+    has_path_input |= !edge->IsControlEdge() && on_path[edge->src->id()];
+  }
+  return has_path_input;
+}
+
+// The gradients of `node`'s inputs, from the gradients of its outputs, by its registered gradient
+// function; *grad_inputs stays empty when that function is null (nothing flows back).
+Status CallGradientFunction(const Scope& grad_scope, const GradientRegistry& registry, Node* node,
+                            const std::vector<Output>& grad_outputs,
+                            std::vector<Output>* grad_inputs) {
+  StatusOr<const GradFunc*> fn = registry.Lookup(node->type_string());
+  if (IsNotFound(fn.status())) {
+    return InvalidArgument("no gradient is registered for op '", node->type_string(), "' of node '",
+                           node->name(), "', which lies on a path from the xs to the ys");
+  }
+  if (!fn.ok()) {
+    return fn.status().WithContext(
+        StrCat("node '", node->name(), "', which lies on a path from the xs to the ys"));
+  }
+  if (!**fn) return Status::OK();
+  Status status =
+      (**fn)(grad_scope.NewSubScope(node->name() + "_grad"), node, grad_outputs, grad_inputs);
+  if (!status.ok()) {
+    return status.WithContext(
+        StrCat("gradient of node '", node->name(), "' (", node->type_string(), ")"));
+  }
+  WEFT_RETURN_IF_ERROR(grad_scope.status());
+  if (grad_inputs->size() != static_cast<size_t>(node->num_inputs())) {
+    return Internal("gradient of node '", node->name(), "' returned ", grad_inputs->size(),
+                    " gradients for ", node->num_inputs(), " inputs");
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status AddSymbolicGradients(const Scope& scope, const GradientRegistry& registry,
+                            const std::vector<Output>& ys, const std::vector<Output>& xs,
+                            const std::vector<Output>& grad_ys, std::vector<Output>* grad_xs) {
+  WEFT_RETURN_IF_ERROR(scope.status());
+  WEFT_RETURN_IF_ERROR(CheckGradientArguments(ys, xs, grad_ys));
+  const Graph& graph = *scope.graph();
+  Scope grad_scope = scope.NewSubScope("gradients");
+  std::vector<bool> on_path = NodesOnPaths(graph, ys, xs);
+
+  std::vector<int> pending = PendingConsumers(graph, on_path);
   std::map<TensorKey, std::vector<Output>> collected;
   for (size_t i = 0; i < ys.size(); ++i) {
     Output grad = grad_ys.empty() ? ops::OnesLike(grad_scope, ys[i]) : grad_ys[i];
@@ -117,38 +166,9 @@ Status AddSymbolicGradients(const Scope& scope, const GradientRegistry& registry
     WEFT_RETURN_IF_ERROR(grad_scope.status());
     // Inputs of this node on a path still wait for it, even when it passes nothing back.
     std::vector<Output> grad_inputs;
-    bool differentiate = any && node->num_inputs() > 0;
-    if (differentiate) {
-      bool has_path_input = false;
-      for (const Edge* edge : node->in_edges()) {
-        has_path_input |= !edge->IsControlEdge() && on_path[edge->src->id()];
-      }
-      differentiate = has_path_input;
-    }
-    if (differentiate) {
-      StatusOr<const GradFunc*> fn = registry.Lookup(node->type_string());
-      if (IsNotFound(fn.status())) {
-        return InvalidArgument("no gradient is registered for op '", node->type_string(),
-                               "' of node '", node->name(),
-                               "', which lies on a path from the xs to the ys");
-      }
-      if (!fn.ok()) {
-        return fn.status().WithContext(
-            StrCat("node '", node->name(), "', which lies on a path from the xs to the ys"));
-      }
-      if (**fn) {
-        Status status = (**fn)(grad_scope.NewSubScope(node->name() + "_grad"), node, grad_outputs,
-                               &grad_inputs);
-        if (!status.ok()) {
-          return status.WithContext(
-              StrCat("gradient of node '", node->name(), "' (", node->type_string(), ")"));
-        }
-        WEFT_RETURN_IF_ERROR(grad_scope.status());
-        if (grad_inputs.size() != static_cast<size_t>(node->num_inputs())) {
-          return Internal("gradient of node '", node->name(), "' returned ", grad_inputs.size(),
-                          " gradients for ", node->num_inputs(), " inputs");
-        }
-      }
+    if (any && node->num_inputs() > 0 && HasDataInputOnPath(node, on_path)) {
+      WEFT_RETURN_IF_ERROR(
+          CallGradientFunction(grad_scope, registry, node, grad_outputs, &grad_inputs));
     }
     for (const Edge* edge : node->in_edges()) {
       if (edge->IsControlEdge() || !on_path[edge->src->id()]) continue;

@@ -71,6 +71,11 @@ StatusOr<Tensor> AllocateBytes(int64_t bytes) {
   return Tensor::Allocate(DataType::kFloat, TensorShape({std::max<int64_t>(1, (bytes + 3) / 4)}));
 }
 
+// What the descriptors of every pass take besides the memory layouts.
+struct ConvWindow {
+  memory::dims strides, pad_before, pad_after;
+};
+
 }  // namespace
 
 // The primitives of one pass over `batch` images, and the memory layouts they use.
@@ -98,7 +103,109 @@ struct OneDnnConvolution::Primitives {
     stream.wait();
     return Status::OK();
   }
+
+  // Builds everything above for `pass` (with `fusion`, forward only) over `batch` images of
+  // geometry g; throws dnnl::error.
+  void Build(ConvPass pass, ConvFusion fusion, const SpatialGeometry& g, int64_t out_depth,
+             int64_t batch);
+
+ private:
+  // The forward pass's descriptor (with the bias and ReLU of `fusion` applied as each output block
+  // is written); also the hint the backward passes are built from.
+  dnnl::convolution_forward::primitive_desc ForwardDesc(ConvFusion fusion,
+                                                        const memory::desc& any_weights,
+                                                        const ConvWindow& window,
+                                                        const dnnl::primitive_attr& attr) const;
+  // The convolution of `pass`, its weights' layout and its scratchpad.
+  void BuildPass(ConvPass pass, const dnnl::convolution_forward::primitive_desc& forward,
+                 const memory::desc& any_weights, const ConvWindow& window,
+                 const dnnl::primitive_attr& attr);
 };
+
+void OneDnnConvolution::Primitives::Build(ConvPass pass, ConvFusion fusion,
+                                          const SpatialGeometry& g, int64_t out_depth,
+                                          int64_t batch) {
+  dnnl::engine& engine = OneDnnCpuEngine();
+  const memory::dims data_dims = {batch, g.in_depth, g.in_rows, g.in_cols};
+  const memory::dims out_dims = {batch, out_depth, g.out_rows, g.out_cols};
+  const memory::dims weights_dims = {out_depth, g.in_depth, g.window_rows, g.window_cols};
+  const ConvWindow window = {.strides = {g.stride_rows, g.stride_cols},
+                             .pad_before = {g.pad_top, g.pad_left},
+                             .pad_after = {PadBottom(g), PadRight(g)}};
+  data_md = memory::desc(data_dims, memory::data_type::f32, Tag::nhwc);
+  out_md = memory::desc(out_dims, memory::data_type::f32, Tag::nhwc);
+  user_weights_md = memory::desc(weights_dims, memory::data_type::f32, Tag::hwio);
+  const memory::desc any_weights(weights_dims, memory::data_type::f32, Tag::any);
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (fusion != ConvFusion::kNone) {
+    bias_md = memory::desc({out_depth}, memory::data_type::f32, Tag::a);
+  }
+  BuildPass(pass, ForwardDesc(fusion, any_weights, window, attr), any_weights, window, attr);
+  if (weights_md != user_weights_md) {
+    // Weight reorders are plain copies that need no scratchpad.
+    weights_reorder = pass == ConvPass::kBackpropFilter
+                          ? dnnl::reorder(dnnl::reorder::primitive_desc(engine, weights_md, engine,
+                                                                        user_weights_md))
+                          : dnnl::reorder(dnnl::reorder::primitive_desc(engine, user_weights_md,
+                                                                        engine, weights_md));
+  }
+}
+
+dnnl::convolution_forward::primitive_desc OneDnnConvolution::Primitives::ForwardDesc(
+    ConvFusion fusion, const memory::desc& any_weights, const ConvWindow& window,
+    const dnnl::primitive_attr& attr) const {
+  dnnl::primitive_attr forward_attr = attr;
+  if (fusion == ConvFusion::kBiasRelu) {
+    dnnl::post_ops post_ops;
+    post_ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    forward_attr.set_post_ops(post_ops);
+  }
+  return dnnl::convolution_forward::primitive_desc(
+      fusion == ConvFusion::kNone
+          ? dnnl::convolution_forward::desc(
+                dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, data_md,
+                any_weights, out_md, window.strides, window.pad_before, window.pad_after)
+          : dnnl::convolution_forward::desc(
+                dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, data_md,
+                any_weights, bias_md, out_md, window.strides, window.pad_before, window.pad_after),
+      forward_attr, OneDnnCpuEngine());
+}
+
+void OneDnnConvolution::Primitives::BuildPass(
+    ConvPass pass, const dnnl::convolution_forward::primitive_desc& forward,
+    const memory::desc& any_weights, const ConvWindow& window, const dnnl::primitive_attr& attr) {
+  dnnl::engine& engine = OneDnnCpuEngine();
+  switch (pass) {
+    case ConvPass::kForward:
+      convolution = dnnl::convolution_forward(forward);
+      weights_md = forward.weights_desc();
+      scratchpad_md = forward.scratchpad_desc();
+      break;
+    case ConvPass::kBackpropInput: {
+      const dnnl::convolution_backward_data::primitive_desc backward(
+          dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, data_md,
+                                                any_weights, out_md, window.strides,
+                                                window.pad_before, window.pad_after),
+          attr, engine, forward);
+      convolution = dnnl::convolution_backward_data(backward);
+      weights_md = backward.weights_desc();
+      scratchpad_md = backward.scratchpad_desc();
+      break;
+    }
+    case ConvPass::kBackpropFilter: {
+      const dnnl::convolution_backward_weights::primitive_desc backward(
+          dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, data_md,
+                                                   any_weights, out_md, window.strides,
+                                                   window.pad_before, window.pad_after),
+          attr, engine, forward);
+      convolution = dnnl::convolution_backward_weights(backward);
+      weights_md = backward.diff_weights_desc();
+      scratchpad_md = backward.scratchpad_desc();
+      break;
+    }
+  }
+}
 
 OneDnnConvolution::OneDnnConvolution() = default;
 OneDnnConvolution::~OneDnnConvolution() = default;
@@ -139,79 +246,7 @@ StatusOr<std::shared_ptr<const OneDnnConvolution::Primitives>> OneDnnConvolution
   UseOneOpenMpThread();
   auto made = std::make_shared<Primitives>();
   try {
-    dnnl::engine& engine = OneDnnCpuEngine();
-    const memory::dims data_dims = {batch, g.in_depth, g.in_rows, g.in_cols};
-    const memory::dims out_dims = {batch, out_depth, g.out_rows, g.out_cols};
-    const memory::dims weights_dims = {out_depth, g.in_depth, g.window_rows, g.window_cols};
-    const memory::dims strides = {g.stride_rows, g.stride_cols};
-    const memory::dims pad_before = {g.pad_top, g.pad_left};
-    const memory::dims pad_after = {PadBottom(g), PadRight(g)};
-    made->data_md = memory::desc(data_dims, memory::data_type::f32, Tag::nhwc);
-    made->out_md = memory::desc(out_dims, memory::data_type::f32, Tag::nhwc);
-    made->user_weights_md = memory::desc(weights_dims, memory::data_type::f32, Tag::hwio);
-    const memory::desc any_weights(weights_dims, memory::data_type::f32, Tag::any);
-    dnnl::primitive_attr attr;
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-
-    // A fused forward adds the bias and applies ReLU as it writes each output block; the plain
-    // forward is also the hint the backward passes are built from.
-    dnnl::primitive_attr forward_attr = attr;
-    if (fusion == ConvFusion::kBiasRelu) {
-      dnnl::post_ops post_ops;
-      post_ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-      forward_attr.set_post_ops(post_ops);
-    }
-    if (fusion != ConvFusion::kNone) {
-      made->bias_md = memory::desc({out_depth}, memory::data_type::f32, Tag::a);
-    }
-    const dnnl::convolution_forward::primitive_desc forward(
-        fusion == ConvFusion::kNone
-            ? dnnl::convolution_forward::desc(
-                  dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-                  made->data_md, any_weights, made->out_md, strides, pad_before, pad_after)
-            : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
-                                              dnnl::algorithm::convolution_direct, made->data_md,
-                                              any_weights, made->bias_md, made->out_md, strides,
-                                              pad_before, pad_after),
-        forward_attr, engine);
-    memory::desc& scratchpad_md = made->scratchpad_md;
-    switch (pass) {
-      case ConvPass::kForward:
-        made->convolution = dnnl::convolution_forward(forward);
-        made->weights_md = forward.weights_desc();
-        scratchpad_md = forward.scratchpad_desc();
-        break;
-      case ConvPass::kBackpropInput: {
-        const dnnl::convolution_backward_data::primitive_desc backward(
-            dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct,
-                                                  made->data_md, any_weights, made->out_md, strides,
-                                                  pad_before, pad_after),
-            attr, engine, forward);
-        made->convolution = dnnl::convolution_backward_data(backward);
-        made->weights_md = backward.weights_desc();
-        scratchpad_md = backward.scratchpad_desc();
-        break;
-      }
-      case ConvPass::kBackpropFilter: {
-        const dnnl::convolution_backward_weights::primitive_desc backward(
-            dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct,
-                                                     made->data_md, any_weights, made->out_md,
-                                                     strides, pad_before, pad_after),
-            attr, engine, forward);
-        made->convolution = dnnl::convolution_backward_weights(backward);
-        made->weights_md = backward.diff_weights_desc();
-        scratchpad_md = backward.scratchpad_desc();
-        break;
-      }
-    }
-    if (made->weights_md != made->user_weights_md) {
-      // Weight reorders are plain copies that need no scratchpad.
-      made->weights_reorder = pass == ConvPass::kBackpropFilter
-                                  ? dnnl::reorder(dnnl::reorder::primitive_desc(
-                                        engine, made->weights_md, engine, made->user_weights_md))
-                                  : dnnl::reorder(dnnl::reorder::primitive_desc(
-                                        engine, made->user_weights_md, engine, made->weights_md));
-    }
+    made->Build(pass, fusion, g, out_depth, batch);
   } catch (const dnnl::error& e) {
     return DnnlError(e, pass, g);
   }
