@@ -162,7 +162,7 @@ CollectiveGroup::Op TracedOp(CollectiveGroup::Op op, const CollectiveGroup& grou
 }  // namespace
 
 void DistributedCollectiveExecutor::WithGroup(
-    const CollectiveParams& params, DeviceBase* device, DoneCallback done,
+    const CollectiveParams& params, DeviceBase* device, StatusCallback done,
     std::function<void(std::shared_ptr<CollectiveGroup>)> spanning, std::function<void()> local) {
   if (device == nullptr) {
     done(InvalidArgument(InstanceLabel(params), ": a member needs a device"));
@@ -188,7 +188,7 @@ void DistributedCollectiveExecutor::WithGroup(
 void DistributedCollectiveExecutor::AllReduceAsync(const CollectiveParams& params,
                                                    DeviceBase* device, std::vector<Tensor> inputs,
                                                    std::vector<Tensor>* outputs,
-                                                   DoneCallback done) {
+                                                   StatusCallback done) {
   auto shared_inputs = std::make_shared<std::vector<Tensor>>(std::move(inputs));
   WithGroup(
       params, device, done,
@@ -224,7 +224,7 @@ void DistributedCollectiveExecutor::BroadcastAsync(const CollectiveParams& param
                                                    DeviceBase* device, bool is_source,
                                                    DataType expected_dtype,
                                                    const TensorShape& expected_shape, Tensor* value,
-                                                   DoneCallback done) {
+                                                   StatusCallback done) {
   WithGroup(
       params, device, done,
       [=, this](std::shared_ptr<CollectiveGroup> group) {
@@ -246,7 +246,7 @@ void DistributedCollectiveExecutor::BroadcastAsync(const CollectiveParams& param
 
 void DistributedCollectiveExecutor::AllGatherAsync(const CollectiveParams& params,
                                                    DeviceBase* device, Tensor input, Tensor* output,
-                                                   DoneCallback done) {
+                                                   StatusCallback done) {
   WithGroup(
       params, device, done,
       [=, this](std::shared_ptr<CollectiveGroup> group) {

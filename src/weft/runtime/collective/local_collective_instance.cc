@@ -8,12 +8,12 @@
 namespace weft::internal {
 namespace {
 
-using CopyFn = std::function<void(std::function<void(const Status&)>)>;
+using CopyFn = std::function<void(StatusCallback)>;
 
 // Runs every copy in `copies` (each calls its argument when done); the last to finish calls `then`
 // with the first error (or OK). `copies` must not be empty.
 void CopyAll(const std::shared_ptr<CollectiveInstance>& instance, std::vector<CopyFn> copies,
-             std::function<void(const Status&)> then) {
+             StatusCallback then) {
   instance->copies_left.store(static_cast<int>(copies.size()), std::memory_order_relaxed);
   auto on_copied = [instance, then = std::move(then)](const Status& status) {
     if (!status.ok()) {
@@ -60,7 +60,7 @@ std::string_view CollectiveKindName(CollectiveKind kind) {
 }
 
 CollectiveMember NewMember(CollectiveKind kind, const CollectiveParams& params, DeviceBase* device,
-                           CollectiveExecutor::DoneCallback done) {
+                           StatusCallback done) {
   CollectiveMember member;
   member.kind = kind;
   member.device = device;
