@@ -7,14 +7,14 @@
 
 #include "weft/core/mutex.h"
 #include "weft/core/str_util.h"
+#include "weft/core/timer.h"
 #include "weft/distributed/master_devices.h"
 #include "weft/distributed/master_session.h"
-#include "weft/distributed/master_timer.h"
 #include "weft/distributed/step_metrics.h"
 
 namespace weft {
 
-Master::Master(MasterEnv* env) : env_(env), timer_(std::make_unique<MasterTimer>()) {}
+Master::Master(MasterEnv* env) : env_(env), timer_(std::make_unique<Timer>()) {}
 
 Master::~Master() {
   {

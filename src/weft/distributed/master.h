@@ -25,7 +25,7 @@
 namespace weft {
 
 class MasterSession;
-class MasterTimer;
+class Timer;
 
 struct MasterEnv {
   std::string local_task;  // this server's task, "/job:worker/replica:0/task:0"
@@ -73,7 +73,7 @@ class Master {
   void CloseAllSessions();
 
   MasterEnv* const env_;
-  const std::unique_ptr<MasterTimer> timer_;
+  const std::unique_ptr<Timer> timer_;
 
   Mutex mu_;
   CondVar idle_;

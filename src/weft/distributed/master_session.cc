@@ -5,10 +5,10 @@
 
 #include "weft/core/mutex.h"
 #include "weft/core/str_util.h"
+#include "weft/core/timer.h"
 #include "weft/distributed/internal/master_session_state.h"
 #include "weft/distributed/master_calls.h"
 #include "weft/distributed/master_devices.h"
-#include "weft/distributed/master_timer.h"
 #include "weft/graph/graph_def_io.h"
 #include "weft/graph/prune.h"
 

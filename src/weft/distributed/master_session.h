@@ -32,7 +32,7 @@ class MasterSession : public std::enable_shared_from_this<MasterSession> {
     std::string local_task;
     const OpRegistry* op_registry = nullptr;            // not owned
     const KernelRegistry* kernel_registry = nullptr;    // not owned
-    MasterTimer* timer = nullptr;                       // deadlines; not owned
+    Timer* timer = nullptr;                             // deadlines; not owned
     WorkerCacheInterface* worker_cache = nullptr;       // not owned (may point into owned_cache)
     std::unique_ptr<WorkerCacheInterface> owned_cache;  // the session's own cluster, if any
     // How long any one worker may take to answer: the wait for workers to come up, the deadline

@@ -8,10 +8,10 @@
 
 #include "weft/core/mutex.h"
 #include "weft/core/str_util.h"
+#include "weft/core/timer.h"
 #include "weft/distributed/internal/master_session_state.h"
 #include "weft/distributed/master_calls.h"
 #include "weft/distributed/master_session.h"
-#include "weft/distributed/master_timer.h"
 #include "weft/runtime/step_stats_collector.h"
 
 namespace weft {

@@ -16,10 +16,10 @@
 #include <gtest/gtest.h>
 
 #include "weft/core/mutex.h"
+#include "weft/core/timer.h"
 #include "weft/distributed/local_master.h"
 #include "weft/distributed/local_worker_cache.h"
 #include "weft/distributed/master.h"
-#include "weft/distributed/master_timer.h"
 #include "weft/distributed/worker.h"
 #include "weft/framework/tensor_proto_util.h"
 #include "weft/graph/builder/ops.h"
@@ -168,7 +168,7 @@ class CountingWorker final : public WorkerInterface {
   }
   WorkerInterface* const base_;
   CallSignal* const signal_;
-  MasterTimer deadlines_;
+  Timer deadlines_;
 };
 
 // Two worker tasks and a master on task 0. Members are destroyed in reverse order: the master
