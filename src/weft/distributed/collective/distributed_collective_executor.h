@@ -69,9 +69,9 @@ class DistributedCollectiveExecutor final : public CollectiveExecutor {
   };
   // Resolves the group, then runs `local` for an in-process group or `spanning` for one that spans
   // tasks; errors go to `done`.
-  void WithGroup(const CollectiveParams& params, DeviceBase* device, StatusCallback done,
-                 std::function<void(std::shared_ptr<CollectiveGroup>)> spanning,
-                 std::function<void()> local);
+  void WithGroupAsync(const CollectiveParams& params, DeviceBase* device,
+                      std::function<void(std::shared_ptr<CollectiveGroup>)> spanning,
+                      std::function<void()> local, StatusCallback done);
   // Adds `member` to its instance; the member that completes the local part runs the operation.
   void Join(const std::shared_ptr<CollectiveGroup>& group, const CollectiveParams& params,
             Kind kind, Member member);

@@ -12,14 +12,14 @@ namespace {
 // "block" waits until the call is cancelled.
 class FakeMaster {
  public:
-  void CreateSession(const proto::CreateSessionRequest* request,
-                     proto::CreateSessionResponse* response, StatusCallback done) {
+  void CreateSessionAsync(const proto::CreateSessionRequest* request,
+                          proto::CreateSessionResponse* response, StatusCallback done) {
     response->set_session_handle("session-" + std::to_string(request->graph_def().node_size()));
     response->set_graph_version(1);
     done(Status::OK());
   }
-  void ExtendSession(const proto::ExtendSessionRequest* request,
-                     proto::ExtendSessionResponse* response, StatusCallback done) {
+  void ExtendSessionAsync(const proto::ExtendSessionRequest* request,
+                          proto::ExtendSessionResponse* response, StatusCallback done) {
     if (request->current_graph_version() != 1) {
       done(FailedPrecondition("session handle ", request->session_handle(), " is at version 1"));
       return;
@@ -27,8 +27,8 @@ class FakeMaster {
     response->set_new_graph_version(2);
     done(Status::OK());
   }
-  void RunStep(CallOptions* options, const proto::RunStepRequest* request,
-               proto::RunStepResponse* response, StatusCallback done) {
+  void RunStepAsync(CallOptions* options, const proto::RunStepRequest* request,
+                    proto::RunStepResponse* response, StatusCallback done) {
     if (request->fetch_size() == 1 && request->fetch(0) == "block") {
       options->SetCancelCallback([done] { done(Cancelled("step cancelled")); });
       blocked.Notify();
@@ -37,16 +37,16 @@ class FakeMaster {
     for (const std::string& fetch : request->fetch()) response->add_tensor()->set_name(fetch);
     done(Status::OK());
   }
-  void CloseSession(const proto::CloseSessionRequest* request, proto::CloseSessionResponse*,
-                    StatusCallback done) {
+  void CloseSessionAsync(const proto::CloseSessionRequest* request, proto::CloseSessionResponse*,
+                         StatusCallback done) {
     done(NotFound("session handle ", request->session_handle(), " not found"));
   }
-  void ListDevices(const proto::ListDevicesRequest*, proto::ListDevicesResponse* response,
-                   StatusCallback done) {
+  void ListDevicesAsync(const proto::ListDevicesRequest*, proto::ListDevicesResponse* response,
+                        StatusCallback done) {
     response->add_local_device()->set_name("/job:worker/replica:0/task:0/device:CPU:0");
     done(Status::OK());
   }
-  void Reset(const proto::ResetRequest*, proto::ResetResponse*, StatusCallback done) {
+  void ResetAsync(const proto::ResetRequest*, proto::ResetResponse*, StatusCallback done) {
     done(Status::OK());
   }
 
