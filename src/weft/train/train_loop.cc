@@ -343,7 +343,7 @@ StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& 
   summary.resumed_from_step = checkpoint.resumed_from_step();
   summary.replicas = strategy->num_replicas_in_sync();
   summary.workers = workers;
-  summary.task_index = task_index;
+  summary.worker_index = task_index;
   summary.final_loss = reporter.final_loss();
   summary.train_images_per_sec = reporter.images_per_sec();
   summary.checkpoints_saved = checkpoint.saves();
