@@ -27,7 +27,7 @@
 #include "weft/ops/register_ops.h"
 #include "weft/runtime/cpu_device.h"
 
-namespace weft::master_testing {
+namespace weft::testing {
 
 constexpr char kTask0[] = "/job:worker/replica:0/task:0";
 constexpr char kTask1[] = "/job:worker/replica:0/task:1";
@@ -305,4 +305,4 @@ inline proto::GraphDef SpanningGraph() {
   return root.ToGraphDef().value();
 }
 
-}  // namespace weft::master_testing
+}  // namespace weft::testing

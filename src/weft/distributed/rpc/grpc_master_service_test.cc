@@ -57,14 +57,14 @@ class GrpcMasterServiceTest : public ::testing::Test {
  protected:
   GrpcMasterServiceTest() {
     RegisterMasterMethods(&dispatcher_, &master_);
-    server_ = std::make_unique<testing_rpc::TestServer>(&dispatcher_);
+    server_ = std::make_unique<testing::TestServer>(&dispatcher_);
     remote_ = NewGrpcRemoteMaster(server_->address(), TransportSecurity());
     options_.set_timeout_ms(10000);
   }
 
   FakeMaster master_;
   GrpcCallDispatcher dispatcher_;
-  std::unique_ptr<testing_rpc::TestServer> server_;
+  std::unique_ptr<testing::TestServer> server_;
   std::unique_ptr<MasterInterface> remote_;
   CallOptions options_;
 };
@@ -134,8 +134,8 @@ TEST_F(GrpcMasterServiceTest, MalformedRequestsToEveryMethodAreInvalidArgument) 
     for (const std::string& bad : {std::string("\xff\xff\xff\xff", 4), std::string("\x0a\x10"
                                                                                    "ab",
                                                                                    4)}) {
-      grpc::Status status = testing_rpc::RawUnaryCall(
-          channel, std::string("/weft.proto.MasterService/") + method, bad);
+      grpc::Status status =
+          testing::RawUnaryCall(channel, std::string("/weft.proto.MasterService/") + method, bad);
       EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << method;
       EXPECT_NE(status.error_message().find(std::string("malformed ") + method), std::string::npos);
     }

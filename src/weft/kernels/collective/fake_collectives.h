@@ -9,7 +9,7 @@
 #include "weft/core/notification.h"
 #include "weft/framework/collective.h"
 
-namespace weft::kernels {
+namespace weft::kernels::testing {
 
 class FakeCollectives final : public CollectiveExecutor {
  public:
@@ -98,4 +98,4 @@ class FakeCollectives final : public CollectiveExecutor {
   StatusCallback done_;
 };
 
-}  // namespace weft::kernels
+}  // namespace weft::kernels::testing
