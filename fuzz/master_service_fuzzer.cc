@@ -45,24 +45,24 @@ class FuzzMaster {
       case MasterMethod::kCreateSession: {
         proto::CreateSessionResponse response;
         const Status status =
-            Call<proto::CreateSessionRequest>(bytes, &response, &Master::CreateSession);
+            Call<proto::CreateSessionRequest>(bytes, &response, &Master::CreateSessionAsync);
         TraceCall("CreateSessionRequest", status);
         if (status.ok()) last_session_ = response.session_handle();
         return;
       }
       case MasterMethod::kExtendSession:
         return Call<proto::ExtendSessionRequest, proto::ExtendSessionResponse>(
-            bytes, &Master::ExtendSession);
+            bytes, &Master::ExtendSessionAsync);
       case MasterMethod::kRunStep:
         return RunStep(bytes);
       case MasterMethod::kCloseSession:
-        return Call<proto::CloseSessionRequest, proto::CloseSessionResponse>(bytes,
-                                                                             &Master::CloseSession);
+        return Call<proto::CloseSessionRequest, proto::CloseSessionResponse>(
+            bytes, &Master::CloseSessionAsync);
       case MasterMethod::kListDevices:
-        return Call<proto::ListDevicesRequest, proto::ListDevicesResponse>(bytes,
-                                                                           &Master::ListDevices);
+        return Call<proto::ListDevicesRequest, proto::ListDevicesResponse>(
+            bytes, &Master::ListDevicesAsync);
       default:
-        return Call<proto::ResetRequest, proto::ResetResponse>(bytes, &Master::Reset);
+        return Call<proto::ResetRequest, proto::ResetResponse>(bytes, &Master::ResetAsync);
     }
   }
 
@@ -105,7 +105,7 @@ class FuzzMaster {
     if (!Parse(bytes, &request)) return;
     proto::RunStepResponse response;
     TraceCall("RunStepRequest", CallWithDeadline([&](CallOptions* options, StatusCallback done) {
-                master_->RunStep(options, &request, &response, std::move(done));
+                master_->RunStepAsync(options, &request, &response, std::move(done));
               }));
   }
 

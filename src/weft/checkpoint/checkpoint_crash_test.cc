@@ -30,7 +30,7 @@ int64_t LastSaved(const std::string& output) {
 }
 
 TEST(CheckpointCrashTest, AKilledSaveAlwaysLeavesTheNewestCompleteCheckpoint) {
-  io::TempDir dir;
+  io::testing::TempDir dir;
   const std::string run = dir.File("run");
   std::mt19937 random(20261203);
   int64_t reported = 0;

@@ -65,7 +65,7 @@ Status CheckpointManager::Save(Session& session, int64_t step, const CheckpointV
 }
 
 Status CheckpointManager::SaveAsync(Session& session, int64_t step, const CheckpointValues& values,
-                                    std::function<void(const Status&)> done) {
+                                    StatusCallback done) {
   WEFT_RETURN_IF_ERROR(checkpoint_->WaitForSave());
   WEFT_RETURN_IF_ERROR(Prepare());
   const std::string name = CheckpointName(step);

@@ -39,7 +39,7 @@ class CheckpointManager {
   // As Save, written in the background (Checkpoint::SaveAsync); `done` (may be null) gets the
   // result once the index moved. WaitForSave returns that result.
   Status SaveAsync(Session& session, int64_t step, const CheckpointValues& values,
-                   std::function<void(const Status&)> done = nullptr);
+                   StatusCallback done = nullptr);
   Status WaitForSave();
 
   // Restores the latest checkpoint: its contents, or nullopt when the directory has none.

@@ -48,7 +48,7 @@ void ExpectAll(TestModel& model, int64_t value) {
 }
 
 TEST(CheckpointTest, SaveThenRestoreRoundTripsEveryVariableAndValue) {
-  io::TempDir dir;
+  io::testing::TempDir dir;
   TestModel model = BuildModel(1);
   ASSERT_NE(model.session, nullptr);
   SetEvery(model, 42);
@@ -75,7 +75,7 @@ TEST(CheckpointTest, SaveThenRestoreRoundTripsEveryVariableAndValue) {
 // Another tool reads a checkpoint: Python and NumPy, through the safetensors layout alone, find
 // every tensor under its variable's name with its values (and the CRC32C the manifest records).
 TEST(CheckpointTest, PythonAndNumpyReadACheckpointShard) {
-  io::TempDir dir;
+  io::testing::TempDir dir;
   TestModel model = BuildModel(2);
   ASSERT_NE(model.session, nullptr);
   SetEvery(model, 3);
@@ -83,7 +83,7 @@ TEST(CheckpointTest, PythonAndNumpyReadACheckpointShard) {
   StatusOr<io::CheckpointManifest> manifest = io::CheckpointManifest::Read(dir.File("c"));
   ASSERT_TRUE(manifest.ok()) << manifest.status();
   StatusOr<std::string> output =
-      io::RunPythonReader(WEFT_SOURCE_DIR, dir.File("c/shard-00000-of-00001.safetensors"));
+      io::testing::RunPythonReader(WEFT_SOURCE_DIR, dir.File("c/shard-00000-of-00001.safetensors"));
   ASSERT_TRUE(output.ok()) << output.status();
   // "name dtype shape sum crc32c" per tensor.
   for (const TestVariableSpec& spec : SmallSpecs()) {
@@ -97,7 +97,7 @@ TEST(CheckpointTest, PythonAndNumpyReadACheckpointShard) {
 }
 
 TEST(CheckpointTest, RestoresAcrossReplicaCounts) {
-  io::TempDir dir;
+  io::testing::TempDir dir;
   TestModel two = BuildModel(2);
   ASSERT_NE(two.session, nullptr);
   SetEvery(two, 7);
@@ -121,7 +121,7 @@ TEST(CheckpointTest, RestoresAcrossReplicaCounts) {
 }
 
 TEST(CheckpointTest, ASyncOnReadSumIsSavedAggregatedAndSplitOnRestore) {
-  io::TempDir dir;
+  io::testing::TempDir dir;
   TestModel two = BuildModel(2, /*with_sum=*/true);
   ASSERT_NE(two.session, nullptr);
   // Each of the 2 components holds 1 (Ones): the checkpoint holds their sum, 2.
@@ -136,7 +136,7 @@ TEST(CheckpointTest, ASyncOnReadSumIsSavedAggregatedAndSplitOnRestore) {
 }
 
 TEST(CheckpointTest, MismatchedModelsAreErrorsNamingTheTensorAndShapes) {
-  io::TempDir dir;
+  io::testing::TempDir dir;
   TestModel model = BuildModel(1);
   ASSERT_NE(model.session, nullptr);
   ASSERT_TRUE(model.checkpoint->Save(*model.session, dir.File("c"), 1, {{"global_step", 1}}).ok());
@@ -186,7 +186,7 @@ TEST(CheckpointTest, ADuplicateNameIsRefusedAtBuildTime) {
 }
 
 TEST(CheckpointTest, AsyncSaveWritesTheValuesOfItsStepBoundary) {
-  io::TempDir dir;
+  io::testing::TempDir dir;
   TestModel model = BuildModel(2);
   ASSERT_NE(model.session, nullptr);
   SetEvery(model, 5);
@@ -210,7 +210,7 @@ TEST(CheckpointTest, AsyncSaveWritesTheValuesOfItsStepBoundary) {
 }
 
 TEST(CheckpointManagerTest, KeepsTheNewestAndIndexesTheLatest) {
-  io::TempDir dir;
+  io::testing::TempDir dir;
   TestModel model = BuildModel(1);
   ASSERT_NE(model.session, nullptr);
   CheckpointManager manager(model.checkpoint.get(), dir.File("run"), /*max_to_keep=*/2);
@@ -237,7 +237,7 @@ TEST(CheckpointManagerTest, KeepsTheNewestAndIndexesTheLatest) {
 }
 
 TEST(CheckpointManagerTest, ACorruptIndexIsAnErrorNamingIt) {
-  io::TempDir dir;
+  io::testing::TempDir dir;
   ASSERT_TRUE(io::CreateDirectories(dir.File("run")).ok());
   for (const std::string& text :
        {std::string("{not json"), std::string("{\"latest\": 3, \"checkpoints\": []}"),
@@ -254,7 +254,7 @@ TEST(CheckpointManagerTest, ACorruptIndexIsAnErrorNamingIt) {
 // permissions) or, for anyone, replaced by a file. The save fails naming the path; the index
 // still names the previous checkpoint, which restores.
 TEST(CheckpointManagerTest, AFailedSaveNamesThePathAndKeepsThePrevious) {
-  io::TempDir dir;
+  io::testing::TempDir dir;
   TestModel model = BuildModel(1);
   ASSERT_NE(model.session, nullptr);
   const std::string run = dir.File("run");

@@ -9,8 +9,20 @@
 
 #include "weft/cli/cluster_test_util.h"
 
-namespace weft::cluster_testing {
+namespace weft::cli {
 namespace {
+
+using testing::Addresses;
+using testing::ClusterOptions;
+using testing::CrossTaskGraph;
+using testing::ExpectServesASessionAlone;
+using testing::InterruptedTraining;
+using testing::InterruptTraining;
+using testing::kTask1;
+using testing::NewInitializedCrossTaskSession;
+using testing::NowMs;
+using testing::ServerProcess;
+using testing::StartCluster;
 
 using ::testing::HasSubstr;
 
@@ -77,4 +89,4 @@ TEST(ClusterLivenessTest, SessionConfigSetsItsOwnWorkerTimeout) {
 }
 
 }  // namespace
-}  // namespace weft::cluster_testing
+}  // namespace weft::cli

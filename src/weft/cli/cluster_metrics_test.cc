@@ -13,8 +13,16 @@
 #include "weft/core/str_util.h"
 #include "weft/distributed/rpc/grpc_session.h"
 
-namespace weft::cluster_testing {
+namespace weft::cli {
 namespace {
+
+using testing::Addresses;
+using testing::ClusterOptions;
+using testing::CrossTaskGraph;
+using testing::kTask0;
+using testing::kTask1;
+using testing::NewInitializedCrossTaskSession;
+using testing::StartCluster;
 
 constexpr char kMetricsLine[] = "weft server metrics at http://";
 constexpr int kSteps = 5;
@@ -22,7 +30,7 @@ constexpr int kSteps = 5;
 // GET /metrics of the endpoint at "127.0.0.1:PORT/metrics"; "" (and the test failed) on error.
 std::string Scrape(const std::string& url) {
   const std::string address = url.substr(0, url.find('/'));
-  httplib::Result result = metrics_testing::ClientFor(address)->Get("/metrics");
+  httplib::Result result = testing::ClientFor(address)->Get("/metrics");
   EXPECT_TRUE(result) << "scraping " << url << ": " << httplib::to_string(result.error());
   if (!result) return "";
   EXPECT_EQ(result->status, 200);
@@ -86,4 +94,4 @@ TEST(ClusterMetricsTest, ValuesMoveAfterSteps) {
 }
 
 }  // namespace
-}  // namespace weft::cluster_testing
+}  // namespace weft::cli

@@ -26,8 +26,24 @@
 #include "weft/testing/child_process.h"
 #include "weft/testing/server_process.h"
 
-namespace weft::cluster_testing {
+namespace weft::cli {
 namespace {
+
+using testing::Addresses;
+using testing::BuildCrossTaskGraph;
+using testing::ClusterOptions;
+using testing::CrossTaskGraph;
+using testing::ExpectServesASessionAlone;
+using testing::InterruptedTraining;
+using testing::InterruptTraining;
+using testing::kTask0;
+using testing::kTask1;
+using testing::NewInitializedCrossTaskSession;
+using testing::NewSessionOrDie;
+using testing::NowMs;
+using testing::ScalarOf;
+using testing::ServerProcess;
+using testing::StartCluster;
 
 using ::testing::HasSubstr;
 
@@ -161,7 +177,7 @@ TEST(ClusterTest, KilledWorkerIsUnavailableAndARestartedOneTrainsAgain) {
 TEST(ClusterTest, WorkerThatNeverComesUpIsAClearErrorWithinTheDeadline) {
   auto servers = StartCluster(1, {"--worker-timeout-ms", "1500"});
   ASSERT_EQ(servers.size(), 1u);
-  const std::string nobody = StrCat("127.0.0.1:", testing::UnusedLoopbackPort());
+  const std::string nobody = StrCat("127.0.0.1:", weft::testing::UnusedLoopbackPort());
   std::unique_ptr<Session> session =
       NewSessionOrDie(ClusterOptions({servers[0]->address(), nobody}));
   ASSERT_NE(session, nullptr);
@@ -180,7 +196,7 @@ TEST(ClusterTest, WorkerThatNeverComesUpIsAClearErrorWithinTheDeadline) {
 TEST(ClusterTest, WorkerThatComesUpLateIsWaitedFor) {
   auto servers = StartCluster(1);
   ASSERT_EQ(servers.size(), 1u);
-  testing::HeldLoopbackPort late_port;
+  weft::testing::HeldLoopbackPort late_port;
   ASSERT_NE(late_port.port(), 0);
   const std::string late = StrCat("127.0.0.1:", late_port.port());
   std::unique_ptr<ServerProcess> late_server;
@@ -288,10 +304,10 @@ TEST(ClusterTest, EveryTaskWritesItsShardAndARunResumesThroughTheCluster) {
   auto servers = StartCluster(2);
   ASSERT_EQ(servers.size(), 2u);
   const std::vector<std::string> addresses = Addresses(servers);
-  io::TempDir temp_dir;
+  io::testing::TempDir temp_dir;
   const std::string dir = temp_dir.path();
   auto train = [&](const std::string& max_steps) {
-    return testing::ChildProcess::Start(
+    return weft::testing::ChildProcess::Start(
         {WEFT_BINARY, "train", "--model", "mlp", "--epochs", "1", "--max-steps", max_steps,
          "--target", "grpc://" + addresses[0], "--cluster",
          "worker=" + addresses[0] + "," + addresses[1], "--checkpoint-dir", dir, "--json"});
@@ -322,7 +338,7 @@ TEST(ClusterTest, BadFlagsAndClustersExitWithUsageErrors) {
 }
 
 }  // namespace
-}  // namespace weft::cluster_testing
+}  // namespace weft::cli
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);

@@ -20,9 +20,9 @@
 #include "weft/runtime/session.h"
 #include "weft/testing/server_process.h"
 
-namespace weft::cluster_testing {
+namespace weft::cli::testing {
 
-using testing::ServerProcess;
+using weft::testing::ServerProcess;
 
 constexpr char kTask0[] = "/job:worker/replica:0/task:0";
 constexpr char kTask1[] = "/job:worker/replica:0/task:1";
@@ -216,4 +216,4 @@ inline void ExpectServesASessionAlone(const std::string& address) {
   EXPECT_TRUE(alone->Close().ok());
 }
 
-}  // namespace weft::cluster_testing
+}  // namespace weft::cli::testing

@@ -20,8 +20,15 @@
 #include "weft/runtime/timeline.h"
 #include "weft/runtime/timeline_test_util.h"
 
-namespace weft::cluster_testing {
+namespace weft::cli {
 namespace {
+
+using testing::Addresses;
+using testing::ClusterOptions;
+using testing::kTask0;
+using testing::kTask1;
+using testing::NewSessionOrDie;
+using testing::StartCluster;
 
 using ::testing::ElementsAre;
 
@@ -107,7 +114,7 @@ TEST(ClusterTraceTest, ATracedStepCoversEveryDeviceOfBothTasks) {
   // The trace: parses, a row for every device under its task, one flow per cross-task tensor.
   Timeline timeline;
   timeline.AddStep(1, metadata.step_stats(), start, end);
-  const testing::ParsedTrace trace = testing::ParseTrace(timeline.ToJson());
+  const weft::testing::ParsedTrace trace = weft::testing::ParseTrace(timeline.ToJson());
   for (const std::string& device : devices) {
     const std::vector<nlohmann::json> events = trace.EventsOnDevice(device);
     ASSERT_FALSE(events.empty()) << device;
@@ -125,7 +132,7 @@ TEST(ClusterTraceTest, ATracedStepCoversEveryDeviceOfBothTasks) {
 }
 
 }  // namespace
-}  // namespace weft::cluster_testing
+}  // namespace weft::cli
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);

@@ -13,7 +13,7 @@
 #include "weft/core/str_util.h"
 #include "weft/distributed/rpc/transport_security.h"
 
-namespace weft {
+namespace weft::cli {
 namespace {
 
 constexpr char kContentType[] = "text/plain; version=0.0.4; charset=utf-8";
@@ -113,4 +113,4 @@ StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
   return std::unique_ptr<MetricsEndpoint>(std::move(endpoint));
 }
 
-}  // namespace weft
+}  // namespace weft::cli

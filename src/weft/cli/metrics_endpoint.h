@@ -10,7 +10,7 @@
 
 #include "weft/core/statusor.h"
 
-namespace weft {
+namespace weft::cli {
 
 struct MetricsEndpointOptions {
   std::string bind_host = "127.0.0.1";
@@ -31,4 +31,4 @@ class MetricsEndpoint {
   virtual void Stop() = 0;
 };
 
-}  // namespace weft
+}  // namespace weft::cli

@@ -9,12 +9,12 @@
 #include "weft/cli/metrics_test_util.h"
 #include "weft/core/metrics.h"
 
-namespace weft {
+namespace weft::cli {
 namespace {
 
 using ::testing::HasSubstr;
 
-using metrics_testing::ClientFor;
+using testing::ClientFor;
 
 TEST(MetricsEndpointTest, ServesThePrometheusTextOfTheRegistry) {
   metrics::Registry::Global()
@@ -73,4 +73,4 @@ TEST(MetricsEndpointTest, ABusyPortIsUnavailableNamingIt) {
 }
 
 }  // namespace
-}  // namespace weft
+}  // namespace weft::cli

@@ -8,7 +8,7 @@
 
 #include <httplib.h>
 
-namespace weft::metrics_testing {
+namespace weft::cli::testing {
 
 inline std::unique_ptr<httplib::Client> ClientFor(const std::string& address) {
   const size_t colon = address.rfind(':');
@@ -19,4 +19,4 @@ inline std::unique_ptr<httplib::Client> ClientFor(const std::string& address) {
   return client;
 }
 
-}  // namespace weft::metrics_testing
+}  // namespace weft::cli::testing

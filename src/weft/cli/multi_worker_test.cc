@@ -23,11 +23,11 @@
 #include "weft/testing/child_process.h"
 #include "weft/testing/server_process.h"
 
-namespace weft {
+namespace weft::cli {
 namespace {
 
-using testing::ChildProcess;
 using ::testing::HasSubstr;
+using weft::testing::ChildProcess;
 
 constexpr int64_t kExitMs = 240000;
 
@@ -46,11 +46,11 @@ std::vector<std::unique_ptr<ChildProcess>> StartWorkers(int workers,
                                                         const std::vector<std::string>& extra,
                                                         int started = -1) {
   std::vector<int> ports;
-  for (int t = 0; t < workers; ++t) ports.push_back(testing::UnusedLoopbackPort());
+  for (int t = 0; t < workers; ++t) ports.push_back(weft::testing::UnusedLoopbackPort());
   std::vector<std::unique_ptr<ChildProcess>> children;
   for (int t = 0; t < (started < 0 ? workers : started); ++t) {
-    auto child = ChildProcess::Start(TrainArgs(extra),
-                                     {{"WEFT_CONFIG", testing::LoopbackWorkerConfig(ports, t)}});
+    auto child = ChildProcess::Start(
+        TrainArgs(extra), {{"WEFT_CONFIG", weft::testing::LoopbackWorkerConfig(ports, t)}});
     EXPECT_TRUE(child.ok()) << child.status();
     if (child.ok()) children.push_back(std::move(child).value());
   }
@@ -97,12 +97,13 @@ TEST(MultiWorkerTest, TwoWorkersOverTcpWithTwoDevicesEachEndIdentical) {
 TEST(MultiWorkerTest, FourWorkersOnTwoPretendHostsEndIdentical) {
   // WEFT_HOST a, b, a, b: shared memory inside each "host", TCP between their leaders.
   std::vector<int> ports;
-  for (int t = 0; t < 4; ++t) ports.push_back(testing::UnusedLoopbackPort());
+  for (int t = 0; t < 4; ++t) ports.push_back(weft::testing::UnusedLoopbackPort());
   std::vector<std::unique_ptr<ChildProcess>> children;
   for (int t = 0; t < 4; ++t) {
-    auto child = ChildProcess::Start(TrainArgs({"--max-steps", "10", "--json"}),
-                                     {{"WEFT_CONFIG", testing::LoopbackWorkerConfig(ports, t)},
-                                      {"WEFT_HOST", t % 2 == 0 ? "host-a" : "host-b"}});
+    auto child =
+        ChildProcess::Start(TrainArgs({"--max-steps", "10", "--json"}),
+                            {{"WEFT_CONFIG", weft::testing::LoopbackWorkerConfig(ports, t)},
+                             {"WEFT_HOST", t % 2 == 0 ? "host-a" : "host-b"}});
     ASSERT_TRUE(child.ok()) << child.status();
     children.push_back(std::move(child).value());
   }
@@ -117,12 +118,13 @@ TEST(MultiWorkerTest, EightOversubscribedWorkersEndIdentical) {
 
 TEST(MultiWorkerTest, DifferentSeedsStillStartFromTheChiefsWeights) {
   // Each worker draws its own initial values; the broadcast from the chief makes them agree.
-  std::vector<int> ports = {testing::UnusedLoopbackPort(), testing::UnusedLoopbackPort()};
+  std::vector<int> ports = {weft::testing::UnusedLoopbackPort(),
+                            weft::testing::UnusedLoopbackPort()};
   std::vector<std::unique_ptr<ChildProcess>> children;
   for (int t = 0; t < 2; ++t) {
     auto child = ChildProcess::Start(
         TrainArgs({"--max-steps", "10", "--json", "--seed", std::to_string(100 + t)}),
-        {{"WEFT_CONFIG", testing::LoopbackWorkerConfig(ports, t)}});
+        {{"WEFT_CONFIG", weft::testing::LoopbackWorkerConfig(ports, t)}});
     ASSERT_TRUE(child.ok()) << child.status();
     children.push_back(std::move(child).value());
   }
@@ -131,8 +133,8 @@ TEST(MultiWorkerTest, DifferentSeedsStillStartFromTheChiefsWeights) {
 
 TEST(MultiWorkerTest, TfConfigStartsTheJobUnchanged) {
   // The reference's JSON as a Kubernetes training operator writes it: a chief and a worker.
-  const int chief = testing::UnusedLoopbackPort();
-  const int worker = testing::UnusedLoopbackPort();
+  const int chief = weft::testing::UnusedLoopbackPort();
+  const int worker = weft::testing::UnusedLoopbackPort();
   const std::string cluster = StrCat(R"("cluster": {"chief": ["127.0.0.1:)", chief,
                                      R"("], "worker": ["127.0.0.1:)", worker, R"("]})");
   std::vector<std::unique_ptr<ChildProcess>> children;
@@ -230,7 +232,7 @@ int64_t ResumedFromStep(const std::string& output) {
 // The chief saves; after a worker is killed the job fails, and the same `weft launch` command
 // resumes it from the last checkpoint, every worker restoring it, and finishes it.
 TEST(MultiWorkerTest, AKilledJobResumesFromItsLastCheckpointUnderWeftLaunch) {
-  io::TempDir dir;
+  io::testing::TempDir dir;
   const std::vector<std::string> command = {WEFT_BINARY,
                                             "launch",
                                             "--workers",
@@ -277,7 +279,7 @@ TEST(MultiWorkerTest, AKilledJobResumesFromItsLastCheckpointUnderWeftLaunch) {
 
 // A checkpoint written by one process on one device restores into two workers.
 TEST(MultiWorkerTest, AOneDeviceCheckpointResumesOnTwoWorkers) {
-  io::TempDir dir;
+  io::testing::TempDir dir;
   auto single =
       ChildProcess::Start({WEFT_BINARY, "train", "--model", "mlp", "--epochs", "1", "--max-steps",
                            "10", "--threads", "1", "--checkpoint-dir", dir.path()});
@@ -292,4 +294,4 @@ TEST(MultiWorkerTest, AOneDeviceCheckpointResumesOnTwoWorkers) {
 }
 
 }  // namespace
-}  // namespace weft
+}  // namespace weft::cli

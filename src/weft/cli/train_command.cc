@@ -324,10 +324,10 @@ int ReportSummary(const TrainFlags& flags, const train::TrainSummary& summary) {
   char fingerprint[17];
   std::snprintf(fingerprint, sizeof(fingerprint), "%016llx",
                 static_cast<unsigned long long>(summary.variables_fingerprint));
-  if (summary.task_index != 0) {
+  if (summary.worker_index != 0) {
     // The chief reports the job; every other worker says in one line that it finished.
     std::fprintf(stdout, "worker %d of %d done: %lld steps, final loss %.4f, variables %s\n",
-                 summary.task_index, summary.workers, static_cast<long long>(summary.steps),
+                 summary.worker_index, summary.workers, static_cast<long long>(summary.steps),
                  summary.final_loss, fingerprint);
     return 0;
   }

@@ -20,11 +20,16 @@
 #include "weft/runtime/timeline_test_util.h"
 #include "weft/testing/child_process.h"
 
-namespace weft::cluster_testing {
+namespace weft::cli {
 namespace {
 
-using testing::ChildProcess;
+using testing::Addresses;
+using testing::kTask0;
+using testing::kTask1;
+using testing::StartCluster;
+
 using ::testing::HasSubstr;
+using weft::testing::ChildProcess;
 
 constexpr int64_t kExitMs = 240000;
 constexpr char kLocalCpu[] = "/job:localhost/replica:0/task:0/device:CPU:";
@@ -62,7 +67,7 @@ nlohmann::json SummaryOf(const std::string& output) {
 }
 
 TEST(TrainTraceTest, WritesTheTracedStepsOfEveryDeviceAndTheirTimes) {
-  io::TempDir dir;
+  io::testing::TempDir dir;
   const std::string file = dir.File("trace.json");
   Finished run = RunWeft({"train", "--devices", "2", "--threads", "1", "--max-steps", "4",
                           "--epochs", "1", "--trace", file, "--trace-steps", "2:3", "--json"});
@@ -84,7 +89,7 @@ TEST(TrainTraceTest, WritesTheTracedStepsOfEveryDeviceAndTheirTimes) {
     EXPECT_LE(step["compute_ms"].get<double>(), step["wall_ms"].get<double>());
   }
 
-  const testing::ParsedTrace trace = testing::ParseTrace(io::ReadBytes(file));
+  const weft::testing::ParsedTrace trace = weft::testing::ParseTrace(io::testing::ReadBytes(file));
   std::set<std::string> steps, categories;
   for (const nlohmann::json& event : trace.complete) {
     if (event["cat"] == "step") steps.insert(event["name"].get<std::string>());
@@ -116,7 +121,7 @@ TEST(TrainTraceTest, TracesBothTasksOfAClusterWithAFlowForEachCrossTaskTensor) {
   auto servers = StartCluster(2);
   ASSERT_EQ(servers.size(), 2u);
   const std::vector<std::string> addresses = Addresses(servers);
-  io::TempDir dir;
+  io::testing::TempDir dir;
   const std::string file = dir.File("cluster.json");
   Finished run = RunWeft({"train", "--target", "grpc://" + addresses[0], "--cluster",
                           "worker=" + StrJoin(addresses, ","), "--max-steps", "3", "--epochs", "1",
@@ -126,7 +131,7 @@ TEST(TrainTraceTest, TracesBothTasksOfAClusterWithAFlowForEachCrossTaskTensor) {
   ASSERT_EQ(summary["traced_steps"].size(), 1u) << run.output;
   EXPECT_GT(summary["traced_steps"][0]["communication_ms"].get<double>(), 0);
 
-  const testing::ParsedTrace trace = testing::ParseTrace(io::ReadBytes(file));
+  const weft::testing::ParsedTrace trace = weft::testing::ParseTrace(io::testing::ReadBytes(file));
   for (const char* task : {kTask0, kTask1}) {
     const std::vector<nlohmann::json> events = trace.EventsOnDevice(StrCat(task, "/device:CPU:0"));
     ASSERT_FALSE(events.empty()) << task;
@@ -154,4 +159,4 @@ TEST(TrainTraceTest, TracesBothTasksOfAClusterWithAFlowForEachCrossTaskTensor) {
 }
 
 }  // namespace
-}  // namespace weft::cluster_testing
+}  // namespace weft::cli

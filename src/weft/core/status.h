@@ -1,8 +1,10 @@
 // Status: the outcome of an operation that can fail, with a canonical code and a message that names
 // the thing at fault. Codes follow the reference system's canonical set. Status is a value type;
-// copies are cheap (an OK status holds nothing). Safe to pass between threads.
+// copies are cheap (an OK status holds nothing). Safe to pass between threads. StatusCallback is
+// the one type of a completion callback; IsDerivedError tells an echo of a failure from its cause.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -92,6 +94,17 @@ WEFT_DECLARE_STATUS_FACTORY(Unavailable)
 WEFT_DECLARE_STATUS_FACTORY(DataLoss)
 WEFT_DECLARE_STATUS_FACTORY(Unauthenticated)
 #undef WEFT_DECLARE_STATUS_FACTORY
+
+// What every asynchronous call (`FooAsync(..., StatusCallback done)`) runs once with its outcome;
+// also the type of any other handler that is given a Status (an abort, a cancellation).
+using StatusCallback = std::function<void(const Status&)>;
+
+// Whether `status` is "derived", as the reference calls an error that usually follows from another
+// failure (Cancelled: the step was cancelled; Aborted: a rendezvous or collective was aborted).
+// Where several errors arrive, the root cause is reported in preference to a derived one.
+inline bool IsDerivedError(const Status& status) {
+  return IsCancelled(status) || IsAborted(status);
+}
 
 }  // namespace weft
 

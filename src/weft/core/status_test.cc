@@ -42,6 +42,14 @@ TEST(StatusTest, WithContextPrefixesTheMessageAndKeepsTheCode) {
   EXPECT_TRUE(Status::OK().WithContext("anything").ok());
 }
 
+TEST(StatusTest, CancelledAndAbortedAreDerivedErrors) {
+  EXPECT_TRUE(IsDerivedError(Cancelled("the step was cancelled")));
+  EXPECT_TRUE(IsDerivedError(Aborted("the rendezvous was aborted")));
+  EXPECT_FALSE(IsDerivedError(Internal("x")));
+  EXPECT_FALSE(IsDerivedError(DeadlineExceeded("x")));
+  EXPECT_FALSE(IsDerivedError(Status::OK()));
+}
+
 StatusOr<int> Half(int x) {
   if (x % 2 != 0) return InvalidArgument(x, " is odd");
   return x / 2;

@@ -13,6 +13,9 @@
 namespace weft::data {
 namespace {
 
+using testing::Collect;
+using testing::Scalars;
+
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 

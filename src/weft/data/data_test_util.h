@@ -9,7 +9,7 @@
 
 #include "weft/data/dataset.h"
 
-namespace weft::data {
+namespace weft::data::testing {
 
 // Every element of `dataset`, or the first error. At most `limit` elements are read so a broken
 // Repeat cannot hang a test.
@@ -44,4 +44,4 @@ inline Dataset Range(int64_t n) {
   return Dataset::FromTensors({Tensor::FromVector(values)});
 }
 
-}  // namespace weft::data
+}  // namespace weft::data::testing

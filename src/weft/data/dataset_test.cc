@@ -11,6 +11,10 @@
 namespace weft::data {
 namespace {
 
+using testing::Collect;
+using testing::Range;
+using testing::Scalars;
+
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 

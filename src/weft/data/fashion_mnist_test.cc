@@ -14,7 +14,13 @@
 namespace weft::data {
 namespace {
 
-using io::TempDir;
+using testing::Bytes;
+using testing::Gzip;
+using testing::IdxBytes;
+using testing::RandomBytes;
+using testing::WriteBytes;
+
+using io::testing::TempDir;
 using ::testing::HasSubstr;
 
 // Writes a tiny Fashion-MNIST lookalike: `train` and `test` examples of 28x28, labels i % 10.

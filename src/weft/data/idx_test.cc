@@ -19,6 +19,14 @@
 namespace weft::data {
 namespace {
 
+using testing::Bytes;
+using testing::Collect;
+using testing::Gzip;
+using testing::IdxBytes;
+using testing::RandomBytes;
+using testing::Scalars;
+using testing::WriteBytes;
+
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -104,7 +112,7 @@ Bytes SmallPayload() {
 }
 
 TEST(IdxRobustnessTest, BadHeadersAndAbsurdDimsAreRefused) {
-  io::TempDir dir;
+  io::testing::TempDir dir;
   struct Case {
     Bytes bytes;
     Code code;
@@ -131,7 +139,7 @@ TEST(IdxRobustnessTest, BadHeadersAndAbsurdDimsAreRefused) {
 // Found by fuzz/idx_reader_fuzzer: a 12-byte file whose dims claim 1 GiB had the reader allocate
 // 1 GiB before it found the data missing (about a second per read under AddressSanitizer).
 TEST(IdxRobustnessTest, DimsBeyondWhatTheFileCanHoldAreRefusedBeforeAllocating) {
-  io::TempDir dir;
+  io::testing::TempDir dir;
   const Bytes plain = IdxBytes({1u << 30}, {1, 2, 3});
   const Bytes gzipped = Gzip(plain);
   ResetPeakBytesInUse();
@@ -148,7 +156,7 @@ TEST(IdxRobustnessTest, DimsBeyondWhatTheFileCanHoldAreRefusedBeforeAllocating) 
 }
 
 TEST(IdxRobustnessTest, EveryTruncationFailsNamingTheFile) {
-  io::TempDir dir;
+  io::testing::TempDir dir;
   const Bytes plain = IdxBytes({2, 3, 4}, SmallPayload());
   const Bytes gzipped = Gzip(plain);
   for (const Bytes* full : {&plain, &gzipped}) {
@@ -168,7 +176,7 @@ TEST(IdxRobustnessTest, EveryTruncationFailsNamingTheFile) {
 }
 
 TEST(IdxRobustnessTest, RandomBytesNeverCrash) {
-  io::TempDir dir;
+  io::testing::TempDir dir;
   const Bytes valid = IdxBytes({2, 3, 4}, SmallPayload());
   for (uint64_t seed = 0; seed < 400; ++seed) {
     const std::string path = dir.File(StrCat("garbage", seed));

@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
-namespace weft::data {
+namespace weft::data::testing {
 
 using Bytes = std::vector<uint8_t>;
 
@@ -61,4 +61,4 @@ inline Bytes RandomBytes(uint64_t seed, size_t count) {
   return out;
 }
 
-}  // namespace weft::data
+}  // namespace weft::data::testing

@@ -11,6 +11,9 @@
 namespace weft::data {
 namespace {
 
+using testing::Collect;
+using testing::Range;
+
 using ::testing::HasSubstr;
 
 TEST(PrefetchTest, SameSequenceAsWithout) {

@@ -28,17 +28,7 @@ StatusOr<Output> AggregatingVariable::UpdateInReplicaContext(const Scope& scope,
                                                              ReplicaContext& context) {
   const int n = context.num_replicas_in_sync();
   const VariableAggregation aggregation = this->aggregation();
-  if (aggregation == VariableAggregation::kNone) {
-    return InvalidArgument(Describe(), ": ", UpdateKindName(kind), " in replica context with ", n,
-                           " replicas needs an aggregation method (SUM, MEAN or "
-                           "ONLY_FIRST_REPLICA); the variable has NONE");
-  }
-  if (value.is_constant() && aggregation == VariableAggregation::kSum) {
-    return InvalidArgument(Describe(), ": ", UpdateKindName(kind),
-                           " of a constant in replica context with SUM aggregation across ", n,
-                           " replicas is refused (the constant would count ", n,
-                           " times); pass a tensor, or use MEAN or ONLY_FIRST_REPLICA");
-  }
+  WEFT_RETURN_IF_ERROR(CheckReplicaUpdate(kind, value, n));
   Output tensor = ToOutput(scope, value);
   WEFT_RETURN_IF_ERROR(scope.status().WithContext(Describe()));
   const bool as_is = value.is_constant() || aggregation == VariableAggregation::kOnlyFirstReplica;

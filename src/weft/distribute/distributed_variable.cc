@@ -71,6 +71,23 @@ StatusOr<int> DistributedVariable::LocalComponent(const ReplicaContext& context)
   return context.replica_id();
 }
 
+Status DistributedVariable::CheckReplicaUpdate(UpdateKind kind, const Input& value,
+                                               int replicas) const {
+  if (aggregation_ == VariableAggregation::kNone) {
+    return InvalidArgument(Describe(), ": ", UpdateKindName(kind), " in replica context with ",
+                           replicas,
+                           " replicas needs an aggregation method (SUM, MEAN or "
+                           "ONLY_FIRST_REPLICA); the variable has NONE");
+  }
+  if (value.is_constant() && aggregation_ == VariableAggregation::kSum) {
+    return InvalidArgument(Describe(), ": ", UpdateKindName(kind),
+                           " of a constant in replica context with SUM aggregation across ",
+                           replicas, " replicas is refused (the constant would count ", replicas,
+                           " times); pass a tensor, or use MEAN or ONLY_FIRST_REPLICA");
+  }
+  return Status::OK();
+}
+
 Output DistributedVariable::ToOutput(const Scope& scope, const Input& value) const {
   if (!value.is_constant()) return value.output();
   Output constant = ops::Const(scope, value);

@@ -85,6 +85,11 @@ class DistributedVariable {
   // The component of `context`'s replica; InvalidArgument when the context's strategy does not
   // run one replica per component of this variable.
   StatusOr<int> LocalComponent(const ReplicaContext& context) const;
+  // The refusals of an update in replica context with `replicas` replicas for a kind that keeps
+  // one value for all of them: NONE aggregation (no rule to combine the replicas' values; we pick
+  // tf.VariableAggregation's documented error over a silent local update) and a constant with SUM
+  // (it would count `replicas` times).
+  Status CheckReplicaUpdate(UpdateKind kind, const Input& value, int replicas) const;
   // The update `kind` of component i with `value`, built in `scope`.
   Output ApplyUpdate(const Scope& scope, UpdateKind kind, int i, const Input& value) const;
   // `value` as a tensor of this variable's dtype built in `scope` (constants become Consts).

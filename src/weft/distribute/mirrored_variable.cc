@@ -34,19 +34,9 @@ StatusOr<Output> MirroredVariable::UpdateInReplicaContext(const Scope& scope, Up
   const int n = num_components();
   if (n == 1) return Checked(scope, ApplyUpdate(scope, kind, r, value));
   const VariableAggregation aggregation = this->aggregation();
-  if (aggregation == VariableAggregation::kNone) {
-    return InvalidArgument(Describe(), ": ", UpdateKindName(kind), " in replica context with ", n,
-                           " replicas needs an aggregation method (SUM, MEAN or "
-                           "ONLY_FIRST_REPLICA); the variable has NONE");
-  }
+  WEFT_RETURN_IF_ERROR(CheckReplicaUpdate(kind, value, n));
   if (value.is_constant() && aggregation == VariableAggregation::kMean) {
     return Checked(scope, ApplyUpdate(scope, kind, r, ToOutput(scope, value)));
-  }
-  if (value.is_constant() && aggregation == VariableAggregation::kSum) {
-    return InvalidArgument(Describe(), ": ", UpdateKindName(kind),
-                           " of a constant in replica context with SUM aggregation across ", n,
-                           " replicas is refused (the constant would count ", n,
-                           " times); pass a tensor, or use MEAN or ONLY_FIRST_REPLICA");
   }
   Output tensor = ToOutput(scope, value);
   WEFT_RETURN_IF_ERROR(scope.status().WithContext(Describe()));

@@ -5,7 +5,7 @@
 // across processes, bucketed and chained in one order (AllReduceCrossDeviceOps with
 // order_collectives). num_replicas_in_sync() counts every worker's replicas; SplitBatch splits this
 // worker's share of the global batch over its replicas; DistributeDatasetsFromFunction gives this
-// worker's dataset function input pipeline task_index() of num_workers().
+// worker's dataset function input pipeline worker_index() of num_workers().
 //
 // The policy (extended()) is MirroredExtended's plus the collectives in every session
 // (session_options()), the chief's initial values broadcast to all (BroadcastVariablesFromChief)
@@ -55,8 +55,7 @@ class MultiWorkerMirroredStrategy final : public Strategy {
   static StatusOr<std::unique_ptr<MultiWorkerMirroredStrategy>> Create(MultiWorkerOptions options);
   ~MultiWorkerMirroredStrategy() override;
 
-  int task_index() const { return options_.server.task.index; }
-  bool is_chief() const { return task_index() == 0; }
+  bool is_chief() const { return worker_index() == 0; }
   const std::string& task_name() const { return server_->task_name(); }
 
   // This worker's session: its devices and the collectives across workers.

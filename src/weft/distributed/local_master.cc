@@ -78,14 +78,14 @@ class LocalMaster final : public MasterInterface {
                        proto::CreateSessionResponse* response) override {
     return CallWithDeadline("CreateSession", options, request, response,
                             [this](auto* req, auto* resp, StatusCallback done) {
-                              master_->CreateSession(req, resp, std::move(done));
+                              master_->CreateSessionAsync(req, resp, std::move(done));
                             });
   }
   Status ExtendSession(CallOptions* options, const proto::ExtendSessionRequest& request,
                        proto::ExtendSessionResponse* response) override {
     return CallWithDeadline("ExtendSession", options, request, response,
                             [this](auto* req, auto* resp, StatusCallback done) {
-                              master_->ExtendSession(req, resp, std::move(done));
+                              master_->ExtendSessionAsync(req, resp, std::move(done));
                             });
   }
   // The Master itself honours the step's deadline and cancellation (and answers then), so the
@@ -93,27 +93,27 @@ class LocalMaster final : public MasterInterface {
   Status RunStep(CallOptions* options, const proto::RunStepRequest& request,
                  proto::RunStepResponse* response) override {
     return WaitForCall(
-        [&](StatusCallback done) { master_->RunStep(options, &request, response, done); });
+        [&](StatusCallback done) { master_->RunStepAsync(options, &request, response, done); });
   }
   Status CloseSession(CallOptions* options, const proto::CloseSessionRequest& request,
                       proto::CloseSessionResponse* response) override {
     return CallWithDeadline("CloseSession", options, request, response,
                             [this](auto* req, auto* resp, StatusCallback done) {
-                              master_->CloseSession(req, resp, std::move(done));
+                              master_->CloseSessionAsync(req, resp, std::move(done));
                             });
   }
   Status ListDevices(CallOptions* options, const proto::ListDevicesRequest& request,
                      proto::ListDevicesResponse* response) override {
     return CallWithDeadline("ListDevices", options, request, response,
                             [this](auto* req, auto* resp, StatusCallback done) {
-                              master_->ListDevices(req, resp, std::move(done));
+                              master_->ListDevicesAsync(req, resp, std::move(done));
                             });
   }
   Status Reset(CallOptions* options, const proto::ResetRequest& request,
                proto::ResetResponse* response) override {
     return CallWithDeadline("Reset", options, request, response,
                             [this](auto* req, auto* resp, StatusCallback done) {
-                              master_->Reset(req, resp, std::move(done));
+                              master_->ResetAsync(req, resp, std::move(done));
                             });
   }
 

@@ -7,14 +7,14 @@
 
 #include "weft/core/mutex.h"
 #include "weft/core/str_util.h"
+#include "weft/core/timer.h"
 #include "weft/distributed/master_devices.h"
 #include "weft/distributed/master_session.h"
-#include "weft/distributed/master_timer.h"
 #include "weft/distributed/step_metrics.h"
 
 namespace weft {
 
-Master::Master(MasterEnv* env) : env_(env), timer_(std::make_unique<MasterTimer>()) {}
+Master::Master(MasterEnv* env) : env_(env), timer_(std::make_unique<Timer>()) {}
 
 Master::~Master() {
   {
@@ -63,8 +63,8 @@ std::string Master::NewSessionHandle() {
   return out.str();
 }
 
-void Master::CreateSession(const proto::CreateSessionRequest* request,
-                           proto::CreateSessionResponse* response, StatusCallback done) {
+void Master::CreateSessionAsync(const proto::CreateSessionRequest* request,
+                                proto::CreateSessionResponse* response, StatusCallback done) {
   Schedule([this, request, response, done = std::move(done)] {
     MasterSession::Options options;
     options.handle = NewSessionHandle();
@@ -106,8 +106,8 @@ void Master::CreateSession(const proto::CreateSessionRequest* request,
   });
 }
 
-void Master::ExtendSession(const proto::ExtendSessionRequest* request,
-                           proto::ExtendSessionResponse* response, StatusCallback done) {
+void Master::ExtendSessionAsync(const proto::ExtendSessionRequest* request,
+                                proto::ExtendSessionResponse* response, StatusCallback done) {
   auto session = FindSession(request->session_handle());
   if (!session.ok()) return done(session.status());
   Schedule([session = *session, request, response, done = std::move(done)] {
@@ -115,18 +115,19 @@ void Master::ExtendSession(const proto::ExtendSessionRequest* request,
   });
 }
 
-void Master::RunStep(CallOptions* options, const proto::RunStepRequest* request,
-                     proto::RunStepResponse* response, StatusCallback done) {
+void Master::RunStepAsync(CallOptions* options, const proto::RunStepRequest* request,
+                          proto::RunStepResponse* response, StatusCallback done) {
   done = CountedStep("master", std::move(done));
   auto session = FindSession(request->session_handle());
   if (!session.ok()) return done(session.status());
   // A known signature runs on the caller's thread: no blocking set-up, and no thread hop per step.
-  (*session)->RunAsync(options, request, response, std::move(done),
-                       [this](std::function<void()> fn) { Schedule(std::move(fn)); });
+  (*session)->RunAsync(
+      options, request, response, [this](std::function<void()> fn) { Schedule(std::move(fn)); },
+      std::move(done));
 }
 
-void Master::CloseSession(const proto::CloseSessionRequest* request,
-                          proto::CloseSessionResponse* /*response*/, StatusCallback done) {
+void Master::CloseSessionAsync(const proto::CloseSessionRequest* request,
+                               proto::CloseSessionResponse* /*response*/, StatusCallback done) {
   std::shared_ptr<MasterSession> session;
   {
     MutexLock lock(mu_);
@@ -143,8 +144,8 @@ void Master::CloseSession(const proto::CloseSessionRequest* request,
   Schedule([session = std::move(session), done = std::move(done)] { done(session->Close()); });
 }
 
-void Master::ListDevices(const proto::ListDevicesRequest* request,
-                         proto::ListDevicesResponse* response, StatusCallback done) {
+void Master::ListDevicesAsync(const proto::ListDevicesRequest* request,
+                              proto::ListDevicesResponse* response, StatusCallback done) {
   auto fill = [response](const std::vector<proto::DeviceAttributes>& devices,
                          const std::string& local_task) {
     for (const auto& device : devices) {
@@ -170,8 +171,8 @@ void Master::ListDevices(const proto::ListDevicesRequest* request,
   });
 }
 
-void Master::Reset(const proto::ResetRequest* /*request*/, proto::ResetResponse* /*response*/,
-                   StatusCallback done) {
+void Master::ResetAsync(const proto::ResetRequest* /*request*/, proto::ResetResponse* /*response*/,
+                        StatusCallback done) {
   Schedule([this, done = std::move(done)] {
     CloseAllSessions();
     done(Status::OK());

@@ -25,7 +25,7 @@
 namespace weft {
 
 class MasterSession;
-class MasterTimer;
+class Timer;
 
 struct MasterEnv {
   std::string local_task;  // this server's task, "/job:worker/replica:0/task:0"
@@ -49,21 +49,21 @@ class Master {
   Master(const Master&) = delete;
   Master& operator=(const Master&) = delete;
 
-  void CreateSession(const proto::CreateSessionRequest* request,
-                     proto::CreateSessionResponse* response, StatusCallback done);
-  void ExtendSession(const proto::ExtendSessionRequest* request,
-                     proto::ExtendSessionResponse* response, StatusCallback done);
+  void CreateSessionAsync(const proto::CreateSessionRequest* request,
+                          proto::CreateSessionResponse* response, StatusCallback done);
+  void ExtendSessionAsync(const proto::ExtendSessionRequest* request,
+                          proto::ExtendSessionResponse* response, StatusCallback done);
   // `options` (may be null) must outlive `done`; cancelling it cancels the step.
-  void RunStep(CallOptions* options, const proto::RunStepRequest* request,
-               proto::RunStepResponse* response, StatusCallback done);
+  void RunStepAsync(CallOptions* options, const proto::RunStepRequest* request,
+                    proto::RunStepResponse* response, StatusCallback done);
   // Fails (DeadlineExceeded, Unavailable) naming a worker that did not answer; the session is
   // gone either way.
-  void CloseSession(const proto::CloseSessionRequest* request,
-                    proto::CloseSessionResponse* response, StatusCallback done);
-  void ListDevices(const proto::ListDevicesRequest* request, proto::ListDevicesResponse* response,
-                   StatusCallback done);
-  void Reset(const proto::ResetRequest* request, proto::ResetResponse* response,
-             StatusCallback done);
+  void CloseSessionAsync(const proto::CloseSessionRequest* request,
+                         proto::CloseSessionResponse* response, StatusCallback done);
+  void ListDevicesAsync(const proto::ListDevicesRequest* request,
+                        proto::ListDevicesResponse* response, StatusCallback done);
+  void ResetAsync(const proto::ResetRequest* request, proto::ResetResponse* response,
+                  StatusCallback done);
 
  private:
   // Runs `fn` on env_->pool, counted so the destructor can wait for it.
@@ -73,7 +73,7 @@ class Master {
   void CloseAllSessions();
 
   MasterEnv* const env_;
-  const std::unique_ptr<MasterTimer> timer_;
+  const std::unique_ptr<Timer> timer_;
 
   Mutex mu_;
   CondVar idle_;

@@ -60,8 +60,6 @@ Status FromWorker(const Status& status, const std::string& task) {
   return Status(status.code(), StrCat(status.message(), " (from worker ", task, ")"));
 }
 
-bool IsDerivedError(const Status& status) { return IsCancelled(status) || IsAborted(status); }
-
 bool IsUnreachable(const Status& status) {
   return IsDeadlineExceeded(status) || IsUnavailable(status);
 }

@@ -25,10 +25,6 @@ std::vector<Status> CallEveryTask(size_t count,
 // `status` with " (from worker <task>)" appended to its message; the code is kept.
 Status FromWorker(const Status& status, const std::string& task);
 
-// Cancelled and Aborted errors are usually a consequence of another failure (a cancelled step, an
-// aborted rendezvous): the root cause is reported in preference to them.
-bool IsDerivedError(const Status& status);
-
 // Whether `status` says that the worker did not answer in time or cannot be reached.
 bool IsUnreachable(const Status& status);
 

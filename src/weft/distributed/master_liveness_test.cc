@@ -11,8 +11,13 @@
 #include "weft/distributed/master_test_util.h"
 #include "weft/distributed/server.h"
 
-namespace weft::master_testing {
+namespace weft {
 namespace {
+
+using testing::Clock;
+using testing::kTask1;
+using testing::MasterTest;
+using testing::SpanningGraph;
 
 constexpr int64_t kShortTimeoutMs = 400;
 
@@ -133,4 +138,4 @@ TEST_F(MasterTest, LocalMasterCallsStopWaitingAtTheirDeadline) {
 }
 
 }  // namespace
-}  // namespace weft::master_testing
+}  // namespace weft

@@ -5,21 +5,14 @@
 
 #include "weft/core/mutex.h"
 #include "weft/core/str_util.h"
+#include "weft/core/timer.h"
 #include "weft/distributed/internal/master_session_state.h"
 #include "weft/distributed/master_calls.h"
 #include "weft/distributed/master_devices.h"
-#include "weft/distributed/master_timer.h"
 #include "weft/graph/graph_def_io.h"
+#include "weft/graph/prune.h"
 
 namespace weft {
-namespace {
-
-std::string SignatureKey(const StepSignature& signature) {
-  return StrCat(StrJoin(signature.feeds, ","), "->", StrJoin(signature.fetches, ","), "/",
-                StrJoin(signature.targets, ","));
-}
-
-}  // namespace
 
 MasterSession::MasterSession(Options options) : options_(std::move(options)) {}
 
@@ -121,7 +114,7 @@ Status MasterSession::Extend(const proto::ExtendSessionRequest& request,
 
 StatusOr<std::shared_ptr<MasterSession::RegisteredGraph>> MasterSession::GetOrRegister(
     const StepSignature& signature) {
-  const std::string key = SignatureKey(signature);
+  const std::string key = StepSignatureKey(signature);
   std::shared_ptr<RegisteredGraph> entry;
   std::shared_ptr<const Graph> graph;
   {
@@ -203,7 +196,7 @@ Status MasterSession::BuildAndRegister(const StepSignature& signature,
 
 std::shared_ptr<MasterSession::RegisteredGraph> MasterSession::FindRegistered(
     const StepSignature& signature) {
-  const std::string key = SignatureKey(signature);
+  const std::string key = StepSignatureKey(signature);
   MutexLock lock(mu_);
   auto it = graphs_.find(key);
   if (it == graphs_.end() || !it->second->ready.HasBeenNotified() || !it->second->status.ok()) {

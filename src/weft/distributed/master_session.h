@@ -32,7 +32,7 @@ class MasterSession : public std::enable_shared_from_this<MasterSession> {
     std::string local_task;
     const OpRegistry* op_registry = nullptr;            // not owned
     const KernelRegistry* kernel_registry = nullptr;    // not owned
-    MasterTimer* timer = nullptr;                       // deadlines; not owned
+    Timer* timer = nullptr;                             // deadlines; not owned
     WorkerCacheInterface* worker_cache = nullptr;       // not owned (may point into owned_cache)
     std::unique_ptr<WorkerCacheInterface> owned_cache;  // the session's own cluster, if any
     // How long any one worker may take to answer: the wait for workers to come up, the deadline
@@ -61,7 +61,7 @@ class MasterSession : public std::enable_shared_from_this<MasterSession> {
   // on the calling thread without blocking; a new one is first built and registered through
   // `set_up`, since that waits for the workers. `options` may be null.
   void RunAsync(CallOptions* options, const proto::RunStepRequest* request,
-                proto::RunStepResponse* response, StatusCallback done, const SetUpRunner& set_up);
+                proto::RunStepResponse* response, const SetUpRunner& set_up, StatusCallback done);
 
   // Cancels running steps (their clients get Cancelled), then deregisters the graphs and deletes
   // the worker sessions, each call bounded by the worker timeout; the first error names its
@@ -87,9 +87,11 @@ class MasterSession : public std::enable_shared_from_this<MasterSession> {
   // The signature's graphs when they are registered and ready, else null.
   std::shared_ptr<RegisteredGraph> FindRegistered(const StepSignature& signature);
   // Checks the feeds against `graph`, then starts the step (or reports the error to `done`).
-  void RunRegistered(std::shared_ptr<RegisteredGraph> graph, CallOptions* options,
-                     const proto::RunStepRequest* request, proto::RunStepResponse* response,
-                     StatusCallback done);
+  void RunRegisteredAsync(std::shared_ptr<RegisteredGraph> graph, CallOptions* options,
+                          const proto::RunStepRequest* request, proto::RunStepResponse* response,
+                          StatusCallback done);
+  // A step that will answer `done`: kept, not called (a Close may answer it once this returns, so
+  // it must hold `done` by then). The caller answers `done` itself when this fails.
   StatusOr<std::shared_ptr<Step>> PrepareStep(std::shared_ptr<RegisteredGraph> graph,
                                               CallOptions* options,
                                               const proto::RunStepRequest* request,

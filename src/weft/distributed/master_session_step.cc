@@ -8,10 +8,10 @@
 
 #include "weft/core/mutex.h"
 #include "weft/core/str_util.h"
+#include "weft/core/timer.h"
 #include "weft/distributed/internal/master_session_state.h"
 #include "weft/distributed/master_calls.h"
 #include "weft/distributed/master_session.h"
-#include "weft/distributed/master_timer.h"
 #include "weft/runtime/step_stats_collector.h"
 
 namespace weft {
@@ -46,23 +46,23 @@ int64_t MasterSession::NewStepId() {
 }
 
 void MasterSession::RunAsync(CallOptions* options, const proto::RunStepRequest* request,
-                             proto::RunStepResponse* response, StatusCallback done,
-                             const SetUpRunner& set_up) {
+                             proto::RunStepResponse* response, const SetUpRunner& set_up,
+                             StatusCallback done) {
   StepSignature signature = SignatureOf(*request);
   if (std::shared_ptr<RegisteredGraph> graph = FindRegistered(signature)) {
-    return RunRegistered(std::move(graph), options, request, response, std::move(done));
+    return RunRegisteredAsync(std::move(graph), options, request, response, std::move(done));
   }
   set_up([self = shared_from_this(), signature = std::move(signature), options, request, response,
           done = std::move(done)]() mutable {
     StatusOr<std::shared_ptr<RegisteredGraph>> graph = self->GetOrRegister(signature);
     if (!graph.ok()) return done(graph.status());
-    self->RunRegistered(std::move(graph).value(), options, request, response, std::move(done));
+    self->RunRegisteredAsync(std::move(graph).value(), options, request, response, std::move(done));
   });
 }
 
-void MasterSession::RunRegistered(std::shared_ptr<RegisteredGraph> graph, CallOptions* options,
-                                  const proto::RunStepRequest* request,
-                                  proto::RunStepResponse* response, StatusCallback done) {
+void MasterSession::RunRegisteredAsync(std::shared_ptr<RegisteredGraph> graph, CallOptions* options,
+                                       const proto::RunStepRequest* request,
+                                       proto::RunStepResponse* response, StatusCallback done) {
   StatusOr<std::shared_ptr<Step>> step =
       PrepareStep(std::move(graph), options, request, response, done);
   if (!step.ok()) return done(step.status());

@@ -13,8 +13,14 @@
 #include "weft/distributed/master_test_util.h"
 #include "weft/testing/tensor_matchers.h"
 
-namespace weft::master_testing {
+namespace weft {
 namespace {
+
+using testing::Clock;
+using testing::kTask0;
+using testing::kTask1;
+using testing::MasterTest;
+using testing::SpanningGraph;
 
 TEST_F(MasterTest, GraphSpanningBothTasksComputesTheRightValues) {
   auto handle = CreateSession(SpanningGraph());
@@ -317,4 +323,4 @@ TEST_F(MasterTest, ConcurrentSessionsKeepTheirOwnVariables) {
 }
 
 }  // namespace
-}  // namespace weft::master_testing
+}  // namespace weft

@@ -16,10 +16,10 @@
 #include <gtest/gtest.h>
 
 #include "weft/core/mutex.h"
+#include "weft/core/timer.h"
 #include "weft/distributed/local_master.h"
 #include "weft/distributed/local_worker_cache.h"
 #include "weft/distributed/master.h"
-#include "weft/distributed/master_timer.h"
 #include "weft/distributed/worker.h"
 #include "weft/framework/tensor_proto_util.h"
 #include "weft/graph/builder/ops.h"
@@ -27,7 +27,7 @@
 #include "weft/ops/register_ops.h"
 #include "weft/runtime/cpu_device.h"
 
-namespace weft::master_testing {
+namespace weft::testing {
 
 constexpr char kTask0[] = "/job:worker/replica:0/task:0";
 constexpr char kTask1[] = "/job:worker/replica:0/task:1";
@@ -80,14 +80,14 @@ class CountingWorker final : public WorkerInterface {
     if (get_status_unavailable) return done(Unavailable("connection refused"));
     ++get_status;
     signal_->Notify();
-    if (get_status_silent) return AnswerOnlyWhenCancelled(options, std::move(done));
+    if (get_status_silent) return AnswerOnlyWhenCancelledAsync(options, std::move(done));
     base_->GetStatusAsync(options, request, response, std::move(done));
   }
   void CreateWorkerSessionAsync(CallOptions* options,
                                 const proto::CreateWorkerSessionRequest* request,
                                 proto::CreateWorkerSessionResponse* response,
                                 StatusCallback done) override {
-    if (set_up_silent) return AnswerOnlyWhenCancelled(options, std::move(done));
+    if (set_up_silent) return AnswerOnlyWhenCancelledAsync(options, std::move(done));
     base_->CreateWorkerSessionAsync(options, request, response, std::move(done));
   }
   void DeleteWorkerSessionAsync(CallOptions* options,
@@ -96,14 +96,14 @@ class CountingWorker final : public WorkerInterface {
                                 StatusCallback done) override {
     ++delete_worker_session;
     signal_->Notify();
-    if (set_up_silent) return AnswerOnlyWhenCancelled(options, std::move(done));
+    if (set_up_silent) return AnswerOnlyWhenCancelledAsync(options, std::move(done));
     base_->DeleteWorkerSessionAsync(options, request, response, std::move(done));
   }
   void RegisterGraphAsync(CallOptions* options, const proto::RegisterGraphRequest* request,
                           proto::RegisterGraphResponse* response, StatusCallback done) override {
     ++register_graph;
     signal_->Notify();
-    if (set_up_silent) return AnswerOnlyWhenCancelled(options, std::move(done));
+    if (set_up_silent) return AnswerOnlyWhenCancelledAsync(options, std::move(done));
     base_->RegisterGraphAsync(options, request, response, std::move(done));
   }
   void DeregisterGraphAsync(CallOptions* options, const proto::DeregisterGraphRequest* request,
@@ -111,21 +111,21 @@ class CountingWorker final : public WorkerInterface {
                             StatusCallback done) override {
     ++deregister_graph;
     signal_->Notify();
-    if (set_up_silent) return AnswerOnlyWhenCancelled(options, std::move(done));
+    if (set_up_silent) return AnswerOnlyWhenCancelledAsync(options, std::move(done));
     base_->DeregisterGraphAsync(options, request, response, std::move(done));
   }
   void RunGraphAsync(CallOptions* options, const proto::RunGraphRequest* request,
                      proto::RunGraphResponse* response, StatusCallback done) override {
     ++run_graph;
     signal_->Notify();
-    if (run_graph_hangs) return AnswerOnlyWhenCancelled(options, std::move(done));
+    if (run_graph_hangs) return AnswerOnlyWhenCancelledAsync(options, std::move(done));
     base_->RunGraphAsync(options, request, response, std::move(done));
   }
   void CleanupGraphAsync(CallOptions* options, const proto::CleanupGraphRequest* request,
                          proto::CleanupGraphResponse* response, StatusCallback done) override {
     ++cleanup_graph;
     signal_->Notify();
-    if (set_up_silent) return AnswerOnlyWhenCancelled(options, std::move(done));
+    if (set_up_silent) return AnswerOnlyWhenCancelledAsync(options, std::move(done));
     base_->CleanupGraphAsync(options, request, response, std::move(done));
   }
   void RecvTensorAsync(CallOptions* options, const proto::RecvTensorRequest* request,
@@ -156,7 +156,7 @@ class CountingWorker final : public WorkerInterface {
 
   // What a transport does for a peer that never answers: Cancelled when the caller cancels,
   // DeadlineExceeded at the call's deadline, whichever comes first.
-  void AnswerOnlyWhenCancelled(CallOptions* options, StatusCallback done) {
+  void AnswerOnlyWhenCancelledAsync(CallOptions* options, StatusCallback done) {
     auto call = std::make_shared<SilentCall>(std::move(done));
     if (options->timeout_ms() > 0) {
       const int64_t timeout_ms = options->timeout_ms();
@@ -168,7 +168,7 @@ class CountingWorker final : public WorkerInterface {
   }
   WorkerInterface* const base_;
   CallSignal* const signal_;
-  MasterTimer deadlines_;
+  Timer deadlines_;
 };
 
 // Two worker tasks and a master on task 0. Members are destroyed in reverse order: the master
@@ -305,4 +305,4 @@ inline proto::GraphDef SpanningGraph() {
   return root.ToGraphDef().value();
 }
 
-}  // namespace weft::master_testing
+}  // namespace weft::testing

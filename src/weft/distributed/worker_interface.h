@@ -19,8 +19,6 @@
 
 namespace weft {
 
-using StatusCallback = std::function<void(const Status&)>;
-
 // Starts an asynchronous call (`start` passes it the callback) and waits for its status.
 Status WaitForCall(const std::function<void(StatusCallback)>& start);
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "weft/core/mutex.h"
-#include "weft/distributed/master_timer.h"
+#include "weft/core/timer.h"
 #include "weft/distributed/worker_cache.h"
 
 namespace weft {
@@ -25,7 +25,7 @@ class WorkerLiveness : public std::enable_shared_from_this<WorkerLiveness> {
   struct Options {
     std::vector<std::string> tasks;                // the tasks to probe (not the master's own)
     WorkerCacheInterface* worker_cache = nullptr;  // not owned
-    MasterTimer* timer = nullptr;                  // not owned
+    Timer* timer = nullptr;                        // not owned
     int64_t timeout_ms = 30000;
     std::function<bool()> active;  // whether steps are running; called on the timer's thread
     // Called once per failed probe, on the thread that completes it or on the timer's thread;

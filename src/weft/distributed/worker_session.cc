@@ -21,7 +21,7 @@ WorkerSession::WorkerSession(std::string handle, std::string task_name,
 
 WorkerSession::~WorkerSession() = default;
 
-int64_t WorkerSession::AddStep(AbortCallback abort) {
+int64_t WorkerSession::AddStep(StatusCallback abort) {
   MutexLock lock(mu_);
   if (aborted_) return 0;
   const int64_t token = ++next_step_token_;
@@ -35,7 +35,7 @@ void WorkerSession::RemoveStep(int64_t step_token) {
 }
 
 void WorkerSession::AbortSteps(const Status& status) {
-  std::map<int64_t, AbortCallback> steps;
+  std::map<int64_t, StatusCallback> steps;
   {
     MutexLock lock(mu_);
     aborted_ = true;

@@ -38,10 +38,9 @@ class WorkerSession {
   WorkerCacheInterface* worker_cache() const { return worker_cache_; }
   GraphMgr* graph_mgr() { return graph_mgr_.get(); }
 
-  using AbortCallback = std::function<void(const Status&)>;
   // Registers a running step; `abort` runs (once) if the session is aborted before RemoveStep.
   // Returns 0, without registering, when the session has already been aborted.
-  int64_t AddStep(AbortCallback abort);
+  int64_t AddStep(StatusCallback abort);
   void RemoveStep(int64_t step_token);
   // Aborts every running step with `status` and refuses new ones.
   void AbortSteps(const Status& status);
@@ -55,7 +54,7 @@ class WorkerSession {
   Mutex mu_;
   bool aborted_ WEFT_GUARDED_BY(mu_) = false;
   int64_t next_step_token_ WEFT_GUARDED_BY(mu_) = 0;
-  std::map<int64_t, AbortCallback> steps_ WEFT_GUARDED_BY(mu_);
+  std::map<int64_t, StatusCallback> steps_ WEFT_GUARDED_BY(mu_);
 };
 
 class SessionMgr {

@@ -29,8 +29,6 @@ struct CollectiveParams {
 
 class CollectiveExecutor {
  public:
-  using DoneCallback = std::function<void(const Status&)>;
-
   virtual ~CollectiveExecutor() = default;
 
   // All-reduces `inputs` (one member's tensors: same count, dtypes and shapes in every member)
@@ -38,19 +36,19 @@ class CollectiveExecutor {
   // and its outputs are ready, or with an error naming the instance (mismatched members, abort).
   virtual void AllReduceAsync(const CollectiveParams& params, DeviceBase* device,
                               std::vector<Tensor> inputs, std::vector<Tensor>* outputs,
-                              DoneCallback done) = 0;
+                              StatusCallback done) = 0;
   // Copies the source member's `*value` into every other member's `*value`. The source (exactly
   // one member, `is_source`) reads `*value`; the others get a tensor of the source's dtype and
   // shape, which must equal `expected_dtype` and `expected_shape` (their kernel's attrs) or every
   // member fails with InvalidArgument naming both members.
   virtual void BroadcastAsync(const CollectiveParams& params, DeviceBase* device, bool is_source,
                               DataType expected_dtype, const TensorShape& expected_shape,
-                              Tensor* value, DoneCallback done) = 0;
+                              Tensor* value, StatusCallback done) = 0;
   // `*output` is every member's `input` (same dtype and shape in every member, at least one
   // dimension) concatenated along dimension 0 in member order (the order of the group's devices:
   // task, then device name).
   virtual void AllGatherAsync(const CollectiveParams& params, DeviceBase* device, Tensor input,
-                              Tensor* output, DoneCallback done) = 0;
+                              Tensor* output, StatusCallback done) = 0;
   // Fails every pending and future collective of the step with `status`.
   virtual void StartAbort(const Status& status) = 0;
 };

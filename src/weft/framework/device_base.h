@@ -32,8 +32,6 @@ class ThreadPool;
 // the caller keeps both tensors alive until `done`. Thread-safe.
 class DeviceContext {
  public:
-  using StatusCallback = std::function<void(const Status&)>;
-
   virtual ~DeviceContext() = default;
 
   // Host -> `device`'s memory.

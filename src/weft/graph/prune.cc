@@ -173,7 +173,26 @@ Status StepGraphBuilder::AddRetvals() {
   return Status::OK();
 }
 
+// `names` as <length>:<name> items joined by ",": a length read first says where each name ends,
+// so no name can pass for a separator.
+void AppendNames(const std::vector<std::string>& names, std::string* key) {
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) key->push_back(',');
+    key->append(std::to_string(names[i].size())).append(":").append(names[i]);
+  }
+}
+
 }  // namespace
+
+std::string StepSignatureKey(const StepSignature& signature) {
+  std::string key;
+  AppendNames(signature.feeds, &key);
+  key.append("->");
+  AppendNames(signature.fetches, &key);
+  key.push_back('/');
+  AppendNames(signature.targets, &key);
+  return key;
+}
 
 Status ValidateStepSignature(const Graph& graph, const StepSignature& signature) {
   std::set<std::pair<int, int>> fed;

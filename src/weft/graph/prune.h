@@ -1,7 +1,8 @@
 // Building the graph of one step: keep only what the fetches and targets need, replace each fed
 // tensor by an _Arg node and read each fetched tensor through a _Retval node, so a CallFrame
 // carries feeds in and fetches out (argument i = feeds[i], return value i = fetches[i]). Names that
-// do not resolve are errors naming the feed, fetch or target. Stateless.
+// do not resolve are errors naming the feed, fetch or target. StepSignatureKey names a signature
+// for the caches of built steps (DirectSession, MasterSession). Stateless.
 #pragma once
 
 #include <memory>
@@ -17,6 +18,12 @@ struct StepSignature {
   std::vector<std::string> fetches;  // tensor names
   std::vector<std::string> targets;  // node names, run for their effects
 };
+
+// A key that tells signatures apart: equal exactly when the three lists are equal, order included
+// (feeds[i] is argument i of the step built for it), whatever characters the names hold. Readable
+// in a log: each name appears as <length>:<name>, as in "3:x:0->3:y:0/4:step". A caller whose
+// orderings of one set should share a step sorts the lists first.
+std::string StepSignatureKey(const StepSignature& signature);
 
 // Checks every name of `signature` against `graph`: feeds and fetches must name existing outputs,
 // targets existing nodes, and no tensor may be fed twice.

@@ -75,5 +75,21 @@ TEST_F(BuildStepGraphTest, BadNamesAreErrorsNamingThem) {
   EXPECT_NE(s.message().find("fed twice"), std::string::npos) << s;
 }
 
+TEST(StepSignatureKeyTest, NamesEachListInOrder) {
+  EXPECT_EQ(StepSignatureKey({{"x:0", "w"}, {"y:0"}, {"step"}}), "3:x:0,1:w->3:y:0/4:step");
+  EXPECT_EQ(StepSignatureKey({}), "->/");
+  // The order of the feeds is the order of the step's arguments: another order, another step.
+  EXPECT_NE(StepSignatureKey({{"x", "w"}, {}, {}}), StepSignatureKey({{"w", "x"}, {}, {}}));
+}
+
+// Regression test: the key was the lists joined by "," with "->" and "/" between them, so a fetch
+// "a/b" with a target "c" and a fetch "a" with a target "b/c" shared one cached step.
+TEST(StepSignatureKeyTest, SeparatorsInsideNamesDoNotMakeSignaturesCollide) {
+  EXPECT_NE(StepSignatureKey({{}, {"a/b"}, {"c"}}), StepSignatureKey({{}, {"a"}, {"b/c"}}));
+  EXPECT_NE(StepSignatureKey({{"a,b"}, {}, {}}), StepSignatureKey({{"a", "b"}, {}, {}}));
+  EXPECT_NE(StepSignatureKey({{"a->b"}, {}, {}}), StepSignatureKey({{"a"}, {"b"}, {}}));
+  EXPECT_NE(StepSignatureKey({{"1:a"}, {}, {}}), StepSignatureKey({{"a"}, {}, {}}));
+}
+
 }  // namespace
 }  // namespace weft

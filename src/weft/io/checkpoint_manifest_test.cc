@@ -13,6 +13,9 @@
 namespace weft::io {
 namespace {
 
+using testing::ReadBytes;
+using testing::TempDir;
+
 using ::testing::HasSubstr;
 using Json = nlohmann::json;
 

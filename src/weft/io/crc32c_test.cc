@@ -72,7 +72,7 @@ TEST(Crc32cTest, PathsAgreeWithTheBitwiseReferenceAcrossSizesAndAlignments) {
   const std::vector<uint8_t> bytes = RandomBytes(200003 + 16, 1);
   for (size_t size : sizes) {
     for (size_t offset = 0; offset < 16; offset += (size > 5000 ? 5 : 1)) {
-      SCOPED_TRACE(testing::Message() << "size " << size << " offset " << offset);
+      SCOPED_TRACE(::testing::Message() << "size " << size << " offset " << offset);
       const uint8_t* start = bytes.data() + offset;
       const uint32_t expected = BitwiseCrc32c(start, size);
       for (const Path& path : kPaths) {

@@ -19,6 +19,9 @@
 namespace weft::io {
 namespace {
 
+using testing::ReadBytes;
+using testing::TempDir;
+
 using ::testing::HasSubstr;
 
 std::string RandomString(size_t size, uint64_t seed) {

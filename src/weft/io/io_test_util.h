@@ -14,7 +14,7 @@
 
 #include "weft/io/durable_file.h"
 
-namespace weft::io {
+namespace weft::io::testing {
 
 // A fresh directory under $TMPDIR (or /tmp), removed with everything in it on destruction.
 class TempDir {
@@ -86,4 +86,4 @@ inline StatusOr<std::string> RunPythonReader(const std::string& source_dir,
   return output;
 }
 
-}  // namespace weft::io
+}  // namespace weft::io::testing

@@ -17,6 +17,11 @@
 namespace weft::io {
 namespace {
 
+using testing::ReadBytes;
+using testing::RunPythonReader;
+using testing::TempDir;
+using testing::WriteBytes;
+
 using ::testing::HasSubstr;
 using Named = std::vector<std::pair<std::string, Tensor>>;
 

@@ -185,8 +185,7 @@ class DirectSession final : public Session {
   }
 
   StatusOr<const PreparedStep*> GetOrPrepare(const StepSignature& signature) {
-    std::string key = StrCat(StrJoin(signature.feeds, ","), "->", StrJoin(signature.fetches, ","),
-                             "/", StrJoin(signature.targets, ","));
+    std::string key = StepSignatureKey(signature);
     MutexLock lock(mu_);
     WEFT_RETURN_IF_ERROR(CheckOpen());
     WEFT_RETURN_IF_ERROR(devices_.status());

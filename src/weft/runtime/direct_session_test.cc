@@ -55,6 +55,24 @@ TEST(DirectSessionTest, FetchesFedTensorsAndRunsTargets) {
   EXPECT_TRUE(outputs.empty());
 }
 
+// Regression test: the cache key of a step was its lists joined with "->" and "/" between them, so
+// these two signatures shared one cached step and the second fetched the first's value.
+TEST(DirectSessionTest, NamesHoldingSeparatorsDoNotShareACachedStep) {
+  Scope root = Scope::NewRootScope();
+  ops::Const(root.WithOpName("a"), 1.0f);
+  ops::Const(root.WithOpName("a/b"), 2.0f);
+  ops::NoOp(root.WithOpName("c"));
+  ops::NoOp(root.WithOpName("b/c"));
+  auto session = MakeSession(root.ToGraphDef().value());
+  std::vector<Tensor> outputs;
+  ASSERT_TRUE(session->Run({}, {"a/b"}, {"c"}, &outputs).ok());
+  ASSERT_EQ(outputs.size(), 1u);
+  EXPECT_TENSOR_EQ(outputs[0], Tensor::Scalar(2.0f));
+  ASSERT_TRUE(session->Run({}, {"a"}, {"b/c"}, &outputs).ok());
+  ASSERT_EQ(outputs.size(), 1u);
+  EXPECT_TENSOR_EQ(outputs[0], Tensor::Scalar(1.0f));
+}
+
 TEST(DirectSessionTest, BadFeedsAndFetchesNameTheCulprit) {
   auto session = MakeSession(DenseGraph());
   std::vector<Tensor> outputs;

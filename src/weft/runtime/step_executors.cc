@@ -15,16 +15,13 @@
 namespace weft {
 namespace {
 
-// Errors that are usually the echo of another partition's failure.
-bool IsDerived(const Status& status) { return IsCancelled(status) || IsAborted(status); }
-
 // What the partitions of one running step share.
 struct StepState {
   LocalRendezvous local_rendezvous;
   Rendezvous* rendezvous = &local_rendezvous;  // or the caller's
   CollectiveExecutor* collectives = nullptr;   // the caller's
   CancellationManager* cancellation_manager = nullptr;
-  std::function<void(const Status&)> done;
+  StatusCallback done;
 
   Mutex mu;
   int remaining WEFT_GUARDED_BY(mu) = 0;
@@ -40,7 +37,7 @@ struct StepState {
         first_error = status.ok();
         // A partition that failed because another one cancelled the step reports Cancelled or
         // Aborted; the cause, when it arrives later, is the better answer.
-        if (status.ok() || (IsDerived(status) && !IsDerived(partition_status))) {
+        if (status.ok() || (IsDerivedError(status) && !IsDerivedError(partition_status))) {
           status = partition_status;
         }
       }
@@ -128,7 +125,7 @@ StatusOr<std::unique_ptr<StepExecutors>> StepExecutors::CreateFromPartitions(
   return executors;
 }
 
-void StepExecutors::RunAsync(const RunArgs& args, std::function<void(const Status&)> done) const {
+void StepExecutors::RunAsync(const RunArgs& args, StatusCallback done) const {
   WEFT_CHECK(args.collective_executor != nullptr) << "a step needs a collective executor";
   auto state = std::make_shared<StepState>();
   state->cancellation_manager = args.cancellation_manager;

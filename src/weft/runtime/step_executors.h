@@ -59,7 +59,7 @@ class StepExecutors {
   };
   // Runs one step on every partition; `done` gets the first error (or OK) once all have ended.
   // The calling thread runs one partition itself.
-  void RunAsync(const RunArgs& args, std::function<void(const Status&)> done) const;
+  void RunAsync(const RunArgs& args, StatusCallback done) const;
 
   int num_partitions() const { return static_cast<int>(partitions_.size()); }
   const std::vector<Partition>& partitions() const { return partitions_; }

@@ -71,7 +71,7 @@ std::vector<float> PredictionsIn(const std::string& output) {
 }
 
 TEST(ModelMultiWorkerTest, FitTrainsTwoWorkersAsTwoMirroredReplicasOfOneProcess) {
-  io::TempDir directory;
+  io::testing::TempDir directory;
   std::vector<int> ports = {weft::testing::UnusedLoopbackPort(),
                             weft::testing::UnusedLoopbackPort()};
   std::vector<std::unique_ptr<weft::testing::ChildProcess>> workers;

@@ -187,7 +187,7 @@ class CountingCallback final : public Callback {
 };
 
 TEST(CallbacksTest, EarlyStoppingScheduleAndLogger) {
-  io::TempDir directory;
+  io::testing::TempDir directory;
   const std::string log_path = directory.path() + "/log.jsonl";
   Sequential model(Dense(1));
   ASSERT_TRUE(model.Compile(NewGradientDescentOptimizer(0.1), MeanSquaredError()).ok());
@@ -256,7 +256,7 @@ TEST(ModelCheckpointTest, AKilledFitResumesAndEndsAsAnUninterruptedOneOnAnyRepli
   ASSERT_TRUE(uninterrupted.status.ok()) << uninterrupted.status;
   ASSERT_EQ(uninterrupted.losses.size(), 3u);
 
-  io::TempDir directory;
+  io::testing::TempDir directory;
   // Saves after steps 3 and 6, killed at step 7 (epoch 2, batch 3).
   ModelCheckpoint saving(directory.path(), {.save_every_steps = 3});
   FailAtStep kill(7);

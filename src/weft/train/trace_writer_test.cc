@@ -51,7 +51,7 @@ std::set<std::string> StepNames(const ::weft::testing::ParsedTrace& trace) {
 }
 
 TEST(TraceWriterTest, TracesItsRangeAndWritesOnceTheLastStepIsTraced) {
-  io::TempDir dir;
+  io::testing::TempDir dir;
   const std::string path = dir.File("trace.json");
   TraceWriter writer({.path = path, .first_step = 3, .last_step = 5, .task_name = ""});
   Watcher watcher(path);
@@ -67,13 +67,14 @@ TEST(TraceWriterTest, TracesItsRangeAndWritesOnceTheLastStepIsTraced) {
     EXPECT_GT(step.communication_ms, 0);  // the replicas' all-reduce
     EXPECT_LE(step.overlap_ms, std::min(step.compute_ms, step.communication_ms));
   }
-  const ::weft::testing::ParsedTrace trace = ::weft::testing::ParseTrace(io::ReadBytes(path));
+  const ::weft::testing::ParsedTrace trace =
+      ::weft::testing::ParseTrace(io::testing::ReadBytes(path));
   EXPECT_EQ(StepNames(trace), (std::set<std::string>{"step 3", "step 4", "step 5"}));
   EXPECT_FALSE(trace.EventsOnDevice("/job:localhost/replica:0/task:0/device:CPU:1").empty());
 }
 
 TEST(TraceWriterTest, ARangePastTheRunIsWrittenAtTheEnd) {
-  io::TempDir dir;
+  io::testing::TempDir dir;
   const std::string path = dir.File("late.json");
   // TrainClassifier runs 12 steps.
   TraceWriter writer(
@@ -82,7 +83,8 @@ TEST(TraceWriterTest, ARangePastTheRunIsWrittenAtTheEnd) {
   ASSERT_TRUE(trained.status.ok()) << trained.status;
   EXPECT_TRUE(writer.written());
   ASSERT_EQ(writer.traced_steps().size(), 2u);
-  const ::weft::testing::ParsedTrace trace = ::weft::testing::ParseTrace(io::ReadBytes(path));
+  const ::weft::testing::ParsedTrace trace =
+      ::weft::testing::ParseTrace(io::testing::ReadBytes(path));
   EXPECT_EQ(StepNames(trace), (std::set<std::string>{"step 11", "step 12"}));
   // The local session's devices show under the task the writer was given.
   EXPECT_FALSE(trace.EventsOnDevice("/job:w/replica:0/task:3/device:CPU:0").empty());

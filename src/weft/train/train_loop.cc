@@ -392,7 +392,7 @@ StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& 
   TrainSummary summary = SummarizeRun(model, reporter, checkpoint, trace_writer, trace_file);
   summary.replicas = strategy->num_replicas_in_sync();
   summary.workers = workers;
-  summary.task_index = task_index;
+  summary.worker_index = task_index;
   WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> trained, ReadTrainedVariables(model));
   summary.variables_fingerprint = Fingerprint(trained);
   summary.collective_transport = StrJoin(strategy->extended().CollectiveTransportNames(), "; ");

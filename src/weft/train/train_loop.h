@@ -102,7 +102,7 @@ struct TrainSummary {
   int64_t steps = 0;
   int replicas = 1;  // of every worker
   int workers = 1;
-  int task_index = 0;  // this worker's
+  int worker_index = 0;  // this worker's, of `workers`
   double wall_seconds = 0;
   // A hash of every local replica's trained variables: the same on every worker of a
   // multi-worker job exactly when all replicas ended bitwise identical.

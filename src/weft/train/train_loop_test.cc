@@ -12,11 +12,11 @@
 namespace weft::train {
 namespace {
 
-using data::Bytes;
-using data::Gzip;
-using data::IdxBytes;
-using data::WriteBytes;
-using io::TempDir;
+using data::testing::Bytes;
+using data::testing::Gzip;
+using data::testing::IdxBytes;
+using data::testing::WriteBytes;
+using io::testing::TempDir;
 
 // A small Fashion-MNIST-shaped dataset that is easy to learn: class c lights up row c.
 void WriteToyFashionMnist(const TempDir& dir, int train_count, int test_count) {

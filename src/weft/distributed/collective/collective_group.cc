@@ -90,7 +90,7 @@ CollectiveGroup::~CollectiveGroup() {
 }
 
 void CollectiveGroup::EnqueueAsync(int64_t instance_key, std::string label, Op op,
-                                   std::function<void(const Status&)> done) {
+                                   StatusCallback done) {
   Status failed;
   {
     MutexLock lock(mu_);

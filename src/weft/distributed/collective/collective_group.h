@@ -63,8 +63,7 @@ class CollectiveGroup {
   // Runs `op` after every operation enqueued before it, then `done` (on the group's thread) with
   // its status; `label` names the instance in errors. Fails at once when the group is poisoned.
   // Neither may own the group: the group's thread destroys them.
-  void EnqueueAsync(int64_t instance_key, std::string label, Op op,
-                    std::function<void(const Status&)> done);
+  void EnqueueAsync(int64_t instance_key, std::string label, Op op, StatusCallback done);
   // Poisons the group: fails queued operations and the running one (through the transport).
   void StartAbort(const Status& status);
 
@@ -72,7 +71,7 @@ class CollectiveGroup {
   struct Queued {
     TransportOp identity;
     Op op;
-    std::function<void(const Status&)> done;
+    StatusCallback done;
   };
   explicit CollectiveGroup(Options options);
   void Loop();

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "weft/core/mutex.h"
-#include "weft/distributed/master_timer.h"
+#include "weft/core/timer.h"
 #include "weft/distributed/worker_interface.h"
 #include "weft/worker.pb.h"
 
@@ -58,7 +58,7 @@ class CollectiveGroupLeader {
   std::map<int64_t, Group> groups_ WEFT_GUARDED_BY(mu_);
   uint64_t next_waiter_id_ WEFT_GUARDED_BY(mu_) = 1;
   // The requests' timeouts. Declared last so it stops (and no Withdraw runs) before the rest goes.
-  MasterTimer timer_;
+  Timer timer_;
 };
 
 // Orders members as every member of a group sees them: by job, replica and task index (numeric),

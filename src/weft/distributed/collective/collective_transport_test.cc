@@ -11,8 +11,22 @@
 #include "weft/distributed/collective/transport_test_util.h"
 
 // In the test helpers' namespace, which these tests use throughout.
-namespace weft::transport_testing {
+namespace weft {
 namespace {
+
+using testing::AllGatherDigest;
+using testing::AppendDigests;
+using testing::BroadcastDigest;
+using testing::Case;
+using testing::ExpectAllOkAndIdentical;
+using testing::Group;
+using testing::IsFailure;
+using testing::Kind;
+using testing::MemberContext;
+using testing::MemberResult;
+using testing::RunAnyCase;
+using testing::RunCase;
+using testing::RunCases;
 
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
@@ -212,4 +226,4 @@ INSTANTIATE_TEST_SUITE_P(Transports, TransportTest, ::testing::Values(Kind::kShm
                          });
 
 }  // namespace
-}  // namespace weft::transport_testing
+}  // namespace weft

@@ -161,9 +161,10 @@ CollectiveGroup::Op TracedOp(CollectiveGroup::Op op, const CollectiveGroup& grou
 
 }  // namespace
 
-void DistributedCollectiveExecutor::WithGroup(
-    const CollectiveParams& params, DeviceBase* device, DoneCallback done,
-    std::function<void(std::shared_ptr<CollectiveGroup>)> spanning, std::function<void()> local) {
+void DistributedCollectiveExecutor::WithGroupAsync(
+    const CollectiveParams& params, DeviceBase* device,
+    std::function<void(std::shared_ptr<CollectiveGroup>)> spanning, std::function<void()> local,
+    StatusCallback done) {
   if (device == nullptr) {
     done(InvalidArgument(InstanceLabel(params), ": a member needs a device"));
     return;
@@ -188,10 +189,10 @@ void DistributedCollectiveExecutor::WithGroup(
 void DistributedCollectiveExecutor::AllReduceAsync(const CollectiveParams& params,
                                                    DeviceBase* device, std::vector<Tensor> inputs,
                                                    std::vector<Tensor>* outputs,
-                                                   DoneCallback done) {
+                                                   StatusCallback done) {
   auto shared_inputs = std::make_shared<std::vector<Tensor>>(std::move(inputs));
-  WithGroup(
-      params, device, done,
+  WithGroupAsync(
+      params, device,
       [this, params, device, shared_inputs, outputs, done](std::shared_ptr<CollectiveGroup> group) {
         // The members of this process sum first; the mean divides after the sum across tasks.
         CollectiveParams local_params = params;
@@ -217,16 +218,17 @@ void DistributedCollectiveExecutor::AllReduceAsync(const CollectiveParams& param
       },
       [this, params, device, shared_inputs, outputs, done] {
         local_.AllReduceAsync(params, device, std::move(*shared_inputs), outputs, done);
-      });
+      },
+      done);
 }
 
 void DistributedCollectiveExecutor::BroadcastAsync(const CollectiveParams& params,
                                                    DeviceBase* device, bool is_source,
                                                    DataType expected_dtype,
                                                    const TensorShape& expected_shape, Tensor* value,
-                                                   DoneCallback done) {
-  WithGroup(
-      params, device, done,
+                                                   StatusCallback done) {
+  WithGroupAsync(
+      params, device,
       [=, this](std::shared_ptr<CollectiveGroup> group) {
         Member member;
         member.device = device;
@@ -241,14 +243,15 @@ void DistributedCollectiveExecutor::BroadcastAsync(const CollectiveParams& param
       [=, this] {
         local_.BroadcastAsync(params, device, is_source, expected_dtype, expected_shape, value,
                               done);
-      });
+      },
+      done);
 }
 
 void DistributedCollectiveExecutor::AllGatherAsync(const CollectiveParams& params,
                                                    DeviceBase* device, Tensor input, Tensor* output,
-                                                   DoneCallback done) {
-  WithGroup(
-      params, device, done,
+                                                   StatusCallback done) {
+  WithGroupAsync(
+      params, device,
       [=, this](std::shared_ptr<CollectiveGroup> group) {
         if (input.dims() < 1) {
           done(InvalidArgument(InstanceLabel(params), ": device '", device->name(),
@@ -264,7 +267,7 @@ void DistributedCollectiveExecutor::AllGatherAsync(const CollectiveParams& param
         member.done = done;
         Join(group, params, Kind::kAllGather, std::move(member));
       },
-      [=, this] { local_.AllGatherAsync(params, device, input, output, done); });
+      [=, this] { local_.AllGatherAsync(params, device, input, output, done); }, done);
 }
 
 void DistributedCollectiveExecutor::Join(const std::shared_ptr<CollectiveGroup>& group,

@@ -40,12 +40,12 @@ class DistributedCollectiveExecutor final : public CollectiveExecutor {
 
   void AllReduceAsync(const CollectiveParams& params, DeviceBase* device,
                       std::vector<Tensor> inputs, std::vector<Tensor>* outputs,
-                      DoneCallback done) override;
+                      StatusCallback done) override;
   void BroadcastAsync(const CollectiveParams& params, DeviceBase* device, bool is_source,
                       DataType expected_dtype, const TensorShape& expected_shape, Tensor* value,
-                      DoneCallback done) override;
+                      StatusCallback done) override;
   void AllGatherAsync(const CollectiveParams& params, DeviceBase* device, Tensor input,
-                      Tensor* output, DoneCallback done) override;
+                      Tensor* output, StatusCallback done) override;
   void StartAbort(const Status& status) override;
 
   // One member device of this process in a collective spanning tasks.
@@ -57,7 +57,7 @@ class DistributedCollectiveExecutor final : public CollectiveExecutor {
     std::vector<Tensor> values;  // all-reduce: the local sum; broadcast source / all-gather: input
     Tensor* target = nullptr;    // broadcast and all-gather
     std::vector<Tensor>* outputs = nullptr;  // all-reduce
-    DoneCallback done;
+    StatusCallback done;
   };
   enum class Kind { kAllReduce, kBroadcast, kAllGather };
 
@@ -69,9 +69,9 @@ class DistributedCollectiveExecutor final : public CollectiveExecutor {
   };
   // Resolves the group, then runs `local` for an in-process group or `spanning` for one that spans
   // tasks; errors go to `done`.
-  void WithGroup(const CollectiveParams& params, DeviceBase* device, DoneCallback done,
-                 std::function<void(std::shared_ptr<CollectiveGroup>)> spanning,
-                 std::function<void()> local);
+  void WithGroupAsync(const CollectiveParams& params, DeviceBase* device,
+                      std::function<void(std::shared_ptr<CollectiveGroup>)> spanning,
+                      std::function<void()> local, StatusCallback done);
   // Adds `member` to its instance; the member that completes the local part runs the operation.
   void Join(const std::shared_ptr<CollectiveGroup>& group, const CollectiveParams& params,
             Kind kind, Member member);

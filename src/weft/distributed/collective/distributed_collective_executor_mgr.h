@@ -19,8 +19,8 @@
 
 #include "weft/core/mutex.h"
 #include "weft/core/statusor.h"
+#include "weft/core/timer.h"
 #include "weft/distributed/collective/collective_group.h"
-#include "weft/distributed/master_timer.h"
 #include "weft/distributed/worker_cache.h"
 #include "weft/distributed/worker_liveness.h"
 #include "weft/framework/collective.h"
@@ -105,7 +105,7 @@ class DistributedCollectiveExecutorMgr final : public CollectiveExecutorMgrInter
   uint64_t next_call_id_ WEFT_GUARDED_BY(mu_) = 1;
   bool stopping_ WEFT_GUARDED_BY(mu_) = false;
 
-  MasterTimer timer_;  // resolution deadlines and heartbeat rounds
+  Timer timer_;  // resolution deadlines and heartbeat rounds
   std::shared_ptr<WorkerLiveness> liveness_;
 };
 

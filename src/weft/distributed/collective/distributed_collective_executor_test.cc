@@ -93,7 +93,7 @@ struct Result {
   std::vector<Tensor> outputs;
   Tensor value;
 
-  CollectiveExecutor::DoneCallback Callback() {
+  StatusCallback Callback() {
     return [this](const Status& result) {
       status = result;
       done.Notify();

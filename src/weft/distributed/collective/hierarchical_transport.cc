@@ -14,9 +14,9 @@
 namespace weft {
 namespace {
 
-using collective_internal::MemberName;
-using collective_internal::OpIdentity;
-using collective_internal::OpLabel;
+using internal::MemberName;
+using internal::OpIdentity;
+using internal::OpLabel;
 
 // A status as it travels between members: int32 code, uint32 text length, the sender's operation
 // (when the receiver has not checked it otherwise; zero when absent), then the text (truncated).
@@ -125,8 +125,7 @@ class HierarchicalTransport final : public CollectiveTransport {
                       int from) const {
     OpIdentity theirs;
     std::memcpy(&theirs, block + 8, sizeof(theirs));
-    return collective_internal::CheckSameOp(options_, OpLabel(op), options_.rank, mine, from,
-                                            theirs);
+    return internal::CheckSameOp(options_, OpLabel(op), options_.rank, mine, from, theirs);
   }
   // A status another member reported, kept with its code.
   Status Forwarded(const Status& status, int from) const {
@@ -177,7 +176,7 @@ class HierarchicalTransport final : public CollectiveTransport {
   const std::unique_ptr<CollectiveTransport> host_;     // null when alone on the host
   const std::unique_ptr<CollectiveTransport> leaders_;  // null unless a leader of several hosts
   bool told_peers_ = false;                             // touched by the calling thread only
-  collective_internal::TransportPoison poison_;
+  internal::TransportPoison poison_;
 };
 
 Status HierarchicalTransport::CheckPoisoned(const TransportOp& op) {
@@ -217,7 +216,7 @@ Status HierarchicalTransport::SmallAmongLeaders(const TransportOp& op, const Sta
   // with the operation: leaders' byte counts may agree where their dtypes or shapes differ.
   OpIdentity identity;
   if (mine.ok()) {
-    auto flat = collective_internal::PrepareAllReduce(op, sums, divisor);
+    auto flat = internal::PrepareAllReduce(op, sums, divisor);
     if (flat.ok()) identity = flat->identity;
   }
   Tensor block = EncodeStatus(mine, &identity, bytes);
@@ -240,9 +239,8 @@ Status HierarchicalTransport::SmallAmongLeaders(const TransportOp& op, const Sta
     host_sums.push_back(blocks + h * stride + kStatusBytes);
   }
   // Every leader adds the same sums in the same order: the same bits everywhere.
-  collective_internal::SumInOrder(result->dtype(), host_sums,
-                                  static_cast<char*>(result->raw_data()), result->NumElements(),
-                                  divisor);
+  internal::SumInOrder(result->dtype(), host_sums, static_cast<char*>(result->raw_data()),
+                       result->NumElements(), divisor);
   return Status::OK();
 }
 
@@ -279,7 +277,7 @@ Status HierarchicalTransport::AllReduce(const TransportOp& op, const std::vector
   if (host_ != nullptr) {
     status = InHost(host_->AllReduce(op, inputs, 1.0, &sums));
   } else {
-    status = collective_internal::PrepareAllReduce(op, inputs, divisor).status();
+    status = internal::PrepareAllReduce(op, inputs, divisor).status();
     sums = inputs;
   }
   const bool host_failed = !status.ok();
@@ -301,7 +299,7 @@ Status HierarchicalTransport::AllReduce(const TransportOp& op, const std::vector
       if (reduced.size() == 1) {
         flat = reduced[0];
       } else {
-        auto concatenated = collective_internal::PrepareAllReduce(op, reduced, 1.0);
+        auto concatenated = internal::PrepareAllReduce(op, reduced, 1.0);
         status = concatenated.status();
         if (status.ok()) flat = concatenated->input_storage;
       }
@@ -315,16 +313,16 @@ Status HierarchicalTransport::AllReduce(const TransportOp& op, const std::vector
     *outputs = std::move(reduced);
     return Status::OK();
   }
-  collective_internal::FlatAllReduce result;
+  internal::FlatAllReduce result;
   result.output_storage = flat;
   result.output = static_cast<char*>(flat.raw_data());
-  collective_internal::FinishAllReduce(inputs, result, outputs);
+  internal::FinishAllReduce(inputs, result, outputs);
   return Status::OK();
 }
 
 Status HierarchicalTransport::Broadcast(const TransportOp& op, int root, Tensor* value) {
   WEFT_RETURN_IF_ERROR(CheckPoisoned(op));
-  Status bad_root = collective_internal::CheckBroadcastRoot(op, root, options_.world_size);
+  Status bad_root = internal::CheckBroadcastRoot(op, root, options_.world_size);
   if (!bad_root.ok()) return Reject(op, bad_root);
   const int root_host = layout_.host_of[root];
   if (CollectiveTransport* direct = Direct()) {
@@ -354,7 +352,7 @@ Status HierarchicalTransport::AllGather(const TransportOp& op, const Tensor& inp
                                         Tensor* output) {
   WEFT_RETURN_IF_ERROR(CheckPoisoned(op));
   if (CollectiveTransport* direct = Direct()) return Done(direct->AllGather(op, input, output));
-  Status bad_input = collective_internal::CheckAllGatherInput(op, input);
+  Status bad_input = internal::CheckAllGatherInput(op, input);
   if (!bad_input.ok()) return Reject(op, bad_input);
   // Stage 1: this host's inputs, in the order of its members' ranks.
   Tensor block = input;
@@ -412,7 +410,7 @@ TransportOptions SubOptions(const TransportOptions& options, const std::vector<i
     const std::string name = options.member_names.empty() ? "" : options.member_names[g];
     sub.member_names.push_back(r == g         ? name
                                : name.empty() ? StrCat("group rank ", g)
-                                              : collective_internal::SubGroupMemberName(name, g));
+                                              : internal::SubGroupMemberName(name, g));
   }
   sub.group_token = StrCat(options.group_token, suffix);
   sub.timeout = options.timeout;
@@ -433,7 +431,7 @@ StatusOr<std::unique_ptr<CollectiveTransport>> CreateHierarchicalTransport(
     const TransportOptions& options, const std::vector<std::string>& member_hosts,
     std::unique_ptr<TcpTransportListener> listener,
     const std::vector<std::string>& member_addresses, const HierarchicalTransportTuning& tuning) {
-  WEFT_RETURN_IF_ERROR(collective_internal::CheckOptions(options, "hierarchical"));
+  WEFT_RETURN_IF_ERROR(internal::CheckOptions(options, "hierarchical"));
   if (static_cast<int>(member_hosts.size()) != options.world_size) {
     return InvalidArgument("hierarchical transport of group '", options.group_token,
                            "': ", member_hosts.size(), " member hosts for a group of ",

@@ -12,8 +12,22 @@
 #include "weft/distributed/collective/transport_test_util.h"
 
 // In the test helpers' namespace, which these tests use throughout.
-namespace weft::transport_testing {
+namespace weft {
 namespace {
+
+using testing::AllGatherDigest;
+using testing::AppendDigests;
+using testing::BroadcastDigest;
+using testing::Case;
+using testing::ExpectAllOkAndIdentical;
+using testing::Group;
+using testing::Kind;
+using testing::MemberBody;
+using testing::MemberContext;
+using testing::MemberResult;
+using testing::RunCase;
+using testing::RunCases;
+using testing::RunOnTransports;
 
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
@@ -220,4 +234,4 @@ TEST(HierarchicalTransportTest, WrongNumberOfHostsIsInvalidArgument) {
 }
 
 }  // namespace
-}  // namespace weft::transport_testing
+}  // namespace weft

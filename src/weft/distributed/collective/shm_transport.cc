@@ -25,11 +25,11 @@
 namespace weft {
 namespace {
 
-using collective_internal::Deadline;
-using collective_internal::FlatAllReduce;
-using collective_internal::OpIdentity;
-using collective_internal::ShmControl;
-using collective_internal::ShmSegments;
+using internal::Deadline;
+using internal::FlatAllReduce;
+using internal::OpIdentity;
+using internal::ShmControl;
+using internal::ShmSegments;
 
 // A sleeping waiter wakes at least this often to look for peers that exited without a word.
 constexpr std::chrono::milliseconds kSleepSlice{50};
@@ -67,13 +67,13 @@ class ShmTransport final : public CollectiveTransport {
     poison_.StartAbort(status);
     // Wakes this member's blocked call, which tells the peers.
     mine_->doorbell.fetch_add(1);
-    collective_internal::FutexWakeAll(&mine_->doorbell);
+    internal::FutexWakeAll(&mine_->doorbell);
   }
 
  private:
   ShmControl* control(int rank) const { return segments_->control(rank); }
   char* slot(int rank, uint64_t epoch) const { return segments_->slot(rank, epoch); }
-  std::string Name(int rank) const { return collective_internal::MemberName(options_, rank); }
+  std::string Name(int rank) const { return internal::MemberName(options_, rank); }
 
   // The first error, when the transport is poisoned (publishing it to the peers once).
   Status CheckPoisoned();
@@ -134,7 +134,7 @@ class ShmTransport final : public CollectiveTransport {
   uint64_t epoch_ = 0;  // the last epoch used
   bool failure_published_ = false;
 
-  collective_internal::TransportPoison poison_;
+  internal::TransportPoison poison_;
 };
 
 Status ShmTransport::CheckPoisoned() {
@@ -168,7 +168,7 @@ void ShmTransport::RingPeers(bool all) {
     // sequentially consistent, so either the waiter sees the new value or this sees it sleeping.
     if (all || peer->sleeping.load() != 0) {
       peer->doorbell.fetch_add(1);
-      collective_internal::FutexWakeAll(&peer->doorbell);
+      internal::FutexWakeAll(&peer->doorbell);
     }
   }
 }
@@ -197,7 +197,7 @@ Status ShmTransport::WaitPeers(const Ready& ready, std::string_view phase, const
       return Status::OK();
     }
     const auto slice = std::min<std::chrono::nanoseconds>(deadline.Remaining(), kSleepSlice);
-    collective_internal::FutexWait(&mine_->doorbell, bell, std::max<int64_t>(slice.count(), 1));
+    internal::FutexWait(&mine_->doorbell, bell, std::max<int64_t>(slice.count(), 1));
     mine_->sleeping.store(0);
     slept_full_slice = mine_->doorbell.load() == bell;
   }
@@ -257,7 +257,7 @@ Status ShmTransport::PostAndCheck(const OpIdentity& identity, const std::string&
     OpIdentity theirs;
     std::memcpy(&theirs, &control(p)->posted[ops_ % 2], sizeof(theirs));
     WEFT_RETURN_IF_ERROR(
-        collective_internal::CheckSameOp(options_, label, options_.rank, identity, p, theirs));
+        internal::CheckSameOp(options_, label, options_.rank, identity, p, theirs));
   }
   return Status::OK();
 }
@@ -265,8 +265,8 @@ Status ShmTransport::PostAndCheck(const OpIdentity& identity, const std::string&
 Status ShmTransport::AllReduce(const TransportOp& op, const std::vector<Tensor>& inputs,
                                double divisor, std::vector<Tensor>* outputs) {
   WEFT_RETURN_IF_ERROR(CheckPoisoned());
-  const std::string label = collective_internal::OpLabel(op);
-  auto flat = collective_internal::PrepareAllReduce(op, inputs, divisor);
+  const std::string label = internal::OpLabel(op);
+  auto flat = internal::PrepareAllReduce(op, inputs, divisor);
   if (!flat.ok()) return Fail(flat.status());
   const Deadline deadline(options_.timeout);
   const size_t bytes = flat->identity.num_elements * flat->element_size;
@@ -274,7 +274,7 @@ Status ShmTransport::AllReduce(const TransportOp& op, const std::vector<Tensor>&
   Status status =
       small ? AllReduceSmall(*flat, label, deadline) : AllReduceChunked(*flat, label, deadline);
   if (!status.ok()) return Fail(status);
-  collective_internal::FinishAllReduce(inputs, *flat, outputs);
+  internal::FinishAllReduce(inputs, *flat, outputs);
   return Status::OK();
 }
 
@@ -292,8 +292,8 @@ Status ShmTransport::AllReduceSmall(const FlatAllReduce& flat, const std::string
     sources[m] = m == options_.rank ? flat.input : slot(m, epoch);
   }
   const auto dtype = static_cast<DataType>(flat.identity.dtype);
-  collective_internal::SumInOrder(dtype, sources, flat.output, flat.identity.num_elements,
-                                  std::bit_cast<double>(flat.identity.param));
+  internal::SumInOrder(dtype, sources, flat.output, flat.identity.num_elements,
+                       std::bit_cast<double>(flat.identity.param));
   Publish(mine_->consumed, epoch);
   Complete(flat.identity, 1);
   return Status::OK();
@@ -319,7 +319,7 @@ Status ShmTransport::AllReduceChunked(const FlatAllReduce& flat, const std::stri
     const char* in = flat.input + first * es;
     char* out = flat.output + first * es;
     char* own_slot = slot(me, epoch);
-    const auto [begin, end] = collective_internal::SliceRange(length, me, n, es);
+    const auto [begin, end] = internal::SliceRange(length, me, n, es);
     // Copy in everything but this member's own slice: only peers read this slot's input.
     WEFT_RETURN_IF_ERROR(AwaitSlot(epoch, label, deadline));
     if (begin > 0) std::memcpy(own_slot, in, begin * es);
@@ -333,7 +333,7 @@ Status ShmTransport::AllReduceChunked(const FlatAllReduce& flat, const std::stri
     }
     if (end > begin) {
       for (int m = 0; m < n; ++m) sources[m] = (m == me ? in : slot(m, epoch)) + begin * es;
-      collective_internal::SumInOrder(dtype, sources, own_slot + begin * es, end - begin, divisor);
+      internal::SumInOrder(dtype, sources, own_slot + begin * es, end - begin, divisor);
       std::memcpy(out + begin * es, own_slot + begin * es, (end - begin) * es);
     }
     Publish(mine_->reduced, epoch);
@@ -341,7 +341,7 @@ Status ShmTransport::AllReduceChunked(const FlatAllReduce& flat, const std::stri
                                    "a reduced slice", label, deadline));
     for (int q = 0; q < n; ++q) {
       if (q == me) continue;
-      const auto [qb, qe] = collective_internal::SliceRange(length, q, n, es);
+      const auto [qb, qe] = internal::SliceRange(length, q, n, es);
       if (qe > qb) std::memcpy(out + qb * es, slot(q, epoch) + qb * es, (qe - qb) * es);
     }
     Publish(mine_->consumed, epoch);
@@ -352,8 +352,8 @@ Status ShmTransport::AllReduceChunked(const FlatAllReduce& flat, const std::stri
 
 Status ShmTransport::Broadcast(const TransportOp& op, int root, Tensor* value) {
   WEFT_RETURN_IF_ERROR(CheckPoisoned());
-  const std::string label = collective_internal::OpLabel(op);
-  auto prepared = collective_internal::PrepareBroadcast(op, root, options_.world_size, *value);
+  const std::string label = internal::OpLabel(op);
+  auto prepared = internal::PrepareBroadcast(op, root, options_.world_size, *value);
   if (!prepared.ok()) return Fail(prepared.status());
   const OpIdentity identity = *prepared;
   const Deadline deadline(options_.timeout);
@@ -391,8 +391,8 @@ Status ShmTransport::Broadcast(const TransportOp& op, int root, Tensor* value) {
 
 Status ShmTransport::AllGather(const TransportOp& op, const Tensor& input, Tensor* output) {
   WEFT_RETURN_IF_ERROR(CheckPoisoned());
-  const std::string label = collective_internal::OpLabel(op);
-  auto identity = collective_internal::PrepareAllGather(op, input, options_.world_size, output);
+  const std::string label = internal::OpLabel(op);
+  auto identity = internal::PrepareAllGather(op, input, options_.world_size, output);
   if (!identity.ok()) return Fail(identity.status());
   const Deadline deadline(options_.timeout);
   const int64_t bytes = static_cast<int64_t>(input.TotalBytes());
@@ -435,14 +435,13 @@ StatusOr<std::unique_ptr<CollectiveTransport>> CreateShmTransport(const Transpor
 
 StatusOr<std::unique_ptr<CollectiveTransport>> CreateShmTransport(
     const TransportOptions& options, const ShmTransportTuning& tuning) {
-  WEFT_RETURN_IF_ERROR(collective_internal::CheckOptions(options, "shared-memory"));
+  WEFT_RETURN_IF_ERROR(internal::CheckOptions(options, "shared-memory"));
   if (tuning.slot_bytes < 4096 || tuning.slot_bytes % 64 != 0) {
     return InvalidArgument("shared-memory transport of group '", options.group_token,
                            "': slot size ", tuning.slot_bytes,
                            " must be a multiple of 64 of at least 4096");
   }
-  WEFT_ASSIGN_OR_RETURN(auto segments,
-                        collective_internal::ShmSegments::Create(options, tuning.slot_bytes));
+  WEFT_ASSIGN_OR_RETURN(auto segments, internal::ShmSegments::Create(options, tuning.slot_bytes));
   return std::unique_ptr<CollectiveTransport>(
       new ShmTransport(options, tuning, std::move(segments)));
 }

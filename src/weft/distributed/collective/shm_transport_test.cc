@@ -13,14 +13,26 @@
 #include "weft/distributed/collective/transport_test_util.h"
 
 // In the test helpers' namespace, which these tests use throughout.
-namespace weft::transport_testing {
+namespace weft {
 namespace {
+
+using testing::AllGatherDigest;
+using testing::AppendDigests;
+using testing::BroadcastDigest;
+using testing::Case;
+using testing::ExpectAllOkAndIdentical;
+using testing::Group;
+using testing::IsFailure;
+using testing::Kind;
+using testing::MemberContext;
+using testing::RunCase;
+using testing::RunCases;
 
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
 bool SegmentExists(const std::string& token, int rank) {
-  const std::string name = collective_internal::ShmSegmentName(token, rank);
+  const std::string name = internal::ShmSegmentName(token, rank);
   const int fd = shm_open(name.c_str(), O_RDONLY, 0);
   if (fd >= 0) close(fd);
   return fd >= 0 || errno != ENOENT;
@@ -78,4 +90,4 @@ TEST(ShmTransportTest, TensorsOfManySlotsGoThroughInChunks) {
 }
 
 }  // namespace
-}  // namespace weft::transport_testing
+}  // namespace weft

@@ -20,11 +20,11 @@
 namespace weft {
 namespace {
 
-using collective_internal::Deadline;
-using collective_internal::Exchange;
-using collective_internal::FlatAllReduce;
-using collective_internal::MessageHeader;
-using collective_internal::OpIdentity;
+using internal::Deadline;
+using internal::Exchange;
+using internal::FlatAllReduce;
+using internal::MessageHeader;
+using internal::OpIdentity;
 
 // One pipelining unit of the ring: `count` elements at `offset` of the flat tensor.
 struct RingItem {
@@ -72,7 +72,7 @@ class TcpTransport final : public CollectiveTransport {
   }
 
  private:
-  std::string Name(int rank) const { return collective_internal::MemberName(options_, rank); }
+  std::string Name(int rank) const { return internal::MemberName(options_, rank); }
   // The first error once poisoned (then the peers are told, as by Fail).
   Status CheckPoisoned() {
     Status status = poison_.status();
@@ -126,7 +126,7 @@ class TcpTransport final : public CollectiveTransport {
   std::string last_completed_ = "none";
   std::vector<std::string> last_started_ = std::vector<std::string>(options_.world_size, "none");
 
-  collective_internal::TransportPoison poison_;
+  internal::TransportPoison poison_;
 };
 
 Status TcpTransport::Fail(const Status& status) {
@@ -153,12 +153,12 @@ Status TcpTransport::FailOp(const Status& status) {
 
 Status TcpTransport::CheckHello(const std::string& label, int peer, const MessageHeader& header,
                                 const OpIdentity& identity, uint64_t payload_bytes) {
-  if (header.phase != collective_internal::kHello) {
+  if (header.phase != internal::kHello) {
     return DataLoss(label, ": member ", Name(peer), " sent message phase ", header.phase,
                     " where member ", Name(options_.rank), " expected the operation's start");
   }
-  WEFT_RETURN_IF_ERROR(collective_internal::CheckSameOp(options_, label, options_.rank, identity,
-                                                        peer, header.identity));
+  WEFT_RETURN_IF_ERROR(
+      internal::CheckSameOp(options_, label, options_.rank, identity, peer, header.identity));
   last_started_[peer] =
       StrCat("instance_key ", identity.instance_key, " sequence ", identity.sequence);
   if (header.payload_bytes != payload_bytes) {
@@ -171,8 +171,8 @@ Status TcpTransport::CheckHello(const std::string& label, int peer, const Messag
 Status TcpTransport::AllReduce(const TransportOp& op, const std::vector<Tensor>& inputs,
                                double divisor, std::vector<Tensor>* outputs) {
   WEFT_RETURN_IF_ERROR(CheckPoisoned());
-  const std::string label = collective_internal::OpLabel(op);
-  auto flat = collective_internal::PrepareAllReduce(op, inputs, divisor);
+  const std::string label = internal::OpLabel(op);
+  auto flat = internal::PrepareAllReduce(op, inputs, divisor);
   if (!flat.ok()) return Fail(flat.status());
   const Deadline deadline(options_.timeout);
   const size_t bytes = flat->identity.num_elements * flat->element_size;
@@ -183,7 +183,7 @@ Status TcpTransport::AllReduce(const TransportOp& op, const std::vector<Tensor>&
     status = AllReduceRing(label, *flat, deadline);
   }
   if (!status.ok()) return FailOp(status);
-  collective_internal::FinishAllReduce(inputs, *flat, outputs);
+  internal::FinishAllReduce(inputs, *flat, outputs);
   return Succeed(flat->identity);
 }
 
@@ -194,7 +194,7 @@ Status TcpTransport::AllReduceSmall(const std::string& label, const FlatAllReduc
   const size_t bytes = flat.identity.num_elements * flat.element_size;
   scratch_.resize(bytes * n);
   Exchange exchange = MakeExchange(label, deadline);
-  const MessageHeader hello = Header(flat.identity, collective_internal::kHello, 0, bytes);
+  const MessageHeader hello = Header(flat.identity, internal::kHello, 0, bytes);
   for (int p = 0; p < n; ++p) {
     if (p == options_.rank) continue;
     exchange.Send(p, hello, flat.input);
@@ -210,9 +210,8 @@ Status TcpTransport::AllReduceSmall(const std::string& label, const FlatAllReduc
   for (int m = 0; m < n; ++m) {
     sources[m] = m == options_.rank ? flat.input : scratch_.data() + m * bytes;
   }
-  collective_internal::SumInOrder(static_cast<DataType>(flat.identity.dtype), sources, flat.output,
-                                  flat.identity.num_elements,
-                                  std::bit_cast<double>(flat.identity.param));
+  internal::SumInOrder(static_cast<DataType>(flat.identity.dtype), sources, flat.output,
+                       flat.identity.num_elements, std::bit_cast<double>(flat.identity.param));
   return Status::OK();
 }
 
@@ -228,7 +227,7 @@ size_t TcpTransport::BuildRing(int64_t total, size_t element_size, std::vector<R
   const int r = options_.rank;
   const int64_t chunk = std::max<int64_t>(1, tuning_.chunk_bytes / element_size);
   auto add = [&](std::vector<RingItem>* items, int segment, int step) {
-    const auto [begin, end] = collective_internal::SliceRange(total, segment, n, element_size);
+    const auto [begin, end] = internal::SliceRange(total, segment, n, element_size);
     for (int64_t at = begin; at < end; at += chunk) {
       items->push_back(RingItem{at, std::min(chunk, end - at), step});
     }
@@ -259,7 +258,7 @@ Status TcpTransport::AllReduceRing(const std::string& label, const FlatAllReduce
   const size_t first_step = BuildRing(flat.identity.num_elements, es, &sends, &receives);
 
   Exchange exchange = MakeExchange(label, deadline);
-  const MessageHeader hello = Header(flat.identity, collective_internal::kHello, 0, 0);
+  const MessageHeader hello = Header(flat.identity, internal::kHello, 0, 0);
   for (int p = 0; p < n; ++p) {
     if (p == options_.rank) continue;
     exchange.Send(p, hello, nullptr);
@@ -269,16 +268,16 @@ Status TcpTransport::AllReduceRing(const std::string& label, const FlatAllReduce
   auto send = [&](size_t index) {
     const RingItem& item = sends[index];
     const char* from = (index < first_step ? flat.input : flat.output) + item.offset * es;
-    exchange.Send(right,
-                  Header(flat.identity, collective_internal::kRing, static_cast<uint32_t>(index),
-                         item.count * es),
-                  from);
+    exchange.Send(
+        right,
+        Header(flat.identity, internal::kRing, static_cast<uint32_t>(index), item.count * es),
+        from);
   };
   for (size_t i = 0; i < first_step; ++i) send(i);
   size_t next = 0;  // the next ring message expected from the left
   return exchange.Run(
       [&](int peer, const MessageHeader& header) -> StatusOr<char*> {
-        if (header.phase == collective_internal::kHello) {
+        if (header.phase == internal::kHello) {
           WEFT_RETURN_IF_ERROR(CheckHello(label, peer, header, flat.identity, 0));
           return nullptr;
         }
@@ -286,19 +285,19 @@ Status TcpTransport::AllReduceRing(const std::string& label, const FlatAllReduce
             header.index != next || header.payload_bytes != receives[next].count * es) {
           return DataLoss(label, ": member ", Name(peer), " sent ring message ", header.index,
                           " of ", header.payload_bytes, " bytes for ",
-                          collective_internal::DescribeOp(header.identity), "; member ",
-                          Name(options_.rank), " expected message ", next, " from ", Name(left));
+                          internal::DescribeOp(header.identity), "; member ", Name(options_.rank),
+                          " expected message ", next, " from ", Name(left));
         }
         return flat.output + receives[next].offset * es;
       },
       [&](int, const MessageHeader& header) -> Status {
-        if (header.phase == collective_internal::kHello) return Status::OK();
+        if (header.phase == internal::kHello) return Status::OK();
         const RingItem& item = receives[next];
         if (item.step < n - 1) {
           // The partial sum from the left plus this member's input; the last step finishes it.
           char* at = flat.output + item.offset * es;
-          collective_internal::AddInto(dtype, at, flat.input + item.offset * es, item.count,
-                                       item.step == n - 2 ? divisor : 1.0);
+          internal::AddInto(dtype, at, flat.input + item.offset * es, item.count,
+                            item.step == n - 2 ? divisor : 1.0);
         }
         if (first_step + next < sends.size()) send(first_step + next);
         ++next;
@@ -308,8 +307,8 @@ Status TcpTransport::AllReduceRing(const std::string& label, const FlatAllReduce
 
 Status TcpTransport::Broadcast(const TransportOp& op, int root, Tensor* value) {
   WEFT_RETURN_IF_ERROR(CheckPoisoned());
-  const std::string label = collective_internal::OpLabel(op);
-  auto prepared = collective_internal::PrepareBroadcast(op, root, options_.world_size, *value);
+  const std::string label = internal::OpLabel(op);
+  auto prepared = internal::PrepareBroadcast(op, root, options_.world_size, *value);
   if (!prepared.ok()) return Fail(prepared.status());
   const OpIdentity identity = *prepared;
   const Deadline deadline(options_.timeout);
@@ -319,7 +318,7 @@ Status TcpTransport::Broadcast(const TransportOp& op, int root, Tensor* value) {
   Exchange exchange = MakeExchange(label, deadline);
   for (int p = 0; p < options_.world_size; ++p) {
     if (p == options_.rank) continue;
-    exchange.Send(p, Header(identity, collective_internal::kHello, 0, is_root ? bytes : 0), data);
+    exchange.Send(p, Header(identity, internal::kHello, 0, is_root ? bytes : 0), data);
     exchange.Expect(p, 1);
   }
   Status status = exchange.Run(
@@ -333,8 +332,8 @@ Status TcpTransport::Broadcast(const TransportOp& op, int root, Tensor* value) {
 
 Status TcpTransport::AllGather(const TransportOp& op, const Tensor& input, Tensor* output) {
   WEFT_RETURN_IF_ERROR(CheckPoisoned());
-  const std::string label = collective_internal::OpLabel(op);
-  auto identity = collective_internal::PrepareAllGather(op, input, options_.world_size, output);
+  const std::string label = internal::OpLabel(op);
+  auto identity = internal::PrepareAllGather(op, input, options_.world_size, output);
   if (!identity.ok()) return Fail(identity.status());
   const Deadline deadline(options_.timeout);
   const uint64_t bytes = input.TotalBytes();
@@ -344,7 +343,7 @@ Status TcpTransport::AllGather(const TransportOp& op, const Tensor& input, Tenso
   Exchange exchange = MakeExchange(label, deadline);
   for (int p = 0; p < options_.world_size; ++p) {
     if (p == options_.rank) continue;
-    exchange.Send(p, Header(*identity, collective_internal::kHello, 0, bytes), in);
+    exchange.Send(p, Header(*identity, internal::kHello, 0, bytes), in);
     exchange.Expect(p, 1);
   }
   Status status = exchange.Run(
@@ -360,7 +359,7 @@ Status TcpTransport::AllGather(const TransportOp& op, const Tensor& input, Tenso
 
 StatusOr<std::unique_ptr<TcpTransportListener>> TcpTransportListener::Listen(
     const std::string& host) {
-  WEFT_ASSIGN_OR_RETURN(auto socket, collective_internal::ListenOn(host));
+  WEFT_ASSIGN_OR_RETURN(auto socket, internal::ListenOn(host));
   return std::unique_ptr<TcpTransportListener>(
       new TcpTransportListener(socket.fd, std::move(socket.address)));
 }
@@ -378,7 +377,7 @@ StatusOr<std::unique_ptr<CollectiveTransport>> CreateTcpTransport(
 StatusOr<std::unique_ptr<CollectiveTransport>> CreateTcpTransport(
     const TransportOptions& options, std::unique_ptr<TcpTransportListener> listener,
     const std::vector<std::string>& member_addresses, const TcpTransportTuning& tuning) {
-  WEFT_RETURN_IF_ERROR(collective_internal::CheckOptions(options, "TCP"));
+  WEFT_RETURN_IF_ERROR(internal::CheckOptions(options, "TCP"));
   if (listener == nullptr) {
     return InvalidArgument("TCP transport of group '", options.group_token, "': no listener");
   }
@@ -394,10 +393,10 @@ StatusOr<std::unique_ptr<CollectiveTransport>> CreateTcpTransport(
   const int abort_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (abort_fd < 0) {
     return Unavailable("TCP transport of group '", options.group_token,
-                       "': eventfd: ", collective_internal::ErrnoText(errno));
+                       "': eventfd: ", internal::ErrnoText(errno));
   }
   const Deadline deadline(options.timeout);
-  auto fds = collective_internal::ConnectMesh(options, listener->fd(), member_addresses, deadline);
+  auto fds = internal::ConnectMesh(options, listener->fd(), member_addresses, deadline);
   if (!fds.ok()) {
     ::close(abort_fd);
     return fds.status();

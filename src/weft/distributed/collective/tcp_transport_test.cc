@@ -14,8 +14,17 @@
 #include "weft/distributed/collective/transport_test_util.h"
 
 // In the test helpers' namespace, which these tests use throughout.
-namespace weft::transport_testing {
+namespace weft {
 namespace {
+
+using testing::Case;
+using testing::ExpectAllOkAndIdentical;
+using testing::Group;
+using testing::Kind;
+using testing::MemberContext;
+using testing::RunCase;
+using testing::RunCases;
+using testing::RunMembers;
 
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
@@ -109,4 +118,4 @@ TEST(TcpTransportTest, RingInManySmallChunksIsBitwiseIdentical) {
 }
 
 }  // namespace
-}  // namespace weft::transport_testing
+}  // namespace weft

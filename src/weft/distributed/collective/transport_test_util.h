@@ -29,7 +29,7 @@
 #include "weft/distributed/collective/shm_transport.h"
 #include "weft/distributed/collective/tcp_transport.h"
 
-namespace weft::transport_testing {
+namespace weft::testing {
 
 struct MemberResult {
   std::string report;  // what the body returned ("" when it never finished)
@@ -372,4 +372,4 @@ inline void ExpectAllOkAndIdentical(const std::vector<MemberResult>& results) {
   }
 }
 
-}  // namespace weft::transport_testing
+}  // namespace weft::testing

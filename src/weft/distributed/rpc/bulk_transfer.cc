@@ -291,8 +291,7 @@ BulkTransferClient::~BulkTransferClient() {
 }
 
 void BulkTransferClient::FetchAsync(const std::string& host, int port, uint64_t ticket,
-                                    void* destination, size_t num_bytes,
-                                    std::function<void(const Status&)> done) {
+                                    void* destination, size_t num_bytes, StatusCallback done) {
   pool_->Schedule([this, host, port, ticket, destination, num_bytes, done = std::move(done)] {
     done(Fetch(host, port, ticket, destination, num_bytes));
   });

@@ -119,7 +119,7 @@ class BulkTransferClient {
   // and stay valid until `done` runs (once, on the client's own threads). Errors name host:port
   // and the ticket.
   void FetchAsync(const std::string& host, int port, uint64_t ticket, void* destination,
-                  size_t num_bytes, std::function<void(const Status&)> done);
+                  size_t num_bytes, StatusCallback done);
 
  private:
   Status Fetch(const std::string& host, int port, uint64_t ticket, void* destination,

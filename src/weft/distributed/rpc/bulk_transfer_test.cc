@@ -16,7 +16,7 @@
 namespace weft {
 namespace {
 
-using testing_rpc::PatternTensor;
+using testing::PatternTensor;
 
 // A raw client socket with a 5 s receive timeout, so a server bug fails the test.
 int RawConnect(int port) {

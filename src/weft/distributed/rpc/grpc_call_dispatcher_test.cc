@@ -7,8 +7,8 @@
 namespace weft {
 namespace {
 
-using testing_rpc::RawUnaryCall;
-using testing_rpc::TestServer;
+using testing::RawUnaryCall;
+using testing::TestServer;
 
 class GrpcCallDispatcherTest : public ::testing::Test {
  protected:

@@ -21,34 +21,38 @@ void RegisterMasterMethods(GrpcCallDispatcher* dispatcher, MasterType* master) {
   RegisterTypedMethod<proto::CreateSessionRequest, proto::CreateSessionResponse>(
       dispatcher, kMasterServiceName, "CreateSession", nullptr,
       [master](CallOptions*, const proto::CreateSessionRequest* request,
-               proto::CreateSessionResponse* response,
-               StatusCallback done) { master->CreateSession(request, response, std::move(done)); });
+               proto::CreateSessionResponse* response, StatusCallback done) {
+        master->CreateSessionAsync(request, response, std::move(done));
+      });
   RegisterTypedMethod<proto::ExtendSessionRequest, proto::ExtendSessionResponse>(
       dispatcher, kMasterServiceName, "ExtendSession", nullptr,
       [master](CallOptions*, const proto::ExtendSessionRequest* request,
-               proto::ExtendSessionResponse* response,
-               StatusCallback done) { master->ExtendSession(request, response, std::move(done)); });
+               proto::ExtendSessionResponse* response, StatusCallback done) {
+        master->ExtendSessionAsync(request, response, std::move(done));
+      });
   // The call's CallOptions is cancelled when the client cancels or goes away.
   RegisterTypedMethod<proto::RunStepRequest, proto::RunStepResponse>(
       dispatcher, kMasterServiceName, "RunStep", nullptr,
       [master](CallOptions* options, const proto::RunStepRequest* request,
                proto::RunStepResponse* response, StatusCallback done) {
-        master->RunStep(options, request, response, std::move(done));
+        master->RunStepAsync(options, request, response, std::move(done));
       });
   RegisterTypedMethod<proto::CloseSessionRequest, proto::CloseSessionResponse>(
       dispatcher, kMasterServiceName, "CloseSession", nullptr,
       [master](CallOptions*, const proto::CloseSessionRequest* request,
-               proto::CloseSessionResponse* response,
-               StatusCallback done) { master->CloseSession(request, response, std::move(done)); });
+               proto::CloseSessionResponse* response, StatusCallback done) {
+        master->CloseSessionAsync(request, response, std::move(done));
+      });
   RegisterTypedMethod<proto::ListDevicesRequest, proto::ListDevicesResponse>(
       dispatcher, kMasterServiceName, "ListDevices", nullptr,
       [master](CallOptions*, const proto::ListDevicesRequest* request,
-               proto::ListDevicesResponse* response,
-               StatusCallback done) { master->ListDevices(request, response, std::move(done)); });
+               proto::ListDevicesResponse* response, StatusCallback done) {
+        master->ListDevicesAsync(request, response, std::move(done));
+      });
   RegisterTypedMethod<proto::ResetRequest, proto::ResetResponse>(
       dispatcher, kMasterServiceName, "Reset", nullptr,
       [master](CallOptions*, const proto::ResetRequest* request, proto::ResetResponse* response,
-               StatusCallback done) { master->Reset(request, response, std::move(done)); });
+               StatusCallback done) { master->ResetAsync(request, response, std::move(done)); });
 }
 
 class GrpcMasterService {

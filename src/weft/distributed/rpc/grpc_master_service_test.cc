@@ -12,14 +12,14 @@ namespace {
 // "block" waits until the call is cancelled.
 class FakeMaster {
  public:
-  void CreateSession(const proto::CreateSessionRequest* request,
-                     proto::CreateSessionResponse* response, StatusCallback done) {
+  void CreateSessionAsync(const proto::CreateSessionRequest* request,
+                          proto::CreateSessionResponse* response, StatusCallback done) {
     response->set_session_handle("session-" + std::to_string(request->graph_def().node_size()));
     response->set_graph_version(1);
     done(Status::OK());
   }
-  void ExtendSession(const proto::ExtendSessionRequest* request,
-                     proto::ExtendSessionResponse* response, StatusCallback done) {
+  void ExtendSessionAsync(const proto::ExtendSessionRequest* request,
+                          proto::ExtendSessionResponse* response, StatusCallback done) {
     if (request->current_graph_version() != 1) {
       done(FailedPrecondition("session handle ", request->session_handle(), " is at version 1"));
       return;
@@ -27,8 +27,8 @@ class FakeMaster {
     response->set_new_graph_version(2);
     done(Status::OK());
   }
-  void RunStep(CallOptions* options, const proto::RunStepRequest* request,
-               proto::RunStepResponse* response, StatusCallback done) {
+  void RunStepAsync(CallOptions* options, const proto::RunStepRequest* request,
+                    proto::RunStepResponse* response, StatusCallback done) {
     if (request->fetch_size() == 1 && request->fetch(0) == "block") {
       options->SetCancelCallback([done] { done(Cancelled("step cancelled")); });
       blocked.Notify();
@@ -37,16 +37,16 @@ class FakeMaster {
     for (const std::string& fetch : request->fetch()) response->add_tensor()->set_name(fetch);
     done(Status::OK());
   }
-  void CloseSession(const proto::CloseSessionRequest* request, proto::CloseSessionResponse*,
-                    StatusCallback done) {
+  void CloseSessionAsync(const proto::CloseSessionRequest* request, proto::CloseSessionResponse*,
+                         StatusCallback done) {
     done(NotFound("session handle ", request->session_handle(), " not found"));
   }
-  void ListDevices(const proto::ListDevicesRequest*, proto::ListDevicesResponse* response,
-                   StatusCallback done) {
+  void ListDevicesAsync(const proto::ListDevicesRequest*, proto::ListDevicesResponse* response,
+                        StatusCallback done) {
     response->add_local_device()->set_name("/job:worker/replica:0/task:0/device:CPU:0");
     done(Status::OK());
   }
-  void Reset(const proto::ResetRequest*, proto::ResetResponse*, StatusCallback done) {
+  void ResetAsync(const proto::ResetRequest*, proto::ResetResponse*, StatusCallback done) {
     done(Status::OK());
   }
 
@@ -57,14 +57,14 @@ class GrpcMasterServiceTest : public ::testing::Test {
  protected:
   GrpcMasterServiceTest() {
     RegisterMasterMethods(&dispatcher_, &master_);
-    server_ = std::make_unique<testing_rpc::TestServer>(&dispatcher_);
+    server_ = std::make_unique<testing::TestServer>(&dispatcher_);
     remote_ = NewGrpcRemoteMaster(server_->address(), TransportSecurity());
     options_.set_timeout_ms(10000);
   }
 
   FakeMaster master_;
   GrpcCallDispatcher dispatcher_;
-  std::unique_ptr<testing_rpc::TestServer> server_;
+  std::unique_ptr<testing::TestServer> server_;
   std::unique_ptr<MasterInterface> remote_;
   CallOptions options_;
 };
@@ -134,8 +134,8 @@ TEST_F(GrpcMasterServiceTest, MalformedRequestsToEveryMethodAreInvalidArgument) 
     for (const std::string& bad : {std::string("\xff\xff\xff\xff", 4), std::string("\x0a\x10"
                                                                                    "ab",
                                                                                    4)}) {
-      grpc::Status status = testing_rpc::RawUnaryCall(
-          channel, std::string("/weft.proto.MasterService/") + method, bad);
+      grpc::Status status =
+          testing::RawUnaryCall(channel, std::string("/weft.proto.MasterService/") + method, bad);
       EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << method;
       EXPECT_NE(status.error_message().find(std::string("malformed ") + method), std::string::npos);
     }

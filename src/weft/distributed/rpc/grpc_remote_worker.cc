@@ -24,8 +24,8 @@ GrpcRemoteWorker::GrpcRemoteWorker(std::string task_name, std::string address,
       token_(std::move(token)) {}
 
 template <typename Request, typename Response, typename Start>
-void GrpcRemoteWorker::Issue(const char* method, CallOptions* options, const Request* request,
-                             Response* response, StatusCallback done, Start start) {
+void GrpcRemoteWorker::IssueAsync(const char* method, CallOptions* options, const Request* request,
+                                  Response* response, Start start, StatusCallback done) {
   // gRPC's own coding cannot report a message over protobuf's limit; RunGraph names the feed.
   Status fits = CheckMessageSize(*request);
   if (!fits.ok()) {
@@ -57,92 +57,107 @@ void GrpcRemoteWorker::Issue(const char* method, CallOptions* options, const Req
 
 void GrpcRemoteWorker::GetStatusAsync(CallOptions* options, const proto::GetStatusRequest* request,
                                       proto::GetStatusResponse* response, StatusCallback done) {
-  Issue("GetStatus", options, request, response, std::move(done),
-        [this](auto* context, auto* req, auto* resp, auto callback) {
-          stub_->async()->GetStatus(context, req, resp, std::move(callback));
-        });
+  IssueAsync(
+      "GetStatus", options, request, response,
+      [this](auto* context, auto* req, auto* resp, auto callback) {
+        stub_->async()->GetStatus(context, req, resp, std::move(callback));
+      },
+      std::move(done));
 }
 
 void GrpcRemoteWorker::CreateWorkerSessionAsync(CallOptions* options,
                                                 const proto::CreateWorkerSessionRequest* request,
                                                 proto::CreateWorkerSessionResponse* response,
                                                 StatusCallback done) {
-  Issue("CreateWorkerSession", options, request, response, std::move(done),
-        [this](auto* context, auto* req, auto* resp, auto callback) {
-          stub_->async()->CreateWorkerSession(context, req, resp, std::move(callback));
-        });
+  IssueAsync(
+      "CreateWorkerSession", options, request, response,
+      [this](auto* context, auto* req, auto* resp, auto callback) {
+        stub_->async()->CreateWorkerSession(context, req, resp, std::move(callback));
+      },
+      std::move(done));
 }
 
 void GrpcRemoteWorker::DeleteWorkerSessionAsync(CallOptions* options,
                                                 const proto::DeleteWorkerSessionRequest* request,
                                                 proto::DeleteWorkerSessionResponse* response,
                                                 StatusCallback done) {
-  Issue("DeleteWorkerSession", options, request, response, std::move(done),
-        [this](auto* context, auto* req, auto* resp, auto callback) {
-          stub_->async()->DeleteWorkerSession(context, req, resp, std::move(callback));
-        });
+  IssueAsync(
+      "DeleteWorkerSession", options, request, response,
+      [this](auto* context, auto* req, auto* resp, auto callback) {
+        stub_->async()->DeleteWorkerSession(context, req, resp, std::move(callback));
+      },
+      std::move(done));
 }
 
 void GrpcRemoteWorker::RegisterGraphAsync(CallOptions* options,
                                           const proto::RegisterGraphRequest* request,
                                           proto::RegisterGraphResponse* response,
                                           StatusCallback done) {
-  Issue("RegisterGraph", options, request, response, std::move(done),
-        [this](auto* context, auto* req, auto* resp, auto callback) {
-          stub_->async()->RegisterGraph(context, req, resp, std::move(callback));
-        });
+  IssueAsync(
+      "RegisterGraph", options, request, response,
+      [this](auto* context, auto* req, auto* resp, auto callback) {
+        stub_->async()->RegisterGraph(context, req, resp, std::move(callback));
+      },
+      std::move(done));
 }
 
 void GrpcRemoteWorker::DeregisterGraphAsync(CallOptions* options,
                                             const proto::DeregisterGraphRequest* request,
                                             proto::DeregisterGraphResponse* response,
                                             StatusCallback done) {
-  Issue("DeregisterGraph", options, request, response, std::move(done),
-        [this](auto* context, auto* req, auto* resp, auto callback) {
-          stub_->async()->DeregisterGraph(context, req, resp, std::move(callback));
-        });
+  IssueAsync(
+      "DeregisterGraph", options, request, response,
+      [this](auto* context, auto* req, auto* resp, auto callback) {
+        stub_->async()->DeregisterGraph(context, req, resp, std::move(callback));
+      },
+      std::move(done));
 }
 
 void GrpcRemoteWorker::RunGraphAsync(CallOptions* options, const proto::RunGraphRequest* request,
                                      proto::RunGraphResponse* response, StatusCallback done) {
   // A step's RunGraph completes on the thread that polls for it (grpc_client_queue.h): it is on
   // the critical path of every step, and the master's part of the completion is short.
-  Issue("RunGraph", options, request, response, std::move(done),
-        [this](grpc::ClientContext* context, const proto::RunGraphRequest* req,
-               proto::RunGraphResponse* resp, std::function<void(grpc::Status)> callback) {
-          GrpcClientQueue& queue = GrpcClientQueue::Get();
-          struct Call {
-            std::unique_ptr<grpc::ClientAsyncResponseReader<proto::RunGraphResponse>> reader;
-            grpc::Status status;
-          };
-          auto call = std::make_shared<Call>();
-          call->reader = stub_->PrepareAsyncRunGraph(context, *req, queue.queue());
-          call->reader->StartCall();
-          call->reader->Finish(resp, &call->status,
-                               queue.NewTag([call, callback = std::move(callback)](bool) {
-                                 callback(call->status);
-                               }));
-        });
+  IssueAsync(
+      "RunGraph", options, request, response,
+      [this](grpc::ClientContext* context, const proto::RunGraphRequest* req,
+             proto::RunGraphResponse* resp, std::function<void(grpc::Status)> callback) {
+        GrpcClientQueue& queue = GrpcClientQueue::Get();
+        struct Call {
+          std::unique_ptr<grpc::ClientAsyncResponseReader<proto::RunGraphResponse>> reader;
+          grpc::Status status;
+        };
+        auto call = std::make_shared<Call>();
+        call->reader = stub_->PrepareAsyncRunGraph(context, *req, queue.queue());
+        call->reader->StartCall();
+        call->reader->Finish(
+            resp, &call->status,
+            queue.NewTag([call, callback = std::move(callback)](bool) { callback(call->status); }));
+      },
+      std::move(done));
 }
 
 void GrpcRemoteWorker::CleanupGraphAsync(CallOptions* options,
                                          const proto::CleanupGraphRequest* request,
                                          proto::CleanupGraphResponse* response,
                                          StatusCallback done) {
-  Issue("CleanupGraph", options, request, response, std::move(done),
-        [this](auto* context, auto* req, auto* resp, auto callback) {
-          stub_->async()->CleanupGraph(context, req, resp, std::move(callback));
-        });
+  IssueAsync(
+      "CleanupGraph", options, request, response,
+      [this](auto* context, auto* req, auto* resp, auto callback) {
+        stub_->async()->CleanupGraph(context, req, resp, std::move(callback));
+      },
+      std::move(done));
 }
 
 void GrpcRemoteWorker::CompleteGroupAsync(CallOptions* options,
                                           const proto::CompleteGroupRequest* request,
                                           proto::CompleteGroupResponse* response,
                                           StatusCallback done) {
-  Issue("CompleteGroup", options, request, response, std::move(done),
-        [this](auto* context, auto* req, auto* resp, auto callback) {
-          stub_->async()->CompleteGroup(context, req, resp, std::move(callback));
-        });
+  IssueAsync(
+      "CompleteGroup", options, request, response,
+      [this](auto* context, auto* req, auto* resp, auto callback) {
+        stub_->async()->CompleteGroup(context, req, resp, std::move(callback));
+      },
+      std::move(done));
 }
 
 void GrpcRemoteWorker::RecvTensorAsync(CallOptions* options,
@@ -152,23 +167,23 @@ void GrpcRemoteWorker::RecvTensorAsync(CallOptions* options,
   auto wire_request = std::make_shared<proto::RecvTensorRequest>(*request);
   wire_request->set_bulk_ok(bulk_client_ != nullptr);
   auto wire = std::make_shared<proto::RecvTensorResponse>();
-  Issue(
+  IssueAsync(
       "RecvTensor", options, wire_request.get(), wire.get(),
+      [this](auto* context, auto* req, auto* resp, auto callback) {
+        stub_->async()->RecvTensor(context, req, resp, std::move(callback));
+      },
       [this, wire_request, wire, response, done = std::move(done)](const Status& status) {
         if (!status.ok()) {
           done(status);
           return;
         }
-        FinishRecvTensor(wire_request.get(), wire, response, done);
-      },
-      [this](auto* context, auto* req, auto* resp, auto callback) {
-        stub_->async()->RecvTensor(context, req, resp, std::move(callback));
+        FinishRecvTensorAsync(wire_request.get(), wire, response, done);
       });
 }
 
-void GrpcRemoteWorker::FinishRecvTensor(const proto::RecvTensorRequest* request,
-                                        std::shared_ptr<proto::RecvTensorResponse> wire,
-                                        TensorResponse* response, StatusCallback done) {
+void GrpcRemoteWorker::FinishRecvTensorAsync(const proto::RecvTensorRequest* request,
+                                             std::shared_ptr<proto::RecvTensorResponse> wire,
+                                             TensorResponse* response, StatusCallback done) {
   const std::string what = StrCat("RecvTensor of ", request->rendezvous_key(), " (step ",
                                   request->step_id(), ") from ", task_name_, " at ", address_);
   response->is_dead = wire->is_dead();

@@ -53,11 +53,11 @@ class GrpcRemoteWorker final : public WorkerInterface {
   // Starts `method` through `start` (which calls the stub) with `options` applied, and turns the
   // outcome into a weft Status naming the method, task and address.
   template <typename Request, typename Response, typename Start>
-  void Issue(const char* method, CallOptions* options, const Request* request, Response* response,
-             StatusCallback done, Start start);
-  void FinishRecvTensor(const proto::RecvTensorRequest* request,
-                        std::shared_ptr<proto::RecvTensorResponse> wire, TensorResponse* response,
-                        StatusCallback done);
+  void IssueAsync(const char* method, CallOptions* options, const Request* request,
+                  Response* response, Start start, StatusCallback done);
+  void FinishRecvTensorAsync(const proto::RecvTensorRequest* request,
+                             std::shared_ptr<proto::RecvTensorResponse> wire,
+                             TensorResponse* response, StatusCallback done);
 
   const std::string task_name_;
   const std::string address_;

@@ -8,7 +8,7 @@
 namespace weft {
 namespace {
 
-using testing_rpc::WorkerFixture;
+using testing::WorkerFixture;
 
 constexpr char kTask[] = "/job:worker/replica:0/task:3";
 
@@ -118,7 +118,7 @@ TEST(GrpcRemoteWorkerTest, ReachesARestartedServerAgain) {
   ASSERT_TRUE(remote.GetStatus(&options, proto::GetStatusRequest(), &response).ok());
   fixture.reset();
 
-  testing_rpc::FakeWorker worker;
+  testing::FakeWorker worker;
   GrpcCallDispatcher dispatcher;
   GrpcWorkerService service(&worker, nullptr, &dispatcher);
   grpc::ServerBuilder builder;

@@ -11,7 +11,7 @@ namespace {
 TEST(GrpcWorkerCacheTest, LocalRemoteAndUnknownTasks) {
   auto cluster = ClusterSpec::FromFlag("worker=127.0.0.1:1,127.0.0.1:2;ps=127.0.0.1:3");
   ASSERT_TRUE(cluster.ok()) << cluster.status();
-  testing_rpc::FakeWorker local;
+  testing::FakeWorker local;
   auto cache = NewGrpcWorkerCache(*cluster, "/job:worker/replica:0/task:0", &local, nullptr,
                                   TransportSecurity());
   EXPECT_EQ(cache->ListWorkers(), cluster->TaskNames());
@@ -31,7 +31,7 @@ TEST(GrpcWorkerCacheTest, LocalRemoteAndUnknownTasks) {
 }
 
 TEST(GrpcWorkerCacheTest, RemoteWorkerTalksToTheServer) {
-  testing_rpc::WorkerFixture fixture;
+  testing::WorkerFixture fixture;
   auto cluster = ClusterSpec::FromFlag("worker=127.0.0.1:1," + fixture.server->address());
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   auto cache = NewGrpcWorkerCache(*cluster, "", nullptr, std::make_shared<BulkTransferClient>(),

@@ -154,15 +154,15 @@ GrpcWorkerService::GrpcWorkerService(WorkerInterface* worker, BulkTransferServer
   dispatcher->RegisterMethod(std::string("/") + kService + "/RecvTensor",
                              [this](const grpc::ByteBuffer& request, grpc::ByteBuffer* response,
                                     CallOptions* options, GrpcCallDispatcher::DoneCallback done) {
-                               RecvTensor(request, response, options, std::move(done));
+                               RecvTensorAsync(request, response, options, std::move(done));
                              });
 }
 
 GrpcWorkerService::~GrpcWorkerService() = default;
 
-void GrpcWorkerService::RecvTensor(const grpc::ByteBuffer& request_bytes,
-                                   grpc::ByteBuffer* response_bytes, CallOptions* options,
-                                   GrpcCallDispatcher::DoneCallback done) {
+void GrpcWorkerService::RecvTensorAsync(const grpc::ByteBuffer& request_bytes,
+                                        grpc::ByteBuffer* response_bytes, CallOptions* options,
+                                        GrpcCallDispatcher::DoneCallback done) {
   struct Call {
     proto::RecvTensorRequest request;
     TensorResponse response;

@@ -30,8 +30,8 @@ class GrpcWorkerService {
   GrpcWorkerService& operator=(const GrpcWorkerService&) = delete;
 
  private:
-  void RecvTensor(const grpc::ByteBuffer& request_bytes, grpc::ByteBuffer* response_bytes,
-                  CallOptions* options, GrpcCallDispatcher::DoneCallback done);
+  void RecvTensorAsync(const grpc::ByteBuffer& request_bytes, grpc::ByteBuffer* response_bytes,
+                       CallOptions* options, GrpcCallDispatcher::DoneCallback done);
 
   WorkerInterface* const worker_;
   BulkTransferServer* const bulk_server_;

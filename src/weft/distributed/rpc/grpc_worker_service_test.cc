@@ -8,10 +8,10 @@
 namespace weft {
 namespace {
 
-using testing_rpc::PatternTensor;
-using testing_rpc::RawUnaryCall;
-using testing_rpc::SameBytes;
-using testing_rpc::WorkerFixture;
+using testing::PatternTensor;
+using testing::RawUnaryCall;
+using testing::SameBytes;
+using testing::WorkerFixture;
 
 constexpr char kTask[] = "/job:worker/replica:0/task:1";
 
@@ -263,7 +263,7 @@ namespace {
 // loopback rate of the same bulk path, for the 70% target.
 TEST_F(GrpcWorkerServiceTest, LogsLargeRecvTensorThroughput) {
   constexpr int64_t kBytes = int64_t{64} << 20;
-  Tensor value = testing_rpc::PatternTensor(kBytes, 3);
+  Tensor value = testing::PatternTensor(kBytes, 3);
   fixture_.worker.Put("big", value);
   double best_rpc = 0;
   double best_raw = 0;

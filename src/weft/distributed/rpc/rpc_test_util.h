@@ -23,7 +23,7 @@
 #include "weft/distributed/worker_interface.h"
 #include "weft/framework/tensor_proto_util.h"
 
-namespace weft::testing_rpc {
+namespace weft::testing {
 
 // Answers from its own state; the session handle "bad" fails every method that takes one. RunGraph
 // echoes its feeds as fetches; graph handle "huge" adds a fetch too large for one message.
@@ -213,4 +213,4 @@ inline bool SameBytes(const Tensor& a, const Tensor& b) {
          std::memcmp(a.raw_data(), b.raw_data(), a.TotalBytes()) == 0;
 }
 
-}  // namespace weft::testing_rpc
+}  // namespace weft::testing

@@ -14,14 +14,14 @@
 namespace weft {
 namespace {
 
-using grad_internal::AxisMask;
-using grad_internal::ConstantInts;
-using grad_internal::InputOf;
-using grad_internal::IntVector;
-using grad_internal::ScalarOf;
-using grad_internal::ShapeOf;
-using grad_internal::SumToShapeOf;
-using grad_internal::ToInt32;
+using internal::AxisMask;
+using internal::ConstantInts;
+using internal::InputOf;
+using internal::IntVector;
+using internal::ScalarOf;
+using internal::ShapeOf;
+using internal::SumToShapeOf;
+using internal::ToInt32;
 
 using Grads = std::vector<Output>;
 

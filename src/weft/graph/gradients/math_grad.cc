@@ -11,11 +11,11 @@
 namespace weft {
 namespace {
 
-using grad_internal::InputOf;
-using grad_internal::KeptDimsShape;
-using grad_internal::ScalarOf;
-using grad_internal::ShapeOf;
-using grad_internal::SumToShapeOf;
+using internal::InputOf;
+using internal::KeptDimsShape;
+using internal::ScalarOf;
+using internal::ShapeOf;
+using internal::SumToShapeOf;
 
 using Grads = std::vector<Output>;
 

@@ -10,8 +10,8 @@
 namespace weft {
 namespace {
 
-using grad_internal::InputOf;
-using grad_internal::ShapeOf;
+using internal::InputOf;
+using internal::ShapeOf;
 
 using Grads = std::vector<Output>;
 

@@ -11,9 +11,9 @@
 namespace weft::kernels::array {
 namespace {
 
-using test_util::IndexScalar;
-using test_util::IndexVector;
-using test_util::IsNodeError;
+using testing::IndexScalar;
+using testing::IndexVector;
+using testing::IsNodeError;
 
 // Runs `op`'s shape function on node "infer" with `shapes`; tensors[i] (when non-null) is the
 // constant value of input i. Returns output 0's shape.

@@ -8,7 +8,7 @@
 #include "weft/kernels/register_kernels.h"
 #include "weft/ops/register_ops.h"
 
-namespace weft::kernels::array::test_util {
+namespace weft::kernels::array::testing {
 
 std::vector<DataType> AllTypes() {
   return {DataType::kFloat, DataType::kDouble, DataType::kInt32,
@@ -137,4 +137,4 @@ StatusOr<Tensor> RunKernelOnly(DeviceBase* device, const std::string& op,
   return outputs[0];
 }
 
-}  // namespace weft::kernels::array::test_util
+}  // namespace weft::kernels::array::testing

@@ -20,7 +20,7 @@
 #include "weft/framework/device_base.h"
 #include "weft/framework/op_kernel.h"
 
-namespace weft::kernels::array::test_util {
+namespace weft::kernels::array::testing {
 
 // float32, float64, int32, int64, uint8, bool.
 std::vector<DataType> AllTypes();
@@ -67,4 +67,4 @@ StatusOr<Tensor> RunKernelOnly(DeviceBase* device, const std::string& op,
                                std::vector<Tensor> inputs,
                                std::map<std::string, proto::AttrValue> attrs = {});
 
-}  // namespace weft::kernels::array::test_util
+}  // namespace weft::kernels::array::testing

@@ -8,10 +8,10 @@
 namespace weft::kernels::array {
 namespace {
 
-using test_util::AllTypes;
-using test_util::DirectKernel;
-using test_util::IsNodeError;
-using test_util::RandomTensor;
+using testing::AllTypes;
+using testing::DirectKernel;
+using testing::IsNodeError;
+using testing::RandomTensor;
 using weft::testing::KernelRunner;
 
 std::map<std::string, proto::AttrValue> ConstAttrs(const Tensor& value) {

@@ -8,9 +8,9 @@
 namespace weft::kernels::array {
 namespace {
 
-using test_util::AllTypes;
-using test_util::DirectKernel;
-using test_util::RandomTensor;
+using testing::AllTypes;
+using testing::DirectKernel;
+using testing::RandomTensor;
 using weft::testing::KernelRunner;
 
 TEST(IdentityOpTest, ForwardsTheInputBufferForEveryDtype) {

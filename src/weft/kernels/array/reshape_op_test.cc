@@ -9,13 +9,13 @@
 namespace weft::kernels::array {
 namespace {
 
-using test_util::AllTypes;
-using test_util::DirectKernel;
-using test_util::IndexScalar;
-using test_util::IndexVector;
-using test_util::IsNodeError;
-using test_util::RandomTensor;
-using test_util::RunKernelOnly;
+using testing::AllTypes;
+using testing::DirectKernel;
+using testing::IndexScalar;
+using testing::IndexVector;
+using testing::IsNodeError;
+using testing::RandomTensor;
+using testing::RunKernelOnly;
 using weft::testing::KernelRunner;
 
 TEST(ReshapeOpTest, HandValuesAndInferredDimension) {

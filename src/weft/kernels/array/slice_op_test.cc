@@ -11,14 +11,14 @@
 namespace weft::kernels::array {
 namespace {
 
-using test_util::AllTypes;
-using test_util::CopyElement;
-using test_util::IndexVector;
-using test_util::IsNodeError;
-using test_util::RandomTensor;
-using test_util::Ravel;
-using test_util::RunKernelOnly;
-using test_util::Unravel;
+using testing::AllTypes;
+using testing::CopyElement;
+using testing::IndexVector;
+using testing::IsNodeError;
+using testing::RandomTensor;
+using testing::Ravel;
+using testing::RunKernelOnly;
+using testing::Unravel;
 using weft::testing::KernelRunner;
 
 Tensor ReferenceSlice(const Tensor& x, const std::vector<int64_t>& begin,

@@ -13,14 +13,14 @@
 namespace weft::kernels::array {
 namespace {
 
-using test_util::AllTypes;
-using test_util::CopyElement;
-using test_util::IndexVector;
-using test_util::IsNodeError;
-using test_util::RandomTensor;
-using test_util::Ravel;
-using test_util::RunKernelOnly;
-using test_util::Unravel;
+using testing::AllTypes;
+using testing::CopyElement;
+using testing::IndexVector;
+using testing::IsNodeError;
+using testing::RandomTensor;
+using testing::Ravel;
+using testing::RunKernelOnly;
+using testing::Unravel;
 using weft::testing::KernelRunner;
 
 // y[i_0, ..., i_n] = x[j] where j[perm[k]] = i_k.

@@ -15,11 +15,11 @@
 namespace weft::kernels::array {
 namespace {
 
-using test_util::IndexScalar;
-using test_util::IndexVector;
-using test_util::IsNodeError;
-using test_util::RandomTensor;
-using test_util::RunKernelOnly;
+using testing::IndexScalar;
+using testing::IndexVector;
+using testing::IsNodeError;
+using testing::RandomTensor;
+using testing::RunKernelOnly;
 using weft::testing::KernelRunner;
 
 // out[s, b...] = sum of data[i..., b...] over the i with ids[i...] == s, in order; ids are the

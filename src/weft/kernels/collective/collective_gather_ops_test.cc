@@ -19,8 +19,10 @@
 namespace weft::kernels {
 namespace {
 
-using testing::InferShapes;
-using testing::KernelRunner;
+using testing::FakeCollectives;
+
+using weft::testing::InferShapes;
+using weft::testing::KernelRunner;
 
 using AttrMap = std::map<std::string, proto::AttrValue>;
 

@@ -20,8 +20,10 @@
 namespace weft::kernels {
 namespace {
 
-using testing::InferShapes;
-using testing::KernelRunner;
+using testing::FakeCollectives;
+
+using weft::testing::InferShapes;
+using weft::testing::KernelRunner;
 
 constexpr char kNodePrefix[] = "node 'allreduce' (CollectiveAllReduce)";
 
@@ -52,7 +54,7 @@ StatusOr<std::unique_ptr<OpKernel>> MakeKernel(const proto::NodeDef& node, Devic
 }
 
 TEST(CollectiveAllReduceShapeTest, OutputsHaveTheInputShapes) {
-  // testing::InferShapes sizes outputs by the op's output args, not by N, so run the shape
+  // weft::testing::InferShapes sizes outputs by the op's output args, not by N, so run the shape
   // function here with the expanded count.
   proto::NodeDef node = Node(DataType::kFloat, 3, Attrs(2));
   const OpDef* op = ops::AllOps().LookUp("CollectiveAllReduce").value();

@@ -9,7 +9,7 @@
 #include "weft/core/notification.h"
 #include "weft/framework/collective.h"
 
-namespace weft::kernels {
+namespace weft::kernels::testing {
 
 class FakeCollectives final : public CollectiveExecutor {
  public:
@@ -17,14 +17,14 @@ class FakeCollectives final : public CollectiveExecutor {
 
   void AllReduceAsync(const CollectiveParams& params, DeviceBase* device,
                       std::vector<Tensor> inputs, std::vector<Tensor>* outputs,
-                      DoneCallback done) override {
+                      StatusCallback done) override {
     Record(Call::kAllReduce, params, device, std::move(inputs), std::move(done));
     outputs_ = outputs;
     if (!defer) Answer();
   }
   void BroadcastAsync(const CollectiveParams& params, DeviceBase* device, bool is_source,
                       DataType expected_dtype, const TensorShape& expected_shape, Tensor* value,
-                      DoneCallback done) override {
+                      StatusCallback done) override {
     std::vector<Tensor> inputs;
     if (is_source) inputs.push_back(*value);
     Record(Call::kBroadcast, params, device, std::move(inputs), std::move(done));
@@ -35,7 +35,7 @@ class FakeCollectives final : public CollectiveExecutor {
     if (!defer) Answer();
   }
   void AllGatherAsync(const CollectiveParams& params, DeviceBase* device, Tensor input,
-                      Tensor* output, DoneCallback done) override {
+                      Tensor* output, StatusCallback done) override {
     Record(Call::kAllGather, params, device, {std::move(input)}, std::move(done));
     output_ = output;
     if (!defer) Answer();
@@ -52,7 +52,7 @@ class FakeCollectives final : public CollectiveExecutor {
     } else if (error.ok() && output_ != nullptr) {
       *output_ = result;
     }
-    DoneCallback done = std::move(done_);
+    StatusCallback done = std::move(done_);
     done(error);
   }
 
@@ -72,7 +72,7 @@ class FakeCollectives final : public CollectiveExecutor {
 
  private:
   void Record(Call call, const CollectiveParams& params, DeviceBase* device,
-              std::vector<Tensor> inputs, DoneCallback done) {
+              std::vector<Tensor> inputs, StatusCallback done) {
     call_ = call;
     params_ = params;
     device_ = device;
@@ -95,7 +95,7 @@ class FakeCollectives final : public CollectiveExecutor {
 
   std::vector<Tensor>* outputs_ = nullptr;
   Tensor* output_ = nullptr;
-  DoneCallback done_;
+  StatusCallback done_;
 };
 
-}  // namespace weft::kernels
+}  // namespace weft::kernels::testing

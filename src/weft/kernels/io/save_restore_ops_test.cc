@@ -18,7 +18,7 @@ namespace weft::kernels {
 namespace {
 
 using ::testing::HasSubstr;
-using testing::KernelRunner;
+using weft::testing::KernelRunner;
 
 // A path as the uint8 vector the ops take.
 Tensor PathTensor(const std::string& path) {
@@ -70,7 +70,7 @@ class SaveRestoreTest : public ::testing::Test {
 
   static constexpr char kShard[] = "shard-00000-of-00001.safetensors";
   KernelRunner runner_;
-  io::TempDir temp_dir_;
+  io::testing::TempDir temp_dir_;
   const std::string directory_ = temp_dir_.path();
 };
 

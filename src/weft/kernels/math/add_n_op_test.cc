@@ -8,7 +8,7 @@
 namespace weft::kernels {
 namespace {
 
-using test::RandomTensor;
+using testing::RandomTensor;
 using weft::testing::KernelRunner;
 
 TEST(AddNOpTest, HandValues) {
@@ -70,7 +70,7 @@ TEST(AddNOpTest, RejectsDifferentShapesNamingTheNode) {
   ASSERT_FALSE(z.ok());
   EXPECT_TRUE(IsInvalidArgument(z.status()));
   EXPECT_NE(z.status().message().find("node 'test_AddN' (AddN)"), std::string::npos) << z.status();
-  StatusOr<std::vector<Tensor>> k = test::RunKernelOnly(
+  StatusOr<std::vector<Tensor>> k = testing::RunKernelOnly(
       "AddN", {Tensor::FromVector<float>({1, 2}), Tensor::FromVector<float>({1, 2, 3})},
       {{"T", MakeAttrValue(DataType::kFloat)}, {"N", MakeAttrValue(2)}});
   ASSERT_FALSE(k.ok());

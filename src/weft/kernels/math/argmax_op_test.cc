@@ -10,7 +10,7 @@
 namespace weft::kernels {
 namespace {
 
-using test::RandomTensor;
+using testing::RandomTensor;
 using weft::testing::KernelRunner;
 
 TEST(ArgMaxOpTest, HandValues) {
@@ -89,8 +89,8 @@ TEST(ArgMaxOpTest, RejectsBadDimensionsNamingTheNode) {
   ASSERT_FALSE(y.ok());
   EXPECT_TRUE(IsInvalidArgument(y.status()));
   EXPECT_NE(y.status().message().find("node 'test_ArgMax' (ArgMax)"), std::string::npos);
-  StatusOr<std::vector<Tensor>> k = test::RunKernelOnly("ArgMax", {x, Tensor::Scalar<int32_t>(-3)},
-                                                        {{"T", MakeAttrValue(DataType::kFloat)}});
+  StatusOr<std::vector<Tensor>> k = testing::RunKernelOnly(
+      "ArgMax", {x, Tensor::Scalar<int32_t>(-3)}, {{"T", MakeAttrValue(DataType::kFloat)}});
   ASSERT_FALSE(k.ok());
   EXPECT_EQ(k.status().message(),
             "node 'k' (ArgMax): dimension -3 is out of range for input of rank 2 (shape [2,3])");

@@ -54,17 +54,17 @@ TEST(BroadcastGradientArgsOpTest, RejectsBadShapesNamingTheNode) {
             std::string::npos)
       << r.status();
   const std::map<std::string, proto::AttrValue> attrs = {{"T", MakeAttrValue(DataType::kInt32)}};
-  StatusOr<std::vector<Tensor>> k = test::RunKernelOnly(
+  StatusOr<std::vector<Tensor>> k = testing::RunKernelOnly(
       "BroadcastGradientArgs",
       {Tensor::FromVector<int32_t>({2, 3}), Tensor::FromVector<int32_t>({4})}, attrs);
   ASSERT_FALSE(k.ok());
   EXPECT_EQ(k.status().message(),
             "node 'k' (BroadcastGradientArgs): incompatible shapes: [2,3] vs. [4]");
-  StatusOr<std::vector<Tensor>> negative = test::RunKernelOnly(
+  StatusOr<std::vector<Tensor>> negative = testing::RunKernelOnly(
       "BroadcastGradientArgs",
       {Tensor::FromVector<int32_t>({-1}), Tensor::FromVector<int32_t>({4})}, attrs);
   EXPECT_FALSE(negative.ok());
-  StatusOr<std::vector<Tensor>> matrix = test::RunKernelOnly(
+  StatusOr<std::vector<Tensor>> matrix = testing::RunKernelOnly(
       "BroadcastGradientArgs",
       {Tensor::FromVector<int32_t>({1, 2}, TensorShape({1, 2})), Tensor::FromVector<int32_t>({4})},
       attrs);

@@ -9,8 +9,8 @@
 namespace weft::kernels {
 namespace {
 
-using test::RandomTensor;
-using test::ReferenceBinary;
+using testing::RandomTensor;
+using testing::ReferenceBinary;
 using weft::testing::KernelRunner;
 
 TEST(CwiseArithOpsTest, AddSubMulHandValues) {
@@ -124,7 +124,7 @@ TEST(CwiseArithOpsTest, RejectsIncompatibleShapesNamingTheNode) {
   EXPECT_TRUE(IsInvalidArgument(z.status()));
   EXPECT_NE(z.status().message().find("node 'test_Add' (Add)"), std::string::npos) << z.status();
   // The kernel checks too, when no shape function ran first.
-  StatusOr<std::vector<Tensor>> k = test::RunKernelOnly(
+  StatusOr<std::vector<Tensor>> k = testing::RunKernelOnly(
       "Mul",
       {RandomTensor<float>(TensorShape({2, 3}), 1), RandomTensor<float>(TensorShape({2}), 2)},
       {{"T", MakeAttrValue(DataType::kFloat)}});

@@ -11,8 +11,8 @@
 namespace weft::kernels {
 namespace {
 
-using test::RandomTensor;
-using test::ReferenceBinary;
+using testing::RandomTensor;
+using testing::ReferenceBinary;
 using weft::testing::KernelRunner;
 
 TEST(CwiseCompareOpsTest, HandValuesWithTiesAndNan) {
@@ -97,7 +97,7 @@ TEST(CwiseCompareOpsTest, RejectsIncompatibleShapesAndBool) {
     EXPECT_NE(z.status().message().find("[2] and [3] cannot be broadcast"), std::string::npos)
         << z.status();
     // Kernel only: the broadcast check of the kernel itself.
-    StatusOr<std::vector<Tensor>> k = test::RunKernelOnly(
+    StatusOr<std::vector<Tensor>> k = testing::RunKernelOnly(
         op, {Tensor::FromVector<int32_t>({1, 2}), Tensor::FromVector<int32_t>({1, 2, 3})},
         {{"T", MakeAttrValue(DataType::kInt32)}});
     ASSERT_FALSE(k.ok()) << op;

@@ -11,8 +11,8 @@
 namespace weft::kernels {
 namespace {
 
-using test::RandomTensor;
-using test::ReferenceBinary;
+using testing::RandomTensor;
+using testing::ReferenceBinary;
 using weft::testing::KernelRunner;
 
 TEST(CwiseDivMaxOpsTest, IntegerDivisionTruncatesTowardZero) {

@@ -8,8 +8,8 @@
 namespace weft::kernels {
 namespace {
 
-using test::RandomTensor;
-using test::ReferenceBinary;
+using testing::RandomTensor;
+using testing::ReferenceBinary;
 using weft::testing::KernelRunner;
 
 TEST(CwiseEqualOpTest, HandValues) {

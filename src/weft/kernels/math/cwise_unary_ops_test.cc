@@ -12,7 +12,7 @@
 namespace weft::kernels {
 namespace {
 
-using test::RandomTensor;
+using testing::RandomTensor;
 using weft::testing::KernelRunner;
 
 TEST(CwiseUnaryOpsTest, HandValues) {

@@ -8,7 +8,7 @@
 namespace weft::kernels {
 namespace {
 
-using test::InferShapes;
+using testing::InferShapes;
 constexpr int64_t kUnknown = PartialShape::kUnknownDim;
 
 PartialShape Infer1(const std::string& op, const std::vector<PartialShape>& shapes,

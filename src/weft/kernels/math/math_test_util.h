@@ -19,7 +19,7 @@
 #include "weft/ops/register_ops.h"
 #include "weft/testing/kernel_runner.h"
 
-namespace weft::kernels::test {
+namespace weft::kernels::testing {
 
 // Values uniform in [lo, hi] (integers: whole numbers; bool: fair coin).
 template <typename T>
@@ -88,7 +88,7 @@ Tensor ReferenceBinary(const Tensor& x, const Tensor& y, Fn fn) {
 inline StatusOr<std::vector<Tensor>> RunKernelOnly(
     const std::string& op_name, std::vector<Tensor> inputs,
     const std::map<std::string, proto::AttrValue>& attrs) {
-  static testing::KernelRunner* runner = new testing::KernelRunner(1);
+  static weft::testing::KernelRunner* runner = new weft::testing::KernelRunner(1);
   return runner->RunKernelOnly(op_name, std::move(inputs), attrs, "k");
 }
 
@@ -98,7 +98,7 @@ inline StatusOr<std::vector<PartialShape>> InferShapes(
     const std::string& op_name, const std::vector<PartialShape>& shapes,
     const std::vector<const Tensor*>& values,
     const std::map<std::string, proto::AttrValue>& attrs) {
-  return testing::InferShapes(op_name, shapes, values, attrs, "s");
+  return weft::testing::InferShapes(op_name, shapes, values, attrs, "s");
 }
 
-}  // namespace weft::kernels::test
+}  // namespace weft::kernels::testing

@@ -11,7 +11,7 @@
 namespace weft::kernels {
 namespace {
 
-using test::RandomTensor;
+using testing::RandomTensor;
 using weft::testing::KernelRunner;
 
 std::map<std::string, proto::AttrValue> Transposes(bool a, bool b) {
@@ -80,7 +80,7 @@ TEST(MatMulOpTest, MatchesReferenceLoopForEveryTransposeAndDtype) {
 TEST(MatMulOpTest, SplitOverThreadsMatchesOneGemmBitForBit) {
   // With OpenBLAS single-threaded the product is split into blocks of rows (tall C) or columns
   // (wide C); each element still sums the same products in the same order.
-  testing::ScopedBlasThreads blas(1);
+  weft::testing::ScopedBlasThreads blas(1);
   KernelRunner one_thread(1), two_threads(2);
   for (auto [m, k, n] : {std::array<int64_t, 3>{301, 100, 60}, {40, 100, 333}}) {
     for (bool ta : {false, true}) {
@@ -131,14 +131,14 @@ TEST(MatMulOpTest, RejectsMismatchedInnerDimensionsNamingTheNode) {
   EXPECT_EQ(c.status().message(),
             "node 'test_MatMul' (MatMul): inner dimensions must be equal, but are 4 and 5 for "
             "[3,4] x [5,6]");
-  StatusOr<std::vector<Tensor>> k = test::RunKernelOnly(
+  StatusOr<std::vector<Tensor>> k = testing::RunKernelOnly(
       "MatMul",
       {RandomTensor<float>(TensorShape({3, 4}), 1), RandomTensor<float>(TensorShape({5, 6}), 2)},
       {{"T", MakeAttrValue(DataType::kFloat)}});
   ASSERT_FALSE(k.ok());
   EXPECT_EQ(k.status().message(),
             "node 'k' (MatMul): inner dimensions must be equal, but are 4 and 5 for [3,4] x [5,6]");
-  StatusOr<std::vector<Tensor>> rank = test::RunKernelOnly(
+  StatusOr<std::vector<Tensor>> rank = testing::RunKernelOnly(
       "MatMul",
       {RandomTensor<float>(TensorShape({3}), 1), RandomTensor<float>(TensorShape({3, 6}), 2)},
       {{"T", MakeAttrValue(DataType::kFloat)}});

@@ -12,7 +12,7 @@
 namespace weft::kernels {
 namespace {
 
-using test::RandomTensor;
+using testing::RandomTensor;
 using weft::testing::KernelRunner;
 
 std::map<std::string, proto::AttrValue> KeepDims(bool keep) {
@@ -117,7 +117,7 @@ Tensor ReferenceReduce(const std::string& op, const Tensor& x, const std::vector
   std::vector<double> acc(out_shape.num_elements(),
                           op == "Max" ? -std::numeric_limits<double>::infinity() : 0.0);
   for (int64_t i = 0; i < x.NumElements(); ++i) {
-    std::vector<int64_t> index = test::Unravel(i, dims);
+    std::vector<int64_t> index = testing::Unravel(i, dims);
     int64_t o = 0;
     for (size_t d = 0; d < dims.size(); ++d) {
       if (!reduced[d]) o = o * dims[d] + index[d];
@@ -241,13 +241,13 @@ TEST(ReductionOpsTest, RejectsBadAxesNamingTheNode) {
         << y.status();
   }
   StatusOr<std::vector<Tensor>> k =
-      test::RunKernelOnly("Max", {x, Axes({5})}, {{"T", MakeAttrValue(DataType::kFloat)}});
+      testing::RunKernelOnly("Max", {x, Axes({5})}, {{"T", MakeAttrValue(DataType::kFloat)}});
   ASSERT_FALSE(k.ok());
   EXPECT_EQ(k.status().message(),
             "node 'k' (Max): invalid reduction dimension 5 for input of rank 2 (shape [2,3])");
   StatusOr<std::vector<Tensor>> matrix_axes =
-      test::RunKernelOnly("Mean", {x, Tensor::FromVector<int32_t>({0, 1}, TensorShape({1, 2}))},
-                          {{"T", MakeAttrValue(DataType::kFloat)}});
+      testing::RunKernelOnly("Mean", {x, Tensor::FromVector<int32_t>({0, 1}, TensorShape({1, 2}))},
+                             {{"T", MakeAttrValue(DataType::kFloat)}});
   ASSERT_FALSE(matrix_axes.ok());
   EXPECT_TRUE(IsInvalidArgument(matrix_axes.status()));
   EXPECT_FALSE(

@@ -12,9 +12,9 @@
 namespace weft::kernels {
 namespace {
 
-using test::BroadcastFlatIndex;
-using test::RandomTensor;
-using test::Unravel;
+using testing::BroadcastFlatIndex;
+using testing::RandomTensor;
+using testing::Unravel;
 using weft::testing::KernelRunner;
 
 // out[i] = c[..] ? t[..] : e[..] over the NumPy broadcast of the three shapes (assumed valid).
@@ -125,8 +125,8 @@ TEST(SelectV2OpTest, ShapesThatCannotBroadcastAreErrors) {
       << z.status();
   // The kernel's own check, without the shape function.
   StatusOr<std::vector<Tensor>> k =
-      test::RunKernelOnly("SelectV2", {c, t, Tensor::FromVector<float>({1, 2})},
-                          {{"T", MakeAttrValue(DataType::kFloat)}});
+      testing::RunKernelOnly("SelectV2", {c, t, Tensor::FromVector<float>({1, 2})},
+                             {{"T", MakeAttrValue(DataType::kFloat)}});
   ASSERT_FALSE(k.ok());
   EXPECT_EQ(k.status().message(),
             "node 'k' (SelectV2): condition [2], t [3] and e [2] cannot be broadcast together");

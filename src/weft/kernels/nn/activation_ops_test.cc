@@ -5,8 +5,17 @@
 
 #include "weft/kernels/nn/nn_test_util.h"
 
-namespace weft::testing {
+namespace weft::kernels {
 namespace {
+
+using testing::AttrMap;
+using testing::ExpectKernelError;
+using testing::NumericGradient;
+using testing::RandomIntegers;
+using testing::RandomTensor;
+using testing::RunKernelOnly;
+using testing::WeightedSum;
+using weft::testing::KernelRunner;
 
 const std::vector<TensorShape>& Shapes() {
   static const std::vector<TensorShape> shapes = {TensorShape({}),        TensorShape({0}),
@@ -173,4 +182,4 @@ TEST(ActivationTest, ErrorsNameTheNode) {
 }
 
 }  // namespace
-}  // namespace weft::testing
+}  // namespace weft::kernels

@@ -5,8 +5,19 @@
 
 #include "weft/kernels/nn/nn_test_util.h"
 
-namespace weft::testing {
+namespace weft::kernels {
 namespace {
+
+using testing::AttrMap;
+using testing::ExpectKernelError;
+using testing::NumericGradient;
+using testing::PoolAttrs;
+using testing::RandomIntegers;
+using testing::RandomTensor;
+using testing::RunKernelOnly;
+using testing::Sizes;
+using testing::WeightedSum;
+using weft::testing::KernelRunner;
 
 struct PoolCase {
   TensorShape input;
@@ -224,4 +235,4 @@ TEST(AvgPoolTest, KernelChecksShapesWithoutShapeInference) {
 }
 
 }  // namespace
-}  // namespace weft::testing
+}  // namespace weft::kernels

@@ -2,8 +2,16 @@
 // and large tensors included), integer dtypes, and error paths.
 #include "weft/kernels/nn/nn_test_util.h"
 
-namespace weft::testing {
+namespace weft::kernels {
 namespace {
+
+using testing::AttrMap;
+using testing::ExpectKernelError;
+using testing::OwnedInputs;
+using testing::RandomIntegers;
+using testing::RandomTensor;
+using testing::RunKernelOnly;
+using weft::testing::KernelRunner;
 
 template <typename T>
 Tensor ReferenceBiasAdd(const Tensor& value, const Tensor& bias) {
@@ -110,4 +118,4 @@ TEST(BiasAddTest, KernelChecksShapesWithoutShapeInference) {
 }
 
 }  // namespace
-}  // namespace weft::testing
+}  // namespace weft::kernels

@@ -40,7 +40,7 @@ void ExpectCoversAllUnits(const ConvPlan& plan) {
 }
 
 TEST(ConvPlanTest, OneTaskWhenBlasIsMultiThreaded) {
-  testing::ScopedBlasThreads blas(2);
+  weft::testing::ScopedBlasThreads blas(2);
   // 128 images of 14 output rows, 14 cols, patches of 800 floats: 44.8 KB per unit.
   ConvPlan plan = PlanConvChunks(Geometry(128, 14, 14, 800), 4, 2, false);
   EXPECT_EQ(plan.num_tasks, 1);
@@ -49,7 +49,7 @@ TEST(ConvPlanTest, OneTaskWhenBlasIsMultiThreaded) {
 }
 
 TEST(ConvPlanTest, ConcurrentTasksWhenBlasIsSingleThreaded) {
-  testing::ScopedBlasThreads blas(1);
+  weft::testing::ScopedBlasThreads blas(1);
   for (int threads : {2, 3, 4}) {
     for (bool whole_images : {false, true}) {
       SCOPED_TRACE(StrCat(threads, " threads, whole images ", whole_images));

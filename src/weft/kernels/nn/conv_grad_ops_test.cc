@@ -5,8 +5,22 @@
 
 #include "weft/kernels/nn/nn_test_util.h"
 
-namespace weft::testing {
+namespace weft::kernels {
 namespace {
+
+using testing::AttrMap;
+using testing::ConvAttrs;
+using testing::ExpectKernelError;
+using testing::ForEachConvAlgorithmAndBlasThreads;
+using testing::NumericGradient;
+using testing::RandomTensor;
+using testing::RunKernelOnly;
+using testing::ScopedConvAlgorithm;
+using testing::Sizes;
+using testing::ToFloat;
+using testing::WeightedSum;
+using weft::testing::KernelRunner;
+using weft::testing::ScopedBlasThreads;
 
 struct GradCase {
   TensorShape input, filter;
@@ -277,4 +291,4 @@ TEST(Conv2DBackpropTest, KernelChecksShapesWithoutShapeInference) {
 }
 
 }  // namespace
-}  // namespace weft::testing
+}  // namespace weft::kernels

@@ -8,8 +8,20 @@
 
 #include "weft/kernels/nn/nn_test_util.h"
 
-namespace weft::testing {
+namespace weft::kernels {
 namespace {
+
+using testing::AttrMap;
+using testing::ConvAttrs;
+using testing::ExpectKernelError;
+using testing::ForEachConvAlgorithmAndBlasThreads;
+using testing::kConvAlgorithms;
+using testing::RandomTensor;
+using testing::RunKernelOnly;
+using testing::ScopedConvAlgorithm;
+using testing::Sizes;
+using weft::testing::KernelRunner;
+using weft::testing::ScopedBlasThreads;
 
 struct ConvCase {
   int64_t batch, rows, cols, in_depth, window_rows, window_cols, out_depth, stride_rows,
@@ -356,9 +368,9 @@ TEST(Conv2DTest, DISABLED_FashionMnistCnnTiming) {
 }
 
 }  // namespace
-}  // namespace weft::testing
+}  // namespace weft::kernels
 
-namespace weft::testing {
+namespace weft::kernels {
 namespace {
 
 // _FusedConv2D (Conv2D -> BiasAdd -> Relu fused by graph/fuse_ops.h) against the separate
@@ -409,4 +421,4 @@ TEST(FusedConv2DTest, ABiasOfTheWrongShapeNamesTheNode) {
 }
 
 }  // namespace
-}  // namespace weft::testing
+}  // namespace weft::kernels

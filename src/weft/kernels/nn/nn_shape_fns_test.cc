@@ -3,8 +3,15 @@
 // read, and impossible combinations fail naming the node.
 #include "weft/kernels/nn/nn_test_util.h"
 
-namespace weft::testing {
+namespace weft::kernels {
 namespace {
+
+using testing::AttrMap;
+using testing::ConvAttrs;
+using testing::InferShapes;
+using testing::PoolAttrs;
+using testing::Sizes;
+using weft::testing::InferShapes;
 
 constexpr int64_t kUnknown = PartialShape::kUnknownDim;
 
@@ -181,4 +188,4 @@ TEST(NnShapeFnsTest, SoftmaxAndCrossEntropy) {
 }
 
 }  // namespace
-}  // namespace weft::testing
+}  // namespace weft::kernels

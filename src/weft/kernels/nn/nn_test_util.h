@@ -29,7 +29,7 @@ namespace weft {
 inline void PrintTo(const PartialShape& shape, std::ostream* out) { *out << shape.DebugString(); }
 }  // namespace weft
 
-namespace weft::testing {
+namespace weft::kernels::testing {
 
 using AttrMap = std::map<std::string, proto::AttrValue>;
 
@@ -75,7 +75,8 @@ inline StatusOr<std::vector<PartialShape>> InferShapes(const std::string& op_nam
                                                        std::vector<PartialShape> inputs,
                                                        const AttrMap& attrs,
                                                        std::vector<const Tensor*> values = {}) {
-  return InferShapes(op_name, std::move(inputs), std::move(values), attrs, "shape_test");
+  return weft::testing::InferShapes(op_name, std::move(inputs), std::move(values), attrs,
+                                    "shape_test");
 }
 
 // d f / d x by central differences with step `h`, for f of a float64 tensor.
@@ -144,7 +145,7 @@ void ForEachConvAlgorithmAndBlasThreads(Check&& check) {
     for (int blas_threads : {1, 2}) {
       SCOPED_TRACE(
           StrCat(kernels::ConvAlgorithmName(algorithm), ", OpenBLAS threads ", blas_threads));
-      ScopedBlasThreads blas(blas_threads);
+      weft::testing::ScopedBlasThreads blas(blas_threads);
       check();
     }
   }
@@ -155,7 +156,7 @@ void ForEachConvAlgorithmAndBlasThreads(Check&& check) {
 inline StatusOr<std::vector<Tensor>> RunKernelOnly(const std::string& op_name,
                                                    std::vector<Tensor> inputs,
                                                    const AttrMap& attrs) {
-  static KernelRunner* runner = new KernelRunner(2);
+  static weft::testing::KernelRunner* runner = new weft::testing::KernelRunner(2);
   return runner->RunKernelOnly(op_name, std::move(inputs), attrs);
 }
 
@@ -169,4 +170,4 @@ inline void ExpectKernelError(const Status& status, const std::string& op,
   EXPECT_NE(status.message().find(fragment), std::string::npos) << status;
 }
 
-}  // namespace weft::testing
+}  // namespace weft::kernels::testing

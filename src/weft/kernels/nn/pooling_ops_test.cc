@@ -5,8 +5,18 @@
 
 #include "weft/kernels/nn/nn_test_util.h"
 
-namespace weft::testing {
+namespace weft::kernels {
 namespace {
+
+using testing::AttrMap;
+using testing::ExpectKernelError;
+using testing::NumericGradient;
+using testing::PoolAttrs;
+using testing::RandomIntegers;
+using testing::RandomTensor;
+using testing::RunKernelOnly;
+using testing::WeightedSum;
+using weft::testing::KernelRunner;
 
 struct PoolCase {
   TensorShape input;
@@ -267,4 +277,4 @@ TEST(MaxPoolTest, KernelChecksShapesWithoutShapeInference) {
 }
 
 }  // namespace
-}  // namespace weft::testing
+}  // namespace weft::kernels

@@ -4,8 +4,14 @@
 
 #include "weft/kernels/nn/nn_test_util.h"
 
-namespace weft::testing {
+namespace weft::kernels {
 namespace {
+
+using testing::ExpectKernelError;
+using testing::OwnedInputs;
+using testing::RandomTensor;
+using testing::RunKernelOnly;
+using weft::testing::KernelRunner;
 
 // Softmax (or LogSoftmax) of each row of the last dimension, computed in long double.
 template <typename T>
@@ -102,4 +108,4 @@ TEST(SoftmaxTest, ErrorsNameTheNode) {
 }
 
 }  // namespace
-}  // namespace weft::testing
+}  // namespace weft::kernels

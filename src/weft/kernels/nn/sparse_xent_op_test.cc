@@ -5,8 +5,18 @@
 
 #include "weft/kernels/nn/nn_test_util.h"
 
-namespace weft::testing {
+namespace weft::kernels {
 namespace {
+
+using testing::AttrMap;
+using testing::ExpectKernelError;
+using testing::NumericGradient;
+using testing::OwnedInputs;
+using testing::RandomIntegers;
+using testing::RandomTensor;
+using testing::RunKernelOnly;
+using testing::WeightedSum;
+using weft::testing::KernelRunner;
 
 constexpr char kOp[] = "SparseSoftmaxCrossEntropyWithLogits";
 
@@ -145,4 +155,4 @@ TEST(SparseXentTest, ShapeErrorsNameTheNode) {
 }
 
 }  // namespace
-}  // namespace weft::testing
+}  // namespace weft::kernels

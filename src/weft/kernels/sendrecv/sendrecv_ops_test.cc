@@ -259,7 +259,7 @@ TEST_F(SendRecvTest, RecvBeforeSendCompletesWhenTheValueArrives) {
 
 TEST_F(SendRecvTest, MissingRendezvousIsFailedPreconditionNamingTheNode) {
   // KernelRunner gives no rendezvous, as an executor does for a graph without partitions.
-  testing::KernelRunner runner;
+  weft::testing::KernelRunner runner;
   std::map<std::string, proto::AttrValue> attrs = {
       {"send_device", MakeAttrValue(kSrc)},
       {"send_device_incarnation", MakeAttrValue(int64_t{1})},

@@ -9,7 +9,9 @@
 namespace weft::kernels::state {
 namespace {
 
-using testing::KernelRunner;
+using testing::Contains;
+
+using weft::testing::KernelRunner;
 
 constexpr const char* kOps[] = {"RandomUniform", "RandomStandardNormal", "TruncatedNormal"};
 

@@ -9,11 +9,11 @@
 #include "weft/framework/attr_value_util.h"
 #include "weft/testing/kernel_runner.h"
 
-namespace weft::kernels::state {
+namespace weft::kernels::state::testing {
 
 // A handle to variable `name` of `dtype` (declared `shape`) on the runner's device.
-inline Tensor MakeHandle(testing::KernelRunner& runner, const std::string& name, DataType dtype,
-                         const PartialShape& shape = PartialShape()) {
+inline Tensor MakeHandle(weft::testing::KernelRunner& runner, const std::string& name,
+                         DataType dtype, const PartialShape& shape = PartialShape()) {
   StatusOr<Tensor> handle = runner.RunOne("VarHandleOp", {},
                                           {{"shared_name", MakeAttrValue(name)},
                                            {"dtype", MakeAttrValue(dtype)},
@@ -22,16 +22,17 @@ inline Tensor MakeHandle(testing::KernelRunner& runner, const std::string& name,
   return handle.ok() ? *handle : Tensor();
 }
 
-inline Status Assign(testing::KernelRunner& runner, const Tensor& handle, Tensor value) {
+inline Status Assign(weft::testing::KernelRunner& runner, const Tensor& handle, Tensor value) {
   return runner.Run("AssignVariableOp", {handle, std::move(value)}).status();
 }
 
-inline StatusOr<Tensor> Read(testing::KernelRunner& runner, const Tensor& handle, DataType dtype) {
+inline StatusOr<Tensor> Read(weft::testing::KernelRunner& runner, const Tensor& handle,
+                             DataType dtype) {
   return runner.RunOne("ReadVariableOp", {handle}, {{"dtype", MakeAttrValue(dtype)}});
 }
 
 // A handle to a new variable holding `value`.
-inline Tensor MakeVariable(testing::KernelRunner& runner, const std::string& name,
+inline Tensor MakeVariable(weft::testing::KernelRunner& runner, const std::string& name,
                            const Tensor& value) {
   Tensor handle = MakeHandle(runner, name, value.dtype(), PartialShape(value.shape()));
   Status status = Assign(runner, handle, value.DeepCopy());
@@ -40,7 +41,7 @@ inline Tensor MakeVariable(testing::KernelRunner& runner, const std::string& nam
 }
 
 // Reads a variable that must be readable.
-inline Tensor MustRead(testing::KernelRunner& runner, const Tensor& handle, DataType dtype) {
+inline Tensor MustRead(weft::testing::KernelRunner& runner, const Tensor& handle, DataType dtype) {
   StatusOr<Tensor> value = Read(runner, handle, dtype);
   EXPECT_TRUE(value.ok()) << value.status();
   return value.ok() ? *value : Tensor();
@@ -50,4 +51,4 @@ inline bool Contains(const Status& status, const std::string& text) {
   return status.message().find(text) != std::string::npos;
 }
 
-}  // namespace weft::kernels::state
+}  // namespace weft::kernels::state::testing

@@ -9,7 +9,12 @@
 namespace weft::kernels::state {
 namespace {
 
-using testing::KernelRunner;
+using testing::Contains;
+using testing::MakeHandle;
+using testing::MakeVariable;
+using testing::MustRead;
+
+using weft::testing::KernelRunner;
 
 const std::vector<std::vector<double>> kGrads = {{1, 0.5}, {2, -1}, {-1, 0.25}};
 

@@ -47,7 +47,7 @@ TEST(VarTest, DebugString) {
 }
 
 TEST(VarTest, PrepareToUpdateCopiesOnlyWhenShared) {
-  testing::KernelRunner runner(2);
+  weft::testing::KernelRunner runner(2);
   DeviceContext context(runner.device());
   for (int64_t n : {int64_t{5}, kMinParallelElements + 3}) {
     Var var("w", DataType::kDouble);

@@ -10,7 +10,14 @@
 namespace weft::kernels::state {
 namespace {
 
-using testing::KernelRunner;
+using testing::Assign;
+using testing::Contains;
+using testing::MakeHandle;
+using testing::MakeVariable;
+using testing::MustRead;
+using testing::Read;
+
+using weft::testing::KernelRunner;
 
 TEST(VarHandleOpTest, HandleNamesTheVariable) {
   KernelRunner runner;

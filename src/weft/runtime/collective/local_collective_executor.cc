@@ -197,7 +197,7 @@ LocalCollectiveExecutor::~LocalCollectiveExecutor() = default;
 
 void LocalCollectiveExecutor::AllReduceAsync(const CollectiveParams& params, DeviceBase* device,
                                              std::vector<Tensor> inputs,
-                                             std::vector<Tensor>* outputs, DoneCallback done) {
+                                             std::vector<Tensor>* outputs, StatusCallback done) {
   if (device == nullptr || outputs == nullptr) {
     done(InvalidArgument(internal::InstanceLabel(params), ": a member needs a device and outputs"));
     return;

@@ -56,12 +56,12 @@ class LocalCollectiveExecutor final : public CollectiveExecutor {
 
   void AllReduceAsync(const CollectiveParams& params, DeviceBase* device,
                       std::vector<Tensor> inputs, std::vector<Tensor>* outputs,
-                      DoneCallback done) override;
+                      StatusCallback done) override;
   void BroadcastAsync(const CollectiveParams& params, DeviceBase* device, bool is_source,
                       DataType expected_dtype, const TensorShape& expected_shape, Tensor* value,
-                      DoneCallback done) override;
+                      StatusCallback done) override;
   void AllGatherAsync(const CollectiveParams& params, DeviceBase* device, Tensor input,
-                      Tensor* output, DoneCallback done) override;
+                      Tensor* output, StatusCallback done) override;
   void StartAbort(const Status& status) override;
 
  private:

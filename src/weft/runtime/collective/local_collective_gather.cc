@@ -125,7 +125,7 @@ using internal::CollectiveMember;
 void LocalCollectiveExecutor::BroadcastAsync(const CollectiveParams& params, DeviceBase* device,
                                              bool is_source, DataType expected_dtype,
                                              const TensorShape& expected_shape, Tensor* value,
-                                             DoneCallback done) {
+                                             StatusCallback done) {
   if (device == nullptr || value == nullptr) {
     done(InvalidArgument(internal::InstanceLabel(params),
                          ": a broadcast member needs a device and a value"));
@@ -145,7 +145,7 @@ void LocalCollectiveExecutor::BroadcastAsync(const CollectiveParams& params, Dev
 }
 
 void LocalCollectiveExecutor::AllGatherAsync(const CollectiveParams& params, DeviceBase* device,
-                                             Tensor input, Tensor* output, DoneCallback done) {
+                                             Tensor input, Tensor* output, StatusCallback done) {
   if (device == nullptr || output == nullptr) {
     done(InvalidArgument(internal::InstanceLabel(params),
                          ": an all-gather member needs a device and an output"));

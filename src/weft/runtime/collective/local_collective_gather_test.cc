@@ -46,7 +46,7 @@ struct Member {
   Status status;
   Tensor value;
   Notification done;
-  CollectiveExecutor::DoneCallback Done() {
+  StatusCallback Done() {
     return [this](const Status& s) {
       status = s;
       done.Notify();

@@ -8,14 +8,14 @@
 namespace weft::internal {
 namespace {
 
-using CopyFn = std::function<void(std::function<void(const Status&)>)>;
+using CopyFn = std::function<void(StatusCallback)>;
 
-// Runs every copy in `copies` (each calls its argument when done); the last to finish calls `then`
+// Runs every copy in `copies` (each calls its argument when done); the last to finish calls `done`
 // with the first error (or OK). `copies` must not be empty.
-void CopyAll(const std::shared_ptr<CollectiveInstance>& instance, std::vector<CopyFn> copies,
-             std::function<void(const Status&)> then) {
+void CopyAllAsync(const std::shared_ptr<CollectiveInstance>& instance, std::vector<CopyFn> copies,
+                  StatusCallback done) {
   instance->copies_left.store(static_cast<int>(copies.size()), std::memory_order_relaxed);
-  auto on_copied = [instance, then = std::move(then)](const Status& status) {
+  auto on_copied = [instance, done = std::move(done)](const Status& status) {
     if (!status.ok()) {
       MutexLock lock(instance->copy_mu);
       if (instance->copy_status.ok()) instance->copy_status = status;
@@ -26,7 +26,7 @@ void CopyAll(const std::shared_ptr<CollectiveInstance>& instance, std::vector<Co
       MutexLock lock(instance->copy_mu);
       first = instance->copy_status;
     }
-    then(first);
+    done(first);
   };
   for (auto& copy : copies) copy(on_copied);
 }
@@ -60,7 +60,7 @@ std::string_view CollectiveKindName(CollectiveKind kind) {
 }
 
 CollectiveMember NewMember(CollectiveKind kind, const CollectiveParams& params, DeviceBase* device,
-                           CollectiveExecutor::DoneCallback done) {
+                           StatusCallback done) {
   CollectiveMember member;
   member.kind = kind;
   member.device = device;
@@ -141,7 +141,7 @@ void DeliverOutputs(const std::shared_ptr<CollectiveInstance>& instance) {
     FinishInstance(*instance, Status::OK());
     return;
   }
-  CopyAll(instance, std::move(copies), [instance](const Status& status) {
+  CopyAllAsync(instance, std::move(copies), [instance](const Status& status) {
     FinishInstance(*instance, status.WithContext(instance->label));
   });
 }
@@ -183,7 +183,7 @@ void StartCollective(std::shared_ptr<CollectiveInstance> instance, DeviceBase* l
     Run(std::move(instance));
     return;
   }
-  CopyAll(instance, std::move(copies), [instance](const Status& status) {
+  CopyAllAsync(instance, std::move(copies), [instance](const Status& status) {
     if (!status.ok()) {
       FinishInstance(*instance, status.WithContext(instance->label));
       return;

@@ -52,7 +52,7 @@ Status AttributeToNode(const Status& status, const Node& node) {
 class StepState : public std::enable_shared_from_this<StepState> {
  public:
   StepState(const ExecutorGraph& graph, const Device& device, const Executor::Args& args,
-            Executor::DoneCallback done)
+            StatusCallback done)
       : graph_(graph),
         device_(device),
         args_(args),
@@ -220,7 +220,7 @@ class StepState : public std::enable_shared_from_this<StepState> {
       args_.stats->SaveDeferred(device_.name(), std::make_unique<internal::ExecutorStepStats>(
                                                     graph_.trace_info, std::move(records_)));
     }
-    Executor::DoneCallback done = std::move(done_);
+    StatusCallback done = std::move(done_);
     done(status);
   }
 
@@ -250,7 +250,7 @@ class StepState : public std::enable_shared_from_this<StepState> {
   const ExecutorGraph& graph_;
   const Device& device_;
   const Executor::Args args_;
-  Executor::DoneCallback done_;
+  StatusCallback done_;
   std::vector<Tensor> inputs_;  // each slot written once by its producer, read once by its node
   std::unique_ptr<std::atomic<int>[]> pending_;
   std::atomic<int> outstanding_{0};
@@ -267,7 +267,7 @@ class LocalExecutor final : public Executor {
   LocalExecutor(const ExecutorParams& params, std::unique_ptr<ExecutorGraph> graph)
       : params_(params), graph_(std::move(graph)) {}
 
-  void RunAsync(const Args& args, DoneCallback done) const override {
+  void RunAsync(const Args& args, StatusCallback done) const override {
     WEFT_CHECK(args.cancellation_manager != nullptr && args.runner);
     auto state = std::make_shared<StepState>(*graph_, *params_.device, args, std::move(done));
     state->Start();

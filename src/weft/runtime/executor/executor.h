@@ -30,7 +30,6 @@ struct ExecutorParams {
 class Executor {
  public:
   using Runner = std::function<void(std::function<void()>)>;
-  using DoneCallback = std::function<void(const Status&)>;
 
   struct Args {
     int64_t step_id = 0;
@@ -50,7 +49,7 @@ class Executor {
 
   // Starts the step; `done` runs exactly once, on some thread, when the step ends. The calling
   // thread may run part of the step before RunAsync returns.
-  virtual void RunAsync(const Args& args, DoneCallback done) const = 0;
+  virtual void RunAsync(const Args& args, StatusCallback done) const = 0;
   // Runs the step and waits for it.
   Status Run(const Args& args) const;
 };

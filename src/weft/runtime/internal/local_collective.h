@@ -35,7 +35,7 @@ struct CollectiveMember {
   bool is_source = false;                  // broadcast: the member whose value the others get
   DataType expected_dtype = DataType::kInvalid;  // broadcast receivers: their kernel's attrs
   TensorShape expected_shape;
-  CollectiveExecutor::DoneCallback done;
+  StatusCallback done;
 
   // Where result `i` goes.
   Tensor& Output(size_t i) { return outputs != nullptr ? (*outputs)[i] : *output; }
@@ -43,7 +43,7 @@ struct CollectiveMember {
 
 // A member of `kind` on `device`; the caller adds its tensors.
 CollectiveMember NewMember(CollectiveKind kind, const CollectiveParams& params, DeviceBase* device,
-                           CollectiveExecutor::DoneCallback done);
+                           StatusCallback done);
 
 // Members join under the executor's lock while the instance is kJoining. Once it is kFull the
 // computation owns `members` and `targets` without a lock: each task writes only its own part, and

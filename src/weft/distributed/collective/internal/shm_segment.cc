@@ -14,7 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-namespace weft::collective_internal {
+namespace weft::internal {
 namespace {
 
 constexpr uint64_t kShmMagic = 0x5745465453484d31ULL;  // "WEFTSHM1"
@@ -195,4 +195,4 @@ Status ShmSegments::AwaitMappedAll(const TransportOptions& options, const Deadli
   return Status::OK();
 }
 
-}  // namespace weft::collective_internal
+}  // namespace weft::internal

@@ -16,7 +16,7 @@
 #include "weft/distributed/collective/collective_transport.h"
 #include "weft/distributed/collective/internal/transport_util.h"
 
-namespace weft::collective_internal {
+namespace weft::internal {
 
 constexpr int kShmSlots = 2;
 
@@ -85,4 +85,4 @@ std::string ShmSegmentName(const std::string& token, int rank);
 void FutexWait(std::atomic<uint32_t>* word, uint32_t expected, int64_t timeout_ns);
 void FutexWakeAll(std::atomic<uint32_t>* word);
 
-}  // namespace weft::collective_internal
+}  // namespace weft::internal

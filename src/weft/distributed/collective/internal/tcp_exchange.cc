@@ -12,7 +12,7 @@
 #include "weft/core/metrics.h"
 #include "weft/distributed/collective/internal/tcp_socket.h"
 
-namespace weft::collective_internal {
+namespace weft::internal {
 namespace {
 
 // One receive call takes at most this much, so a long payload from one peer does not starve the
@@ -221,4 +221,4 @@ Status Exchange::TimedOut() const {
                           "): ", waiting);
 }
 
-}  // namespace weft::collective_internal
+}  // namespace weft::internal

@@ -16,7 +16,7 @@
 #include "weft/distributed/collective/collective_transport.h"
 #include "weft/distributed/collective/internal/transport_util.h"
 
-namespace weft::collective_internal {
+namespace weft::internal {
 
 constexpr uint32_t kMessageMagic = 0x57454654;  // "WEFT"
 enum MessagePhase : uint32_t { kHello = 1, kRing = 2 };
@@ -97,4 +97,4 @@ class Exchange {
   std::vector<Link> links_;
 };
 
-}  // namespace weft::collective_internal
+}  // namespace weft::internal

@@ -12,7 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-namespace weft::collective_internal {
+namespace weft::internal {
 namespace {
 
 constexpr uint64_t kHandshakeMagic = 0x5745465454435031ULL;  // "WEFTTCP1"
@@ -288,4 +288,4 @@ StatusOr<std::vector<int>> ConnectMesh(const TransportOptions& options, int list
   }
 }
 
-}  // namespace weft::collective_internal
+}  // namespace weft::internal

@@ -12,7 +12,7 @@
 #include "weft/distributed/collective/collective_transport.h"
 #include "weft/distributed/collective/internal/transport_util.h"
 
-namespace weft::collective_internal {
+namespace weft::internal {
 
 struct ListeningSocket {
   int fd = -1;
@@ -31,4 +31,4 @@ void TuneSocket(int fd);
 
 std::string ErrnoText(int error);
 
-}  // namespace weft::collective_internal
+}  // namespace weft::internal

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstring>
 
-namespace weft::collective_internal {
+namespace weft::internal {
 namespace {
 
 // Elements summed per block: one block of the output stays in L1 while every input is added to it.
@@ -302,4 +302,4 @@ Status TransportPoison::status() const {
   return first_;
 }
 
-}  // namespace weft::collective_internal
+}  // namespace weft::internal

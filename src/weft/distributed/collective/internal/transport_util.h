@@ -18,7 +18,7 @@
 #include "weft/core/tensor.h"
 #include "weft/distributed/collective/collective_transport.h"
 
-namespace weft::collective_internal {
+namespace weft::internal {
 
 enum class OpKind : uint32_t { kAllReduce = 1, kBroadcast = 2, kAllGather = 3 };
 
@@ -138,4 +138,4 @@ class TransportPoison {
   Status first_ WEFT_GUARDED_BY(mu_);
 };
 
-}  // namespace weft::collective_internal
+}  // namespace weft::internal

@@ -3,7 +3,7 @@
 
 #include "weft/framework/attr_value_util.h"
 
-namespace weft::grad_internal {
+namespace weft::internal {
 namespace {
 
 // `axis` in [0, rank), given a value in [-rank, rank) (checked by the forward op's shape fn).
@@ -125,4 +125,4 @@ StatusOr<Output> KeptDimsShape(const Scope& scope, const Output& input, const Ou
   return ops::Add(scope, ops::Mul(scope, ops::Shape(scope, input), keep), mask);
 }
 
-}  // namespace weft::grad_internal
+}  // namespace weft::internal

@@ -12,7 +12,7 @@
 
 #include "weft/graph/builder/ops.h"
 
-namespace weft::grad_internal {
+namespace weft::internal {
 
 // The tensor feeding input `index` of `op` (empty when the input has no edge).
 Output InputOf(const Node* op, int index);
@@ -47,4 +47,4 @@ Output AxisMask(const Scope& scope, const Output& axes, int rank);
 // when the axes and the dims not reduced are known. Unimplemented when the input rank is unknown.
 StatusOr<Output> KeptDimsShape(const Scope& scope, const Output& input, const Output& axes);
 
-}  // namespace weft::grad_internal
+}  // namespace weft::internal

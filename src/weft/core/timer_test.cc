@@ -1,4 +1,4 @@
-#include "weft/distributed/master_timer.h"
+#include "weft/core/timer.h"
 
 #include <atomic>
 #include <chrono>
@@ -12,8 +12,8 @@
 namespace weft {
 namespace {
 
-TEST(MasterTimerTest, RunsCallbacksInDeadlineOrder) {
-  MasterTimer timer;
+TEST(TimerTest, RunsCallbacksInDeadlineOrder) {
+  Timer timer;
   Mutex mu;
   std::vector<int> order;  // under mu
   Notification both;
@@ -31,10 +31,10 @@ TEST(MasterTimerTest, RunsCallbacksInDeadlineOrder) {
   EXPECT_EQ(order, (std::vector<int>{1, 2}));
 }
 
-TEST(MasterTimerTest, CancelledCallbacksDoNotRun) {
+TEST(TimerTest, CancelledCallbacksDoNotRun) {
   std::atomic<int> runs{0};
   {
-    MasterTimer timer;
+    Timer timer;
     int64_t id = timer.Schedule(50, [&] { ++runs; });
     EXPECT_TRUE(timer.Cancel(id));
     EXPECT_FALSE(timer.Cancel(id));
@@ -54,18 +54,18 @@ TEST(MasterTimerTest, CancelledCallbacksDoNotRun) {
 // liveness cancels its next round): the timer destroys callbacks outside its lock, whether they
 // ran, were cancelled or were still pending when the timer went away.
 struct UsesTheTimerWhenDestroyed {
-  UsesTheTimerWhenDestroyed(MasterTimer* timer, Notification* destroyed)
+  UsesTheTimerWhenDestroyed(Timer* timer, Notification* destroyed)
       : timer(timer), destroyed(destroyed) {}
   ~UsesTheTimerWhenDestroyed() {
     timer->Cancel(timer->Schedule(60'000, [] {}));
     destroyed->Notify();
   }
-  MasterTimer* const timer;
+  Timer* const timer;
   Notification* const destroyed;
 };
 
-TEST(MasterTimerTest, CallbacksAreDestroyedOutsideTheLockAfterRunning) {
-  MasterTimer timer;
+TEST(TimerTest, CallbacksAreDestroyedOutsideTheLockAfterRunning) {
+  Timer timer;
   Notification ran, destroyed;
   auto state = std::make_shared<UsesTheTimerWhenDestroyed>(&timer, &destroyed);
   timer.Schedule(1, [state, &ran] { ran.Notify(); });
@@ -74,10 +74,10 @@ TEST(MasterTimerTest, CallbacksAreDestroyedOutsideTheLockAfterRunning) {
   EXPECT_TRUE(destroyed.WaitForNotificationWithTimeout(std::chrono::seconds(10)));
 }
 
-TEST(MasterTimerTest, CallbacksAreDestroyedOutsideTheLockWhenCancelledOrDropped) {
+TEST(TimerTest, CallbacksAreDestroyedOutsideTheLockWhenCancelledOrDropped) {
   Notification cancelled_destroyed, dropped_destroyed;
   {
-    MasterTimer timer;
+    Timer timer;
     auto cancelled = std::make_shared<UsesTheTimerWhenDestroyed>(&timer, &cancelled_destroyed);
     const int64_t id = timer.Schedule(60'000, [cancelled] {});
     cancelled.reset();
@@ -89,8 +89,8 @@ TEST(MasterTimerTest, CallbacksAreDestroyedOutsideTheLockWhenCancelledOrDropped)
   EXPECT_TRUE(dropped_destroyed.HasBeenNotified());
 }
 
-TEST(MasterTimerTest, CancellingTheEntryTheTimerWaitsOnIsSafe) {
-  MasterTimer timer;
+TEST(TimerTest, CancellingTheEntryTheTimerWaitsOnIsSafe) {
+  Timer timer;
   Notification waiting;
   timer.SetBeforeWaitHookForTesting([&] {
     if (!waiting.HasBeenNotified()) waiting.Notify();

@@ -1,4 +1,4 @@
-#include "weft/distributed/master_timer.h"
+#include "weft/core/timer.h"
 
 #include <utility>
 
@@ -6,9 +6,9 @@
 
 namespace weft {
 
-MasterTimer::MasterTimer() : thread_([this] { Loop(); }) {}
+Timer::Timer() : thread_([this] { Loop(); }) {}
 
-MasterTimer::~MasterTimer() {
+Timer::~Timer() {
   std::map<int64_t, Entry> dropped;
   {
     MutexLock lock(mu_);
@@ -21,7 +21,7 @@ MasterTimer::~MasterTimer() {
   dropped.clear();
 }
 
-int64_t MasterTimer::Schedule(int64_t delay_ms, std::function<void()> callback) {
+int64_t Timer::Schedule(int64_t delay_ms, std::function<void()> callback) {
   int64_t id;
   {
     MutexLock lock(mu_);
@@ -32,7 +32,7 @@ int64_t MasterTimer::Schedule(int64_t delay_ms, std::function<void()> callback) 
   return id;
 }
 
-bool MasterTimer::Cancel(int64_t id) {
+bool Timer::Cancel(int64_t id) {
   std::function<void()> dropped;
   {
     MutexLock lock(mu_);
@@ -44,12 +44,12 @@ bool MasterTimer::Cancel(int64_t id) {
   return true;  // `dropped` goes after the lock is released (see Loop)
 }
 
-void MasterTimer::SetBeforeWaitHookForTesting(std::function<void()> hook) {
+void Timer::SetBeforeWaitHookForTesting(std::function<void()> hook) {
   MutexLock lock(mu_);
   before_wait_hook_ = std::move(hook);
 }
 
-void MasterTimer::Loop() {
+void Timer::Loop() {
   MutexLock lock(mu_);
   while (!stopping_) {
     // Few entries are pending at once (one per running step with a deadline): a scan is enough.

@@ -1,6 +1,7 @@
-// MasterTimer: runs callbacks after a delay on one thread of its own, so that a step's deadline
-// needs no thread blocked waiting for it. Callbacks must be short (they cancel RPCs and report
-// errors). Thread-safe. The destructor drops callbacks that have not run yet.
+// Timer: runs callbacks after a delay on one thread of its own, so that a deadline (a step's, a
+// group resolution's) or a periodic round (liveness probes, heartbeats) needs no thread blocked
+// waiting for it. Callbacks must be short: every callback of a timer runs on its one thread (they
+// cancel calls and report errors). Thread-safe. The destructor drops callbacks that have not run.
 #pragma once
 
 #include <chrono>
@@ -13,12 +14,12 @@
 
 namespace weft {
 
-class MasterTimer {
+class Timer {
  public:
-  MasterTimer();
-  ~MasterTimer();
-  MasterTimer(const MasterTimer&) = delete;
-  MasterTimer& operator=(const MasterTimer&) = delete;
+  Timer();
+  ~Timer();
+  Timer(const Timer&) = delete;
+  Timer& operator=(const Timer&) = delete;
 
   // Runs `callback` on the timer's thread in `delay_ms` milliseconds; returns an id for Cancel.
   int64_t Schedule(int64_t delay_ms, std::function<void()> callback);
