@@ -6,16 +6,19 @@
 # transport is reached through the factories of headers that do not).
 include(CMakePackageConfigHelpers)
 include(GNUInstallDirs)
-if(BUILD_SHARED_LIBS)
-  # The installed `weft` finds the installed libraries beside it.
-  set_target_properties(weft PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
-endif()
 
 # Every library a user's program may link, from the top layer down (pkg-config's link order).
 set(WEFT_INSTALLED_LIBRARIES
     weft_train weft_checkpoint weft_distribute weft_distributed_rpc weft_grpc_proto
     weft_distributed weft_collective_transport weft_runtime weft_graph weft_kernels weft_device
     weft_ops weft_framework weft_proto weft_data weft_io weft_core)
+
+if(BUILD_SHARED_LIBS)
+  # The installed `weft` finds the installed libraries, and each library its siblings, where they
+  # were installed (a program's RUNPATH does not serve the libraries it loads).
+  set_target_properties(weft PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
+  set_target_properties(${WEFT_INSTALLED_LIBRARIES} PROPERTIES INSTALL_RPATH "$ORIGIN")
+endif()
 
 # Weft::weft: everything above, for programs that train models locally or on a cluster.
 add_library(weft_package INTERFACE)
