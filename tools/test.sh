@@ -16,6 +16,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs="$(nproc)"
 mode="${1:-}"
+# CI's log says how long each suite took, build included.
+trap 'echo "== tools/test.sh ${mode:-(plain)}: exit $?, $SECONDS s"' EXIT
 
 if [[ -z "$mode" ]]; then
   tools/setup.sh
