@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "weft/core/str_util.h"
-#include "weft/distributed/cluster_spec.h"
+#include "weft/distributed/cluster/cluster_spec.h"
 #include "weft/distributed/rpc/bulk_transfer.h"
 #include "weft/distributed/rpc/grpc_session.h"
 #include "weft/distributed/rpc/grpc_util.h"

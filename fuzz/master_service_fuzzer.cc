@@ -1,5 +1,5 @@
 // libFuzzer target: the MasterService as a client session reaches it, driving a fresh in-process
-// Master (distributed/master.h) over a fresh Worker of the same task per input.
+// Master (distributed/master/master.h) over a fresh Worker of the same task per input.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -8,7 +8,7 @@
 #include "service_fuzz_util.h"
 #include "service_methods.h"
 
-#include "weft/distributed/master.h"
+#include "weft/distributed/master/master.h"
 #include "weft/master.pb.h"
 
 namespace weft::fuzz {

@@ -1,4 +1,4 @@
-// libFuzzer target: how a worker process finds its cluster (distributed/cluster_resolver.h,
+// libFuzzer target: how a worker process finds its cluster (distributed/cluster/cluster_resolver.h,
 // cluster_spec.h): WEFT_CONFIG, TF_CONFIG, the --cluster flag and whole environments.
 #include <cstdint>
 #include <string>
@@ -9,8 +9,8 @@
 #include "fuzz_util.h"
 
 #include "weft/core/logging.h"
-#include "weft/distributed/cluster_resolver.h"
-#include "weft/distributed/cluster_spec.h"
+#include "weft/distributed/cluster/cluster_resolver.h"
+#include "weft/distributed/cluster/cluster_spec.h"
 
 namespace weft::fuzz {
 namespace {

@@ -1,5 +1,6 @@
 // libFuzzer target: the WorkerService as a master or a peer worker reaches it, driving a fresh
-// in-process Worker (distributed/worker.h: GraphMgr, RendezvousMgr, collective groups) per input.
+// in-process Worker (distributed/worker/worker.h: GraphMgr, RendezvousMgr, collective groups) per
+// input.
 #include <cstdint>
 #include <cstdio>
 #include <string>

@@ -10,7 +10,7 @@
 
 #include "weft/data/dataset.h"
 #include "weft/distribute/multi_worker_mirrored_strategy.h"
-#include "weft/distributed/cluster_resolver.h"
+#include "weft/distributed/cluster/cluster_resolver.h"
 #include "weft/distributed/rpc/grpc_server.h"
 #include "weft/train/callbacks.h"
 #include "weft/train/layers/core.h"

@@ -12,8 +12,8 @@
 #include <gtest/gtest.h>
 
 #include "weft/checkpoint/checkpoint_manager.h"
-#include "weft/checkpoint/checkpoint_test_util.h"
-#include "weft/io/io_test_util.h"
+#include "weft/checkpoint/testing/checkpoint_test_util.h"
+#include "weft/io/testing/io_test_util.h"
 #include "weft/testing/child_process.h"
 
 namespace weft::checkpoint {

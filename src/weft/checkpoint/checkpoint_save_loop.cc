@@ -8,7 +8,7 @@
 #include <string>
 
 #include "weft/checkpoint/checkpoint_manager.h"
-#include "weft/checkpoint/checkpoint_test_util.h"
+#include "weft/checkpoint/testing/checkpoint_test_util.h"
 
 namespace {
 

@@ -6,16 +6,16 @@
 #include <unistd.h>
 
 #include "weft/checkpoint/checkpoint_manager.h"
-#include "weft/checkpoint/checkpoint_test_util.h"
+#include "weft/checkpoint/testing/checkpoint_test_util.h"
 #include "weft/core/notification.h"
 #include "weft/core/str_util.h"
-#include "weft/distribute/session_test_util.h"
 #include "weft/distribute/strategy.h"
+#include "weft/distribute/testing/session_test_util.h"
 #include "weft/io/checkpoint_manifest.h"
 #include "weft/io/crc32c.h"
 #include "weft/io/durable_file.h"
-#include "weft/io/io_test_util.h"
 #include "weft/io/safetensors.h"
+#include "weft/io/testing/io_test_util.h"
 #include "weft/testing/tensor_matchers.h"
 
 namespace weft::checkpoint {

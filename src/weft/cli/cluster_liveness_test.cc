@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
-#include "weft/cli/cluster_test_util.h"
+#include "weft/cli/testing/cluster_test_util.h"
 
 namespace weft::cli {
 namespace {

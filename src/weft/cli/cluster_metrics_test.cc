@@ -8,8 +8,8 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
-#include "weft/cli/cluster_test_util.h"
-#include "weft/cli/metrics_test_util.h"
+#include "weft/cli/testing/cluster_test_util.h"
+#include "weft/cli/testing/metrics_test_util.h"
 #include "weft/core/str_util.h"
 #include "weft/distributed/rpc/grpc_session.h"
 

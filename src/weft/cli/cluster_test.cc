@@ -13,15 +13,15 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
-#include "weft/cli/cluster_test_util.h"
+#include "weft/cli/testing/cluster_test_util.h"
 #include "weft/core/notification.h"
 #include "weft/core/str_util.h"
-#include "weft/distributed/cluster_spec.h"
+#include "weft/distributed/cluster/cluster_spec.h"
 #include "weft/distributed/rpc/grpc_session.h"
 #include "weft/graph/builder/ops.h"
 #include "weft/graph/builder/scope.h"
 #include "weft/graph/builder/variable.h"
-#include "weft/io/io_test_util.h"
+#include "weft/io/testing/io_test_util.h"
 #include "weft/master.pb.h"
 #include "weft/testing/child_process.h"
 #include "weft/testing/server_process.h"

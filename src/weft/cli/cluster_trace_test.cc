@@ -11,14 +11,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "weft/cli/cluster_test_util.h"
+#include "weft/cli/testing/cluster_test_util.h"
 #include "weft/config.pb.h"
 #include "weft/core/str_util.h"
 #include "weft/distributed/rpc/grpc_session.h"
 #include "weft/graph/builder/ops.h"
-#include "weft/runtime/step_stats_collector.h"
-#include "weft/runtime/timeline.h"
-#include "weft/runtime/timeline_test_util.h"
+#include "weft/runtime/testing/timeline_test_util.h"
+#include "weft/runtime/trace/step_stats_collector.h"
+#include "weft/runtime/trace/timeline.h"
 
 namespace weft::cli {
 namespace {

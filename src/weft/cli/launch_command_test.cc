@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "weft/cli/process_group.h"
-#include "weft/distributed/cluster_spec.h"
+#include "weft/distributed/cluster/cluster_spec.h"
 
 namespace weft::cli {
 namespace {

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
-#include "weft/cli/metrics_test_util.h"
+#include "weft/cli/testing/metrics_test_util.h"
 #include "weft/core/metrics.h"
 
 namespace weft::cli {

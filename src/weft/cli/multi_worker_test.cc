@@ -19,7 +19,7 @@
 #include <signal.h>
 
 #include "weft/core/str_util.h"
-#include "weft/io/io_test_util.h"
+#include "weft/io/testing/io_test_util.h"
 #include "weft/testing/child_process.h"
 #include "weft/testing/server_process.h"
 

@@ -13,7 +13,7 @@
 #include "weft/cli/metrics_endpoint.h"
 #include "weft/cli/worker_cluster.h"
 #include "weft/core/str_util.h"
-#include "weft/distributed/cluster_resolver.h"
+#include "weft/distributed/cluster/cluster_resolver.h"
 #include "weft/distributed/rpc/coordinator.h"
 #include "weft/distributed/rpc/grpc_server.h"
 

@@ -1,5 +1,5 @@
 // `weft server`: runs one task of a cluster (GrpcServer) until SIGTERM or SIGINT. The cluster comes
-// from --cluster, else from the environment (distributed/cluster_resolver.h: WEFT_CONFIG,
+// from --cluster, else from the environment (distributed/cluster/cluster_resolver.h: WEFT_CONFIG,
 // TF_CONFIG, or Slurm / Open MPI ranks meeting at a coordinator), else is a one-task cluster on an
 // ephemeral port. Once serving it prints "weft server listening on HOST:PORT" on stdout, and with
 // --metrics-port then "weft server metrics at http://HOST:PORT/metrics".

@@ -13,11 +13,11 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "weft/cli/cluster_test_util.h"
+#include "weft/cli/testing/cluster_test_util.h"
 #include "weft/core/str_util.h"
-#include "weft/io/io_test_util.h"
-#include "weft/runtime/step_stats_collector.h"
-#include "weft/runtime/timeline_test_util.h"
+#include "weft/io/testing/io_test_util.h"
+#include "weft/runtime/testing/timeline_test_util.h"
+#include "weft/runtime/trace/step_stats_collector.h"
 #include "weft/testing/child_process.h"
 
 namespace weft::cli {

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "weft/core/statusor.h"
-#include "weft/distributed/cluster_resolver.h"
+#include "weft/distributed/cluster/cluster_resolver.h"
 #include "weft/distributed/rpc/coordinator.h"
 
 namespace weft::cli {

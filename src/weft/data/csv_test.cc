@@ -7,8 +7,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "weft/data/data_test_util.h"
 #include "weft/data/dataset.h"
+#include "weft/data/testing/data_test_util.h"
 
 namespace weft::data {
 namespace {

@@ -8,8 +8,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "weft/data/idx_test_util.h"
-#include "weft/io/io_test_util.h"
+#include "weft/data/testing/idx_test_util.h"
+#include "weft/io/testing/io_test_util.h"
 
 namespace weft::data {
 namespace {

@@ -11,10 +11,10 @@
 
 #include "weft/core/allocator.h"
 #include "weft/core/str_util.h"
-#include "weft/data/data_test_util.h"
 #include "weft/data/dataset.h"
-#include "weft/data/idx_test_util.h"
-#include "weft/io/io_test_util.h"
+#include "weft/data/testing/data_test_util.h"
+#include "weft/data/testing/idx_test_util.h"
+#include "weft/io/testing/io_test_util.h"
 
 namespace weft::data {
 namespace {

@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "weft/core/notification.h"
-#include "weft/data/data_test_util.h"
 #include "weft/data/dataset.h"
+#include "weft/data/testing/data_test_util.h"
 
 namespace weft::data {
 namespace {

@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 
 #include "weft/distribute/aggregating_variable.h"
-#include "weft/distribute/session_test_util.h"
 #include "weft/distribute/sync_on_read_variable.h"
+#include "weft/distribute/testing/session_test_util.h"
 #include "weft/graph/builder/ops.h"
 #include "weft/testing/tensor_matchers.h"
 

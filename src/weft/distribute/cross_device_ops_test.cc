@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "weft/distribute/all_reduce_cross_device_ops.h"
-#include "weft/distribute/cross_device_ops_test_util.h"
+#include "weft/distribute/testing/cross_device_ops_test_util.h"
 #include "weft/graph/builder/ops.h"
 #include "weft/testing/tensor_matchers.h"
 

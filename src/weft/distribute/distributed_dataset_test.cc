@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "weft/distribute/all_reduce_cross_device_ops.h"
-#include "weft/distribute/session_test_util.h"
 #include "weft/distribute/strategy.h"
+#include "weft/distribute/testing/session_test_util.h"
 #include "weft/testing/tensor_matchers.h"
 
 namespace weft::distribute {

@@ -24,7 +24,7 @@
 
 #include "weft/distribute/all_reduce_cross_device_ops.h"
 #include "weft/distribute/strategy.h"
-#include "weft/distributed/cluster_spec.h"
+#include "weft/distributed/cluster/cluster_spec.h"
 #include "weft/distributed/collective/distributed_collective_executor_mgr.h"
 #include "weft/distributed/server.h"
 #include "weft/runtime/session.h"

@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "weft/distribute/cross_device_ops_test_util.h"
-#include "weft/distribute/session_test_util.h"
+#include "weft/distribute/testing/cross_device_ops_test_util.h"
+#include "weft/distribute/testing/session_test_util.h"
 #include "weft/testing/tensor_matchers.h"
 
 namespace weft::distribute {

@@ -6,8 +6,8 @@
 
 #include "weft/distribute/cross_device_ops.h"
 #include "weft/distribute/mirrored_variable.h"
-#include "weft/distribute/session_test_util.h"
 #include "weft/distribute/strategy.h"
+#include "weft/distribute/testing/session_test_util.h"
 #include "weft/graph/builder/ops.h"
 #include "weft/testing/tensor_matchers.h"
 #include "weft/testing/test_arena_device.h"

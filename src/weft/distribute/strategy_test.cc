@@ -11,7 +11,7 @@
 
 #include "weft/distribute/all_reduce_cross_device_ops.h"
 #include "weft/distribute/reduce_on_each_destination.h"
-#include "weft/distribute/session_test_util.h"
+#include "weft/distribute/testing/session_test_util.h"
 #include "weft/graph/builder/ops.h"
 #include "weft/testing/tensor_matchers.h"
 

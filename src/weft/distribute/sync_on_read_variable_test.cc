@@ -5,8 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include "weft/distribute/session_test_util.h"
 #include "weft/distribute/strategy.h"
+#include "weft/distribute/testing/session_test_util.h"
 #include "weft/graph/builder/ops.h"
 #include "weft/testing/tensor_matchers.h"
 

@@ -12,10 +12,10 @@
 
 #include "weft/core/statusor.h"
 #include "weft/core/thread_pool.h"
-#include "weft/distributed/cluster_spec.h"
-#include "weft/distributed/master.h"
-#include "weft/distributed/worker.h"
-#include "weft/distributed/worker_cache.h"
+#include "weft/distributed/cluster/cluster_spec.h"
+#include "weft/distributed/master/master.h"
+#include "weft/distributed/worker/worker.h"
+#include "weft/distributed/worker/worker_cache.h"
 #include "weft/runtime/device_mgr.h"
 
 namespace weft {

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "weft/io/durable_file.h"
-#include "weft/io/io_test_util.h"
+#include "weft/io/testing/io_test_util.h"
 
 namespace weft::io {
 namespace {

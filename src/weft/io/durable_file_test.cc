@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "weft/io/durable_file_internal.h"
-#include "weft/io/io_test_util.h"
+#include "weft/io/testing/io_test_util.h"
 
 namespace weft::io {
 namespace {

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "weft/io/crc32c.h"
-#include "weft/io/io_test_util.h"
+#include "weft/io/testing/io_test_util.h"
 
 namespace weft::io {
 namespace {

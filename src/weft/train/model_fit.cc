@@ -7,7 +7,7 @@
 #include <google/protobuf/arena.h>
 
 #include "weft/core/str_util.h"
-#include "weft/runtime/step_stats_collector.h"
+#include "weft/runtime/trace/step_stats_collector.h"
 #include "weft/train/callbacks.h"
 #include "weft/train/model_graph.h"
 

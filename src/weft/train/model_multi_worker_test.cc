@@ -15,13 +15,13 @@
 
 #include "weft/core/str_util.h"
 #include "weft/distribute/multi_worker_mirrored_strategy.h"
-#include "weft/distributed/cluster_resolver.h"
+#include "weft/distributed/cluster/cluster_resolver.h"
 #include "weft/distributed/rpc/grpc_server.h"
 #include "weft/io/durable_file.h"
-#include "weft/io/io_test_util.h"
+#include "weft/io/testing/io_test_util.h"
 #include "weft/testing/child_process.h"
 #include "weft/testing/server_process.h"
-#include "weft/train/model_test_util.h"
+#include "weft/train/testing/model_test_util.h"
 
 namespace weft::train {
 namespace {

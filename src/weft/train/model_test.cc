@@ -10,12 +10,12 @@
 #include <gtest/gtest.h>
 
 #include "weft/distribute/central_storage_strategy.h"
-#include "weft/io/io_test_util.h"
+#include "weft/io/testing/io_test_util.h"
 #include "weft/train/callbacks.h"
 #include "weft/train/layers/convolutional.h"
 #include "weft/train/layers/core.h"
 #include "weft/train/layers/normalization.h"
-#include "weft/train/model_test_util.h"
+#include "weft/train/testing/model_test_util.h"
 
 namespace weft::train {
 namespace {

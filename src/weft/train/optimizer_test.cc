@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 
 #include "weft/distribute/central_storage_strategy.h"
-#include "weft/distribute/session_test_util.h"
 #include "weft/distribute/strategy.h"
+#include "weft/distribute/testing/session_test_util.h"
 #include "weft/runtime/session.h"
 #include "weft/testing/tensor_matchers.h"
 #include "weft/train/models.h"

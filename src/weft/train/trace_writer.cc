@@ -4,8 +4,8 @@
 
 #include "weft/core/str_util.h"
 #include "weft/io/durable_file.h"
-#include "weft/runtime/step_time_split.h"
-#include "weft/runtime/timeline.h"
+#include "weft/runtime/trace/step_time_split.h"
+#include "weft/runtime/trace/timeline.h"
 
 namespace weft::train {
 namespace {

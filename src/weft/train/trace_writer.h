@@ -1,10 +1,10 @@
 // TraceWriter: a Fit callback that traces the training steps first_step..last_step (global
 // steps, counting from 1; every op of every device of every task, RunOptions FULL_TRACE) and
-// writes them all to one Chrome trace-event JSON file (runtime/timeline.h) that Perfetto and
+// writes them all to one Chrome trace-event JSON file (runtime/trace/timeline.h) that Perfetto and
 // chrome://tracing open. It writes once the last step of the range is traced, or at the end of
 // training when the run stopped before (a range past the run's end gives a trace without steps).
 // It also keeps each traced step's compute, communication and overlap times
-// (runtime/step_time_split.h). Not thread-safe: Fit calls it from its own thread.
+// (runtime/trace/step_time_split.h). Not thread-safe: Fit calls it from its own thread.
 #pragma once
 
 #include <cstdint>

@@ -11,9 +11,9 @@
 #include <gtest/gtest.h>
 
 #include "weft/core/str_util.h"
-#include "weft/io/io_test_util.h"
-#include "weft/runtime/timeline_test_util.h"
-#include "weft/train/model_test_util.h"
+#include "weft/io/testing/io_test_util.h"
+#include "weft/runtime/testing/timeline_test_util.h"
+#include "weft/train/testing/model_test_util.h"
 #include "weft/train/train_loop.h"
 
 namespace weft::train {

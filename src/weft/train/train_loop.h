@@ -23,7 +23,7 @@
 #include <optional>
 #include <string>
 
-#include "weft/distributed/cluster_spec.h"
+#include "weft/distributed/cluster/cluster_spec.h"
 #include "weft/train/models.h"
 #include "weft/train/trace_writer.h"
 

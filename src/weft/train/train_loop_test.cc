@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 
 #include "weft/core/str_util.h"
-#include "weft/data/idx_test_util.h"
-#include "weft/io/io_test_util.h"
+#include "weft/data/testing/idx_test_util.h"
+#include "weft/io/testing/io_test_util.h"
 
 namespace weft::train {
 namespace {

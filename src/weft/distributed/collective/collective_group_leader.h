@@ -18,7 +18,7 @@
 
 #include "weft/core/mutex.h"
 #include "weft/core/timer.h"
-#include "weft/distributed/worker_interface.h"
+#include "weft/distributed/worker/worker_interface.h"
 #include "weft/worker.pb.h"
 
 namespace weft {

@@ -8,7 +8,7 @@
 
 #include "weft/distributed/collective/shm_transport.h"
 #include "weft/distributed/collective/tcp_transport.h"
-#include "weft/distributed/collective/transport_test_util.h"
+#include "weft/distributed/testing/transport_test_util.h"
 
 // In the test helpers' namespace, which these tests use throughout.
 namespace weft {

@@ -23,7 +23,7 @@
 #include "weft/distributed/collective/collective_group.h"
 #include "weft/framework/collective.h"
 #include "weft/runtime/collective/local_collective_executor.h"
-#include "weft/runtime/step_stats_collector.h"
+#include "weft/runtime/trace/step_stats_collector.h"
 
 namespace weft {
 

@@ -18,8 +18,8 @@
 #include "weft/core/notification.h"
 #include "weft/core/str_util.h"
 #include "weft/distributed/collective/distributed_collective_executor_mgr.h"
-#include "weft/distributed/local_worker_cache.h"
-#include "weft/distributed/worker.h"
+#include "weft/distributed/worker/local_worker_cache.h"
+#include "weft/distributed/worker/worker.h"
 #include "weft/runtime/device_mgr.h"
 
 namespace weft {

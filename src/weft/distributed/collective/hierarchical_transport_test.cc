@@ -9,7 +9,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "weft/distributed/collective/transport_test_util.h"
+#include "weft/distributed/testing/transport_test_util.h"
 
 // In the test helpers' namespace, which these tests use throughout.
 namespace weft {

@@ -10,7 +10,7 @@
 #include <sys/mman.h>
 
 #include "weft/distributed/collective/internal/shm_segment.h"
-#include "weft/distributed/collective/transport_test_util.h"
+#include "weft/distributed/testing/transport_test_util.h"
 
 // In the test helpers' namespace, which these tests use throughout.
 namespace weft {

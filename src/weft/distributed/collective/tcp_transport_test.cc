@@ -11,7 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "weft/distributed/collective/transport_test_util.h"
+#include "weft/distributed/testing/transport_test_util.h"
 
 // In the test helpers' namespace, which these tests use throughout.
 namespace weft {

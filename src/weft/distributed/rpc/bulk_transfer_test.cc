@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "weft/core/notification.h"
-#include "weft/distributed/rpc/rpc_test_util.h"
+#include "weft/distributed/rpc/testing/rpc_test_util.h"
 
 namespace weft {
 namespace {

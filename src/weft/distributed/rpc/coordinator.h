@@ -21,7 +21,7 @@
 
 #include "weft/core/mutex.h"
 #include "weft/core/statusor.h"
-#include "weft/distributed/cluster_resolver.h"
+#include "weft/distributed/cluster/cluster_resolver.h"
 #include "weft/distributed/rpc/connection_thread.h"
 
 namespace weft {

@@ -19,7 +19,7 @@
 #include "weft/core/thread_pool.h"
 #include "weft/distributed/call_options.h"
 #include "weft/distributed/rpc/grpc_util.h"
-#include "weft/distributed/worker_interface.h"
+#include "weft/distributed/worker/worker_interface.h"
 
 namespace weft {
 

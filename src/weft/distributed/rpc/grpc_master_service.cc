@@ -1,6 +1,6 @@
 #include "weft/distributed/rpc/grpc_master_service.h"
 
-#include "weft/distributed/master.h"
+#include "weft/distributed/master/master.h"
 
 namespace weft {
 

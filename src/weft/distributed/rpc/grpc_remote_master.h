@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "weft/distributed/master_interface.h"
+#include "weft/distributed/master/master_interface.h"
 #include "weft/distributed/rpc/transport_security.h"
 
 namespace weft {

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "weft/distributed/rpc/rpc_test_util.h"
+#include "weft/distributed/rpc/testing/rpc_test_util.h"
 
 namespace weft {
 namespace {

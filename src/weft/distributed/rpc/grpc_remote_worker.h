@@ -11,7 +11,7 @@
 #include <grpcpp/channel.h>
 
 #include "weft/distributed/rpc/bulk_transfer.h"
-#include "weft/distributed/worker_interface.h"
+#include "weft/distributed/worker/worker_interface.h"
 #include "weft/worker.grpc.pb.h"
 
 namespace weft {

@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "weft/distributed/cluster_spec.h"
+#include "weft/distributed/cluster/cluster_spec.h"
 #include "weft/distributed/rpc/transport_security.h"
 #include "weft/distributed/server.h"
 

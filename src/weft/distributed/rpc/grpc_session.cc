@@ -1,6 +1,6 @@
 #include "weft/distributed/rpc/grpc_session.h"
 
-#include "weft/distributed/cluster_session.h"
+#include "weft/distributed/master/cluster_session.h"
 #include "weft/distributed/rpc/grpc_remote_master.h"
 
 namespace weft {

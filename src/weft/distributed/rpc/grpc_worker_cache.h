@@ -7,10 +7,10 @@
 #include <memory>
 #include <string>
 
-#include "weft/distributed/cluster_spec.h"
+#include "weft/distributed/cluster/cluster_spec.h"
 #include "weft/distributed/rpc/bulk_transfer.h"
 #include "weft/distributed/rpc/transport_security.h"
-#include "weft/distributed/worker_cache.h"
+#include "weft/distributed/worker/worker_cache.h"
 
 namespace weft {
 

@@ -12,7 +12,7 @@
 #include "weft/core/thread_pool.h"
 #include "weft/distributed/rpc/bulk_transfer.h"
 #include "weft/distributed/rpc/grpc_call_dispatcher.h"
-#include "weft/distributed/worker_interface.h"
+#include "weft/distributed/worker/worker_interface.h"
 
 namespace weft {
 

@@ -5,7 +5,7 @@
 
 #include "weft/framework/node_def_util.h"
 #include "weft/framework/shape_inference.h"
-#include "weft/kernels/array/array_test_util.h"
+#include "weft/kernels/testing/array_test_util.h"
 #include "weft/ops/register_ops.h"
 
 namespace weft::kernels::array {

@@ -16,7 +16,7 @@ list(APPEND WEFT_KERNEL_SOURCES
 weft_test(kernels_array_test
   SOURCES
     array/array_shape_fn_test.cc
-    array/array_test_util.cc
+    testing/array_test_util.cc
     array/concat_op_test.cc
     array/const_op_test.cc
     array/fill_op_test.cc

@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "weft/kernels/array/array_test_util.h"
+#include "weft/kernels/testing/array_test_util.h"
 #include "weft/testing/kernel_runner.h"
 #include "weft/testing/tensor_matchers.h"
 

@@ -9,8 +9,8 @@
 #include "weft/framework/attr_value_util.h"
 #include "weft/io/checkpoint_manifest.h"
 #include "weft/io/durable_file.h"
-#include "weft/io/io_test_util.h"
 #include "weft/io/safetensors.h"
+#include "weft/io/testing/io_test_util.h"
 #include "weft/testing/kernel_runner.h"
 #include "weft/testing/tensor_matchers.h"
 

@@ -2,7 +2,7 @@
 // system documents, both index dtypes, the shape function's exact output lengths, and errors.
 #include <gtest/gtest.h>
 
-#include "weft/kernels/math/math_test_util.h"
+#include "weft/kernels/testing/math_test_util.h"
 #include "weft/testing/tensor_matchers.h"
 
 namespace weft::kernels {

@@ -2,7 +2,7 @@
 // bool, a thread pool sized input, and buffer forwarding for same-type casts.
 #include <gtest/gtest.h>
 
-#include "weft/kernels/math/math_test_util.h"
+#include "weft/kernels/testing/math_test_util.h"
 #include "weft/testing/tensor_matchers.h"
 
 namespace weft::kernels {

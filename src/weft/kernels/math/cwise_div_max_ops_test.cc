@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "weft/kernels/math/math_test_util.h"
+#include "weft/kernels/testing/math_test_util.h"
 #include "weft/testing/tensor_matchers.h"
 
 namespace weft::kernels {

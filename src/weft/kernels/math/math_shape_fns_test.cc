@@ -3,7 +3,7 @@
 // errors each shape function raises.
 #include <gtest/gtest.h>
 
-#include "weft/kernels/math/math_test_util.h"
+#include "weft/kernels/testing/math_test_util.h"
 
 namespace weft::kernels {
 namespace {

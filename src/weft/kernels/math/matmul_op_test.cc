@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "weft/kernels/math/math_test_util.h"
+#include "weft/kernels/testing/math_test_util.h"
 #include "weft/testing/scoped_blas_threads.h"
 #include "weft/testing/tensor_matchers.h"
 

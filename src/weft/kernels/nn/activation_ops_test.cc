@@ -3,7 +3,7 @@
 // enough to run on the intra-op threads), gradients against central differences, and error paths.
 #include <cmath>
 
-#include "weft/kernels/nn/nn_test_util.h"
+#include "weft/kernels/testing/nn_test_util.h"
 
 namespace weft::kernels {
 namespace {

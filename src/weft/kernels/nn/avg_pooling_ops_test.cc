@@ -3,7 +3,7 @@
 // error paths.
 #include <algorithm>
 
-#include "weft/kernels/nn/nn_test_util.h"
+#include "weft/kernels/testing/nn_test_util.h"
 
 namespace weft::kernels {
 namespace {

@@ -1,6 +1,6 @@
 // Tests for BiasAdd and BiasAddGrad: hand-computed values, reference loops over ranks 2 to 4 (empty
 // and large tensors included), integer dtypes, and error paths.
-#include "weft/kernels/nn/nn_test_util.h"
+#include "weft/kernels/testing/nn_test_util.h"
 
 namespace weft::kernels {
 namespace {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "weft/kernels/gemm.h"
-#include "weft/kernels/nn/nn_test_util.h"
+#include "weft/kernels/testing/nn_test_util.h"
 
 namespace weft::kernels {
 namespace {

@@ -3,7 +3,7 @@
 // float64, shape inference with and without constant sizes, and error paths.
 #include <algorithm>
 
-#include "weft/kernels/nn/nn_test_util.h"
+#include "weft/kernels/testing/nn_test_util.h"
 
 namespace weft::kernels {
 namespace {

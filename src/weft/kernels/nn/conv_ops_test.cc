@@ -6,7 +6,7 @@
 #include <ctime>
 #include <iostream>
 
-#include "weft/kernels/nn/nn_test_util.h"
+#include "weft/kernels/testing/nn_test_util.h"
 
 namespace weft::kernels {
 namespace {

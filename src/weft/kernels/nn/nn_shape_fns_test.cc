@@ -1,7 +1,7 @@
 // Tests for the nn ops' shape functions on partially known shapes (the kernel tests cover fully
 // known ones): unknown ranks and dims propagate, known dims are checked, constant sizes inputs are
 // read, and impossible combinations fail naming the node.
-#include "weft/kernels/nn/nn_test_util.h"
+#include "weft/kernels/testing/nn_test_util.h"
 
 namespace weft::kernels {
 namespace {

@@ -2,7 +2,7 @@
 // loops over ranks 1 to 3 (empty and large tensors included), and error paths.
 #include <cmath>
 
-#include "weft/kernels/nn/nn_test_util.h"
+#include "weft/kernels/testing/nn_test_util.h"
 
 namespace weft::kernels {
 namespace {

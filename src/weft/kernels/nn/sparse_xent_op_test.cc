@@ -3,7 +3,7 @@
 // and errors for out-of-range labels (naming the label and its row) and bad shapes.
 #include <cmath>
 
-#include "weft/kernels/nn/nn_test_util.h"
+#include "weft/kernels/testing/nn_test_util.h"
 
 namespace weft::kernels {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "weft/kernels/state/state_test_util.h"
+#include "weft/kernels/testing/state_test_util.h"
 #include "weft/testing/tensor_matchers.h"
 
 namespace weft::kernels::state {

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "weft/framework/resource_handle.h"
-#include "weft/kernels/state/state_test_util.h"
+#include "weft/kernels/testing/state_test_util.h"
 #include "weft/testing/tensor_matchers.h"
 
 namespace weft::kernels::state {

@@ -9,7 +9,7 @@
 #include <memory>
 
 #include "weft/framework/collective.h"
-#include "weft/runtime/step_stats_collector.h"
+#include "weft/runtime/trace/step_stats_collector.h"
 
 namespace weft {
 

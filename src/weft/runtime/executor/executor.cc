@@ -8,7 +8,7 @@
 #include "weft/core/notification.h"
 #include "weft/framework/node_def_util.h"
 #include "weft/runtime/executor/executor_graph.h"
-#include "weft/runtime/step_stats_collector.h"
+#include "weft/runtime/trace/step_stats_collector.h"
 
 namespace weft {
 namespace internal {

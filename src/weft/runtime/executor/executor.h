@@ -18,7 +18,7 @@
 #include "weft/framework/kernel_registry.h"
 #include "weft/graph/graph.h"
 #include "weft/runtime/device.h"
-#include "weft/runtime/step_stats_collector.h"
+#include "weft/runtime/trace/step_stats_collector.h"
 
 namespace weft {
 

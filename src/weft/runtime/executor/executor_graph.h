@@ -9,7 +9,7 @@
 
 #include "weft/framework/op_kernel.h"
 #include "weft/graph/graph.h"
-#include "weft/runtime/executor/node_trace_info.h"
+#include "weft/runtime/trace/node_trace_info.h"
 
 namespace weft::internal {
 

@@ -5,7 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "weft/distribute/session_test_util.h"
+#include "weft/distribute/testing/session_test_util.h"
 #include "weft/train/layers/convolutional.h"
 #include "weft/train/layers/core.h"
 #include "weft/train/layers/normalization.h"
