@@ -306,6 +306,21 @@ const std::vector<std::pair<std::string, BuildFn>>& BuilderTable() {
        [](const Scope& s) {
          ops::ResourceApplyMomentum(s, Handle(s), Handle(s), 0.1f, F(s), 0.9f);
        }},
+      {"ResourceApplyAdagradV2",
+       [](const Scope& s) { ops::ResourceApplyAdagradV2(s, Handle(s), Handle(s), 0.1f, 1e-7f, F(s)); }},
+      {"ResourceSparseApplyGradientDescent",
+       [](const Scope& s) {
+         ops::ResourceSparseApplyGradientDescent(s, Handle(s), 0.1f, F(s), I(s));
+       }},
+      {"ResourceSparseApplyAdagradV2",
+       [](const Scope& s) {
+         ops::ResourceSparseApplyAdagradV2(s, Handle(s), Handle(s), 0.1f, 1e-7f, F(s), I(s));
+       }},
+      {"ResourceSparseApplyAdam",
+       [](const Scope& s) {
+         ops::ResourceSparseApplyAdam(s, Handle(s), Handle(s), Handle(s), 0.9f, 0.999f, 0.1f, 0.9f,
+                                      0.999f, 1e-7f, F(s), I(s));
+       }},
       {"ResourceApplyAdam",
        [](const Scope& s) {
          ops::ResourceApplyAdam(s, Handle(s), Handle(s), Handle(s), 0.9f, 0.999f, 0.1f, 0.9f,

@@ -8,6 +8,7 @@ void RegisterStateKernels(KernelRegistry& registry) {
   state::RegisterVariableKernels(registry);
   state::RegisterRandomKernels(registry);
   state::RegisterTrainingKernels(registry);
+  state::RegisterSparseTrainingKernels(registry);
 }
 
 }  // namespace weft::kernels

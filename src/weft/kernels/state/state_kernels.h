@@ -10,7 +10,11 @@ namespace weft::kernels::state {
 void RegisterVariableKernels(KernelRegistry& registry);
 // random_ops.cc: RandomUniform, RandomStandardNormal, TruncatedNormal.
 void RegisterRandomKernels(KernelRegistry& registry);
-// training_ops.cc: ResourceApplyGradientDescent, ResourceApplyMomentum, ResourceApplyAdam.
+// training_ops.cc: ResourceApplyGradientDescent, ResourceApplyMomentum, ResourceApplyAdagradV2,
+// ResourceApplyAdam.
 void RegisterTrainingKernels(KernelRegistry& registry);
+// sparse_training_ops.cc: ResourceSparseApplyGradientDescent, ResourceSparseApplyAdagradV2,
+// ResourceSparseApplyAdam (rows named by indices only).
+void RegisterSparseTrainingKernels(KernelRegistry& registry);
 
 }  // namespace weft::kernels::state

@@ -1,85 +1,19 @@
-// Optimizer update kernels: ResourceApplyGradientDescent, ResourceApplyMomentum and
-// ResourceApplyAdam, applied in place to resource variables with the reference system's
-// formulas. Each kernel locks its variables (in address order, see VarLocks), checks that they are
-// initialized and that every slot and the gradient have the variable's shape, makes each buffer
-// exclusively its own (copy-on-write, see var.h), then runs one fused pass over the elements:
-// shards of the flat arrays on the intra-op threads for large variables, inline for small ones.
+// Optimizer update kernels: ResourceApplyGradientDescent, ResourceApplyMomentum,
+// ResourceApplyAdagradV2 and ResourceApplyAdam, applied in place to resource variables with the
+// reference system's formulas. Each kernel locks its variables (in address order, see VarLocks),
+// checks that they are initialized and that every slot and the gradient have the variable's shape,
+// makes each buffer exclusively its own (copy-on-write, see var.h), then runs one fused pass over
+// the elements: shards of the flat arrays on the intra-op threads for large variables, inline for
+// small ones.
 #include <cmath>
 
 #include "weft/kernels/eigen_support.h"
 #include "weft/kernels/state/state_kernels.h"
+#include "weft/kernels/state/training_util.h"
 #include "weft/kernels/state/var.h"
 
 namespace weft::kernels::state {
 namespace {
-
-// The scalar hyperparameter at input `index`.
-template <typename T>
-StatusOr<T> ScalarInput(OpKernelContext* context, int index, const char* what) {
-  const Tensor& t = context->input(index);
-  if (t.dims() != 0) {
-    return NodeError(context->kernel(), what, " must be a scalar, but has shape ", t.shape());
-  }
-  return *t.data<T>();
-}
-
-// Runs fn(begin, end) over [0, n): sharded on the intra-op threads when n is large.
-template <typename Fn>
-void ForShards(OpKernelContext* context, int64_t n, double cost_per_element, Fn&& fn) {
-  if (n >= kMinParallelElements) {
-    ParallelFor(context, n, cost_per_element, fn);
-  } else if (n > 0) {
-    fn(int64_t{0}, n);
-  }
-}
-
-// A rank-1 Eigen view of elements [begin, end) of `t`.
-template <typename T>
-UnalignedEigenTensorMap<T> Range(Tensor* t, int64_t begin, int64_t end) {
-  return UnalignedEigenTensorMap<T>(t->data<T>() + begin, end - begin);
-}
-template <typename T>
-ConstUnalignedEigenTensorMap<T> Range(const Tensor& t, int64_t begin, int64_t end) {
-  return ConstUnalignedEigenTensorMap<T>(t.data<T>() + begin, end - begin);
-}
-
-// Looks up the Vars of resource inputs [0, roles.size()), locks them, and checks that each is
-// initialized and that the slots and `grad` have the variable's shape. On success the Vars stay
-// locked until `*locks` is destroyed and their buffers are exclusively theirs.
-template <typename T>
-Status PrepareVars(OpKernelContext* context, const std::vector<const char*>& roles,
-                   const Tensor& grad, std::vector<std::shared_ptr<Var>>* vars,
-                   std::unique_ptr<VarLocks>* locks) {
-  const OpKernel& kernel = context->kernel();
-  std::vector<Var*> raw;
-  for (size_t i = 0; i < roles.size(); ++i) {
-    std::string role = i == 0 ? "" : StrCat(roles[i], " ");
-    WEFT_ASSIGN_OR_RETURN(std::shared_ptr<Var> var,
-                          LookupVar(context, static_cast<int>(i), DataTypeToEnum<T>::value, role));
-    raw.push_back(var.get());
-    vars->push_back(std::move(var));
-  }
-  *locks = std::make_unique<VarLocks>(raw);
-  for (size_t i = 0; i < raw.size(); ++i) {
-    if (!raw[i]->is_initialized()) {
-      return NotInitialized(kernel, raw[i]->name(), i == 0 ? "" : StrCat(roles[i], " "));
-    }
-  }
-  const TensorShape& shape = raw[0]->tensor()->shape();
-  for (size_t i = 1; i < raw.size(); ++i) {
-    if (!(raw[i]->tensor()->shape() == shape)) {
-      return NodeError(kernel, roles[i], " variable '", raw[i]->name(), "' has shape ",
-                       raw[i]->tensor()->shape(), ", but variable '", raw[0]->name(),
-                       "' has shape ", shape);
-    }
-  }
-  if (!(grad.shape() == shape)) {
-    return NodeError(kernel, "gradient of shape ", grad.shape(), " does not match variable '",
-                     raw[0]->name(), "' of shape ", shape);
-  }
-  for (Var* var : raw) WEFT_RETURN_IF_ERROR(PrepareToUpdate(context, var));
-  return Status::OK();
-}
 
 // var, alpha, delta: var -= alpha * delta.
 template <typename T>
@@ -140,6 +74,39 @@ class ApplyMomentumOp final : public OpKernel {
   bool use_nesterov_ = false;
 };
 
+// var, accum, lr, epsilon, grad:
+//   accum += grad^2                                 (unless update_slots is false)
+//   var -= lr * grad / (sqrt(accum) + epsilon)
+template <typename T>
+class ApplyAdagradOp final : public OpKernel {
+ public:
+  explicit ApplyAdagradOp(OpKernelConstruction* context) : OpKernel(context) {
+    context->SetStatus(context->GetAttr("update_slots", &update_slots_));
+  }
+
+  Status Compute(OpKernelContext* context) override {
+    WEFT_ASSIGN_OR_RETURN(T lr, ScalarInput<T>(context, 2, "lr"));
+    WEFT_ASSIGN_OR_RETURN(T epsilon, ScalarInput<T>(context, 3, "epsilon"));
+    const Tensor& grad = context->input(4);
+    std::vector<std::shared_ptr<Var>> vars;
+    std::unique_ptr<VarLocks> locks;
+    WEFT_RETURN_IF_ERROR(PrepareVars<T>(context, {"var", "accum"}, grad, &vars, &locks));
+    Tensor* var = vars[0]->tensor();
+    Tensor* accum = vars[1]->tensor();
+    ForShards(context, var->NumElements(), 8, [&](int64_t begin, int64_t end) {
+      auto v = Range<T>(var, begin, end);
+      auto a = Range<T>(accum, begin, end);
+      auto g = Range<T>(grad, begin, end);
+      if (update_slots_) a += g.square();
+      v -= g * lr / (a.sqrt() + epsilon);
+    });
+    return Status::OK();
+  }
+
+ private:
+  bool update_slots_ = true;
+};
+
 // var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad:
 //   lr_t = lr * sqrt(1 - beta2_power) / (1 - beta1_power)
 //   m += (grad - m) * (1 - beta1)
@@ -194,6 +161,8 @@ void RegisterForType(KernelRegistry& registry) {
       KernelDef("ResourceApplyGradientDescent", "CPU").TypeConstraint<T>("T"));
   registry.Register<ApplyMomentumOp<T>>(
       KernelDef("ResourceApplyMomentum", "CPU").TypeConstraint<T>("T"));
+  registry.Register<ApplyAdagradOp<T>>(
+      KernelDef("ResourceApplyAdagradV2", "CPU").TypeConstraint<T>("T"));
   registry.Register<ApplyAdamOp<T>>(KernelDef("ResourceApplyAdam", "CPU").TypeConstraint<T>("T"));
 }
 

@@ -38,6 +38,15 @@ Output ResourceApplyMomentum(const Scope& scope, const Input& var, const Input& 
   return Finish(builder);
 }
 
+Output ResourceApplyAdagradV2(const Scope& scope, const Input& var, const Input& accum,
+                              const Input& lr, const Input& epsilon, const Input& grad,
+                              const ApplyAttrs& attrs) {
+  NodeBuilder builder = ApplyBuilder(scope, "ResourceApplyAdagradV2", var, attrs);
+  builder.Input(var).Input(accum).Input(lr).Input(epsilon).Input(grad);
+  builder.Attr("update_slots", attrs.update_slots);
+  return Finish(builder);
+}
+
 Output ResourceApplyAdam(const Scope& scope, const Input& var, const Input& m, const Input& v,
                          const Input& beta1_power, const Input& beta2_power, const Input& lr,
                          const Input& beta1, const Input& beta2, const Input& epsilon,
@@ -46,6 +55,33 @@ Output ResourceApplyAdam(const Scope& scope, const Input& var, const Input& m, c
   builder.Input(var).Input(m).Input(v).Input(beta1_power).Input(beta2_power).Input(lr);
   builder.Input(beta1).Input(beta2).Input(epsilon).Input(grad);
   builder.Attr("use_nesterov", attrs.use_nesterov);
+  return Finish(builder);
+}
+
+Output ResourceSparseApplyGradientDescent(const Scope& scope, const Input& var, const Input& alpha,
+                                          const Input& grad, const Input& indices,
+                                          const ApplyAttrs& attrs) {
+  NodeBuilder builder = ApplyBuilder(scope, "ResourceSparseApplyGradientDescent", var, attrs);
+  builder.Input(var).Input(alpha).Input(grad).Input(indices);
+  return Finish(builder);
+}
+
+Output ResourceSparseApplyAdagradV2(const Scope& scope, const Input& var, const Input& accum,
+                                    const Input& lr, const Input& epsilon, const Input& grad,
+                                    const Input& indices, const ApplyAttrs& attrs) {
+  NodeBuilder builder = ApplyBuilder(scope, "ResourceSparseApplyAdagradV2", var, attrs);
+  builder.Input(var).Input(accum).Input(lr).Input(epsilon).Input(grad).Input(indices);
+  builder.Attr("update_slots", attrs.update_slots);
+  return Finish(builder);
+}
+
+Output ResourceSparseApplyAdam(const Scope& scope, const Input& var, const Input& m, const Input& v,
+                               const Input& beta1_power, const Input& beta2_power, const Input& lr,
+                               const Input& beta1, const Input& beta2, const Input& epsilon,
+                               const Input& grad, const Input& indices, const ApplyAttrs& attrs) {
+  NodeBuilder builder = ApplyBuilder(scope, "ResourceSparseApplyAdam", var, attrs);
+  builder.Input(var).Input(m).Input(v).Input(beta1_power).Input(beta2_power).Input(lr);
+  builder.Input(beta1).Input(beta2).Input(epsilon).Input(grad).Input(indices);
   return Finish(builder);
 }
 
