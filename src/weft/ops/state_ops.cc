@@ -1,7 +1,8 @@
 // Resource-variable ops: VarHandleOp names a variable living in its device's ResourceMgr;
-// ReadVariableOp, AssignVariableOp, AssignAddVariableOp, AssignSubVariableOp, VarIsInitializedOp
-// and DestroyResourceOp act on it through that handle. All are stateful: two reads of one variable
-// are never merged. A read's shape is unknown here (shape functions see only the scalar handle).
+// ReadVariableOp, ResourceGather (rows of it), AssignVariableOp, AssignAddVariableOp,
+// AssignSubVariableOp, VarIsInitializedOp and DestroyResourceOp act on it through that handle. All
+// are stateful: two reads of one variable are never merged. A read's shape is unknown here (shape
+// functions see only the scalar handle).
 #include "weft/framework/shape_inference.h"
 #include "weft/ops/register_ops.h"
 
@@ -21,6 +22,24 @@ Status AssignShape(InferenceContext& context) { return HandleIsScalar(context); 
 Status ReadShape(InferenceContext& context) {
   WEFT_RETURN_IF_ERROR(HandleIsScalar(context));
   context.set_output(0, context.input_handle_shape(0));
+  return Status::OK();
+}
+
+// indices.shape + the variable's shape without its first dimension.
+Status GatherShape(InferenceContext& context) {
+  WEFT_RETURN_IF_ERROR(HandleIsScalar(context));
+  const PartialShape& indices = context.input(1);
+  const PartialShape variable = context.input_handle_shape(0);
+  if (!indices.rank_known() || !variable.rank_known()) {
+    context.set_output(0, PartialShape::UnknownRank());
+    return Status::OK();
+  }
+  if (variable.rank() < 1) {
+    return context.Error("cannot gather rows of a variable of shape ", variable.DebugString());
+  }
+  std::vector<int64_t> dims = indices.dims();
+  dims.insert(dims.end(), variable.dims().begin() + 1, variable.dims().end());
+  context.set_output(0, PartialShape(std::move(dims)));
   return Status::OK();
 }
 
@@ -51,6 +70,17 @@ void RegisterStateOps(OpRegistry& registry) {
                              .SetShapeFn(ReadShape)
                              .Doc("The current value of a variable (shares its buffer; later "
                                   "updates copy first)."));
+  registry.RegisterOrDie(OpDefBuilder("ResourceGather")
+                             .Input("resource: resource")
+                             .Input("indices: Tindices")
+                             .Output("output: dtype")
+                             .Attr("dtype: type")
+                             .Attr("Tindices: {int32, int64}")
+                             .SetIsStateful()
+                             .SetShapeFn(GatherShape)
+                             .Doc("Rows `indices` of a variable (an embedding lookup), copied out: "
+                                  "output shape indices.shape + variable.shape[1:]. An index "
+                                  "outside the variable is an error naming it."));
   registry.RegisterOrDie(OpDefBuilder("AssignVariableOp")
                              .Input("resource: resource")
                              .Input("value: dtype")

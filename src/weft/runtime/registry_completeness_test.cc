@@ -286,6 +286,7 @@ const std::vector<std::pair<std::string, BuildFn>>& BuilderTable() {
       // state_ops.h
       {"VarHandleOp", [](const Scope& s) { Handle(s); }},
       {"ReadVariableOp", [](const Scope& s) { ops::ReadVariableOp(s, Handle(s)); }},
+      {"ResourceGather", [](const Scope& s) { ops::ResourceGather(s, Handle(s), I(s)); }},
       {"AssignVariableOp", [](const Scope& s) { ops::AssignVariableOp(s, Handle(s), F(s)); }},
       {"AssignAddVariableOp",
        [](const Scope& s) { ops::AssignAddVariableOp(s, Handle(s), F(s)); }},

@@ -315,6 +315,9 @@ void RegisterArrayGradients(GradientRegistry& registry) {
         "RandomUniform", "RandomStandardNormal", "TruncatedNormal"}) {
     registry.RegisterNoGradient(op);
   }
+  // The same for the rows of a variable: their gradient is that of ResourceGather's output, which
+  // the optimizer applies sparsely (ResourceSparseApply*) with the gather's indices.
+  registry.RegisterNoGradient("ResourceGather");
   // A checkpoint's values come from a file, not from the graph.
   registry.RegisterNoGradient("RestoreV2");
 }

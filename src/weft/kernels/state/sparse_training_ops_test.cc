@@ -234,5 +234,42 @@ TEST(SparseApplyTest, AnUninitializedSlotIsNamed) {
   EXPECT_TRUE(Contains(status, "accum variable 'emb/accum' is not initialized")) << status;
 }
 
+TEST(ResourceGatherTest, CopiesTheRowsNamedInTheIndicesShape) {
+  KernelRunner runner;
+  Tensor var = MakeVariable(runner, "emb", Table(6, 2));
+  Tensor ids(DataType::kInt32, TensorShape({2, 2}));
+  const int32_t values[] = {5, 0, 5, 2};
+  std::copy(values, values + 4, ids.data<int32_t>());
+  StatusOr<Tensor> rows =
+      runner.RunOne("ResourceGather", {var, ids}, {{"dtype", MakeAttrValue(DataType::kDouble)}});
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  ASSERT_EQ(rows->shape(), TensorShape({2, 2, 2}));
+  const Tensor table = Table(6, 2);
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < 2; ++j) {
+      EXPECT_EQ(rows->data<double>()[i * 2 + j], table.data<double>()[values[i] * 2 + j]);
+    }
+  }
+  // A copy, not a view: a sparse update afterwards leaves the gathered rows as they were.
+  ASSERT_TRUE(
+      runner
+          .Run("ResourceSparseApplyGradientDescent", {var, Tensor::Scalar(1.0), Rows({{1, 1}}),
+                                                      Tensor::FromVector(std::vector<int64_t>{5})})
+          .ok());
+  EXPECT_EQ(rows->data<double>()[0], table.data<double>()[10]);
+}
+
+TEST(ResourceGatherTest, AnIdOutsideTheTableNamesTheIdAndTheVariable) {
+  KernelRunner runner;
+  Tensor var = MakeVariable(runner, "user_embedding", Table(6, 2));
+  StatusOr<Tensor> rows =
+      runner.RunOne("ResourceGather", {var, Tensor::FromVector(std::vector<int64_t>{1, 6})},
+                    {{"dtype", MakeAttrValue(DataType::kDouble)}});
+  ASSERT_FALSE(rows.ok());
+  EXPECT_TRUE(
+      Contains(rows.status(), "index 6 at position 1 is outside variable 'user_embedding' of 6"))
+      << rows.status();
+}
+
 }  // namespace
 }  // namespace weft::kernels::state

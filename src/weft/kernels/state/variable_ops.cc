@@ -1,6 +1,9 @@
 // Resource-variable kernels. VarHandleOp makes its handle once, at construction; the others find
 // the Var behind a handle in the device's ResourceMgr and work under its mutex. Reads share the
-// Var's buffer; AssignAdd/AssignSub update in place after copy-on-write (see var.h).
+// Var's buffer; ResourceGather copies the rows it is asked for; AssignAdd/AssignSub update in place
+// after copy-on-write (see var.h).
+#include <cstring>
+
 #include "weft/framework/device_base.h"
 #include "weft/kernels/eigen_support.h"
 #include "weft/kernels/state/state_kernels.h"
@@ -55,6 +58,42 @@ class ReadVariableOp final : public VarOpBase {
     return context->SetOutput(0, std::move(value));
   }
   bool IsCheap() const override { return true; }
+};
+
+// Copies rows `indices` of the variable out (not a view: the next sparse update may write them).
+class ResourceGatherOp final : public VarOpBase {
+ public:
+  using VarOpBase::VarOpBase;
+
+  Status Compute(OpKernelContext* context) override {
+    WEFT_ASSIGN_OR_RETURN(std::shared_ptr<Var> var, LookupVar(context, 0, dtype_));
+    const Tensor& indices = context->input(1);
+    MutexLock lock(*var->mu());
+    if (!var->is_initialized()) return NotInitialized(*this, var->name());
+    const Tensor& table = *var->tensor();
+    if (table.dims() < 1) {
+      return NodeError(*this, "cannot gather rows of variable '", var->name(), "' of shape ",
+                       table.shape());
+    }
+    std::vector<int64_t> dims = indices.shape().dim_sizes();
+    for (int d = 1; d < table.dims(); ++d) dims.push_back(table.dim_size(d));
+    Tensor* output = nullptr;
+    WEFT_RETURN_IF_ERROR(context->AllocateOutput(0, TensorShape(dims), &output));
+    const int64_t rows = table.dim_size(0);
+    const size_t row_bytes = rows == 0 ? 0 : table.TotalBytes() / rows;
+    const char* source = static_cast<const char*>(table.raw_data());
+    char* target = static_cast<char*>(output->raw_data());
+    for (int64_t i = 0; i < indices.NumElements(); ++i) {
+      const int64_t row = indices.dtype() == DataType::kInt32 ? indices.data<int32_t>()[i]
+                                                              : indices.data<int64_t>()[i];
+      if (row < 0 || row >= rows) {
+        return NodeError(*this, "index ", row, " at position ", i, " is outside variable '",
+                         var->name(), "' of ", rows, " rows");
+      }
+      std::memcpy(target + i * row_bytes, source + row * row_bytes, row_bytes);
+    }
+    return Status::OK();
+  }
 };
 
 class AssignVariableOp final : public VarOpBase {
@@ -179,6 +218,7 @@ void RegisterVariableKernels(KernelRegistry& registry) {
   // These move whole tensors without looking at elements: any dtype.
   registry.Register<VarHandleOp>(KernelDef("VarHandleOp", "CPU"));
   registry.Register<ReadVariableOp>(KernelDef("ReadVariableOp", "CPU"));
+  registry.Register<ResourceGatherOp>(KernelDef("ResourceGather", "CPU"));
   registry.Register<AssignVariableOp>(KernelDef("AssignVariableOp", "CPU"));
   registry.Register<VarIsInitializedOp>(KernelDef("VarIsInitializedOp", "CPU"));
   registry.Register<DestroyResourceOp>(KernelDef("DestroyResourceOp", "CPU"));

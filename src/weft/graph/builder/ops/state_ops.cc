@@ -61,6 +61,20 @@ Output ReadVariableOp(const Scope& scope, const Input& resource, DataType dtype)
                          .Attr("dtype", dtype));
 }
 
+Output ResourceGather(const Scope& scope, const Input& resource, const Input& indices,
+                      DataType dtype) {
+  if (dtype == DataType::kInvalid) dtype = internal::HandleDtype(resource);
+  if (dtype == DataType::kInvalid) {
+    scope.UpdateStatus(InvalidArgument(
+        "ResourceGather needs a dtype when its handle does not come from a VarHandleOp"));
+    return Output();
+  }
+  return FirstOutput(NodeBuilder(internal::ColocateWithHandle(scope, resource), "ResourceGather")
+                         .Input(resource)
+                         .Input(indices)
+                         .Attr("dtype", dtype));
+}
+
 Output AssignVariableOp(const Scope& scope, const Input& resource, const Input& value) {
   return UpdateOp(scope, "AssignVariableOp", resource, value);
 }

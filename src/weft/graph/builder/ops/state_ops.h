@@ -23,6 +23,10 @@ Output VarHandleOp(const Scope& scope, DataType dtype, const PartialShape& shape
 // `dtype` may be left kInvalid when `resource` comes straight from a VarHandleOp.
 Output ReadVariableOp(const Scope& scope, const Input& resource,
                       DataType dtype = DataType::kInvalid);
+// Rows `indices` (int32 or int64, any shape) of the variable: an embedding lookup. Placed with the
+// variable, so only the ids travel to it and only the rows travel back.
+Output ResourceGather(const Scope& scope, const Input& resource, const Input& indices,
+                      DataType dtype = DataType::kInvalid);
 Output AssignVariableOp(const Scope& scope, const Input& resource, const Input& value);
 Output AssignAddVariableOp(const Scope& scope, const Input& resource, const Input& value);
 Output AssignSubVariableOp(const Scope& scope, const Input& resource, const Input& value);
