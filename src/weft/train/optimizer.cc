@@ -11,82 +11,6 @@
 namespace weft::train {
 namespace {
 
-// Every ReadVariableOp of `variable` in the graph.
-std::vector<Output> ReadsOf(const Variable& variable) {
-  std::vector<Output> reads;
-  for (const Edge* edge : variable.handle().node()->out_edges()) {
-    if (!edge->IsControlEdge() && edge->dst->type_string() == "ReadVariableOp") {
-      reads.push_back(Output(edge->dst, 0));
-    }
-  }
-  return reads;
-}
-
-class GradientDescentOptimizer final : public Optimizer {
- public:
-  explicit GradientDescentOptimizer(double learning_rate) : Optimizer(learning_rate) {}
-  std::string name() const override { return "GradientDescent"; }
-
- protected:
-  Output ApplyOne(const Scope& scope, const Variable& variable, const Output& gradient,
-                  const Output& learning_rate) override {
-    return ops::ResourceApplyGradientDescent(scope, variable.handle(), learning_rate, gradient);
-  }
-};
-
-class MomentumOptimizer final : public Optimizer {
- public:
-  MomentumOptimizer(double learning_rate, double momentum, bool use_nesterov)
-      : Optimizer(learning_rate), momentum_(momentum), use_nesterov_(use_nesterov) {}
-  std::string name() const override { return "Momentum"; }
-
- protected:
-  Output ApplyOne(const Scope& scope, const Variable& variable, const Output& gradient,
-                  const Output& learning_rate) override {
-    Variable accumulator = CreateSlot(scope, variable, "Momentum");
-    return ops::ResourceApplyMomentum(scope, variable.handle(), accumulator.handle(), learning_rate,
-                                      gradient, momentum_, {.use_nesterov = use_nesterov_});
-  }
-
- private:
-  const double momentum_;
-  const bool use_nesterov_;
-};
-
-class AdamOptimizer final : public Optimizer {
- public:
-  AdamOptimizer(double learning_rate, double beta1, double beta2, double epsilon)
-      : Optimizer(learning_rate), beta1_(beta1), beta2_(beta2), epsilon_(epsilon) {}
-  std::string name() const override { return "Adam"; }
-
- protected:
-  Output ApplyOne(const Scope& scope, const Variable& variable, const Output& gradient,
-                  const Output& learning_rate) override {
-    Variable m = CreateSlot(scope, variable, "Adam_m");
-    Variable v = CreateSlot(scope, variable, "Adam_v");
-    return ops::ResourceApplyAdam(scope, variable.handle(), m.handle(), v.handle(),
-                                  beta1_power_.Read(scope), beta2_power_.Read(scope), learning_rate,
-                                  beta1_, beta2_, epsilon_, gradient);
-  }
-
-  void CreateSharedSlots(const Scope& scope, DataType dtype) override {
-    beta1_power_ = CreateScalar(scope, "beta1_power", dtype, beta1_);
-    beta2_power_ = CreateScalar(scope, "beta2_power", dtype, beta2_);
-  }
-
-  // The powers advance once every update of the step has read them.
-  std::vector<Output> Finish(const Scope& scope, const std::vector<Output>& updates) override {
-    if (!beta1_power_) return {};
-    Scope after = scope.WithControlDependencies(updates);
-    return {beta1_power_.Assign(after, ops::Mul(after, beta1_power_.Read(after), beta1_)),
-            beta2_power_.Assign(after, ops::Mul(after, beta2_power_.Read(after), beta2_))};
-  }
-
- private:
-  const double beta1_, beta2_, epsilon_;
-  Variable beta1_power_, beta2_power_;
-};
-
 // The component of `variable` on `device` (canonical), or null.
 const Variable* ComponentOn(const distribute::DistributedVariable& variable,
                             const std::string& device) {
@@ -98,52 +22,7 @@ const Variable* ComponentOn(const distribute::DistributedVariable& variable,
   return nullptr;
 }
 
-// Every node from which `loss` can be reached (its ancestors and itself).
-std::unordered_set<const Node*> AncestorsOf(const Output& loss) {
-  std::unordered_set<const Node*> seen = {loss.node()};
-  std::vector<const Node*> stack = {loss.node()};
-  while (!stack.empty()) {
-    const Node* node = stack.back();
-    stack.pop_back();
-    for (const Edge* edge : node->in_edges()) {
-      if (seen.insert(edge->src).second) stack.push_back(edge->src);
-    }
-  }
-  return seen;
-}
-
 }  // namespace
-
-StatusOr<std::vector<GradientAndVariable>> Optimizer::ComputeGradients(
-    const Scope& scope, const Output& loss, const std::vector<Variable>& variables) const {
-  // Only the reads that reach this loss: a variable shared by several replicas (one stored
-  // centrally) is read once per replica, and each replica differentiates its own loss.
-  const std::unordered_set<const Node*> ancestors = AncestorsOf(loss);
-  std::vector<Output> xs;
-  std::vector<size_t> owner;  // index of the variable each read belongs to
-  for (size_t i = 0; i < variables.size(); ++i) {
-    if (!variables[i]) return InvalidArgument("ComputeGradients: variable ", i, " is empty");
-    for (const Output& read : ReadsOf(variables[i])) {
-      if (!ancestors.contains(read.node())) continue;
-      xs.push_back(read);
-      owner.push_back(i);
-    }
-  }
-  std::vector<Output> grads;
-  if (!xs.empty()) WEFT_RETURN_IF_ERROR(AddSymbolicGradients(scope, {loss}, xs, &grads));
-  std::vector<std::vector<Output>> per_variable(variables.size());
-  for (size_t i = 0; i < xs.size(); ++i) per_variable[owner[i]].push_back(grads[i]);
-  std::vector<GradientAndVariable> result;
-  Scope sum_scope = scope.NewSubScope("gradients_sum");
-  for (size_t i = 0; i < variables.size(); ++i) {
-    Output gradient;
-    if (per_variable[i].size() == 1) gradient = per_variable[i][0];
-    if (per_variable[i].size() > 1) gradient = ops::AddN(sum_scope, per_variable[i]);
-    result.push_back({gradient, variables[i]});
-  }
-  WEFT_RETURN_IF_ERROR(scope.status());
-  return result;
-}
 
 StatusOr<Output> Optimizer::ApplyGradients(const Scope& scope,
                                            const std::vector<GradientAndVariable>& gradients,
@@ -169,7 +48,10 @@ StatusOr<Output> Optimizer::ApplyGradients(const Scope& scope,
     if (!pair.variable.handle().node()->requested_device().empty()) {
       variable_scope = variable_scope.WithDevice(pair.variable.handle().node()->requested_device());
     }
-    updates.push_back(ApplyOne(variable_scope, pair.variable, pair.gradient, learning_rate));
+    updates.push_back(pair.indices
+                          ? ApplySparseOne(variable_scope, pair.variable, pair.gradient,
+                                           pair.indices, learning_rate)
+                          : ApplyOne(variable_scope, pair.variable, pair.gradient, learning_rate));
   }
   std::vector<Output> finish = Finish(optimizer_scope, updates);
   updates.insert(updates.end(), finish.begin(), finish.end());
@@ -189,7 +71,9 @@ StatusOr<Output> Optimizer::ApplyInReplicaContext(const Scope& scope,
   std::vector<Variable> variables;
   for (const GradientAndVariable& pair : gradients) {
     if (!pair.gradient) continue;
-    values.push_back(pair.gradient);
+    // Replicas' rows are reduced as the dense gradient they stand for: each replica looks up
+    // different rows, and the all-reduce needs one shape on every replica.
+    values.push_back(pair.indices ? DensifyGradient(scope, pair) : pair.gradient);
     variables.push_back(pair.variable);
   }
   if (values.empty()) return ops::NoOp(scope.NewSubScope(name()).WithOpName("train_op"));
@@ -352,21 +236,35 @@ StatusOr<Output> Optimizer::AssignLearningRate(const Scope& scope, const Input& 
   return assigned;
 }
 
+Output Optimizer::ApplySparseOne(const Scope& scope, const Variable& variable, const Output& values,
+                                 const Output& indices, const Output& learning_rate) {
+  return ApplyOne(scope, variable, DensifyGradient(scope, {values, variable, indices}),
+                  learning_rate);
+}
+
+Output DensifyGradient(const Scope& scope, const GradientAndVariable& gradient) {
+  if (!gradient.indices) return gradient.gradient;
+  const TensorShape& shape = gradient.variable.shape();
+  const int64_t rows = shape.dims() == 0 ? 1 : shape.dim_size(0);
+  return ops::UnsortedSegmentSum(scope.NewSubScope("densify"), gradient.gradient, gradient.indices,
+                                 ops::Const(scope, rows));
+}
+
 void Optimizer::CreateSharedSlots(const Scope&, DataType) {}
 
 std::vector<Output> Optimizer::Finish(const Scope&, const std::vector<Output>&) { return {}; }
 
 Variable Optimizer::CreateSlot(const Scope& scope, const Variable& variable,
-                               const std::string& slot) {
+                               const std::string& slot, const Initializer& initializer) {
   if (placement_.has_value()) {
     return Placed(scope, StrCat(placement_->variable->name(), "/", slot), variable.shape(),
-                  variable.dtype(), Initializer::Zeros(), *placement_->variable);
+                  variable.dtype(), initializer, *placement_->variable);
   }
   // Named after the variable, from the root ("dense1/kernel/Momentum"), as in the reference: the
   // name a checkpoint stores it under, the same for every strategy and replica count.
   Variable created = Variable::Create(scope.WithRootNameScope().WithNoControlDependencies(),
                                       StrCat(variable.name(), "/", slot), variable.shape(),
-                                      variable.dtype(), Initializer::Zeros());
+                                      variable.dtype(), initializer);
   Record(created);
   return created;
 }
@@ -418,20 +316,6 @@ void Optimizer::Record(const Variable& created) {
 void Optimizer::RecordDistributed(const distribute::DistributedVariable& created) {
   initializers_.push_back(created.initializer());
   variables_.insert(variables_.end(), created.components().begin(), created.components().end());
-}
-
-std::unique_ptr<Optimizer> NewGradientDescentOptimizer(double learning_rate) {
-  return std::make_unique<GradientDescentOptimizer>(learning_rate);
-}
-
-std::unique_ptr<Optimizer> NewMomentumOptimizer(double learning_rate, double momentum,
-                                                bool use_nesterov) {
-  return std::make_unique<MomentumOptimizer>(learning_rate, momentum, use_nesterov);
-}
-
-std::unique_ptr<Optimizer> NewAdamOptimizer(double learning_rate, double beta1, double beta2,
-                                            double epsilon) {
-  return std::make_unique<AdamOptimizer>(learning_rate, beta1, beta2, epsilon);
 }
 
 }  // namespace weft::train

@@ -1,9 +1,11 @@
 // Optimizer: builds a training step. ComputeGradients differentiates a loss with respect to
-// variables (summing over every read of a variable that reaches the loss); ApplyGradients adds one
-// fused update kernel per variable (ResourceApply*), run in place on the variable's device, and
-// returns a single op to run as the step's target. Minimize does both. Slot variables (momentum
-// accumulators, Adam moments) are created on first use; run initializers() with the model's own
-// variable initializers before the first step. Not thread-safe (it builds a graph).
+// variables (summing over every read of a variable that reaches the loss; a variable read only
+// through embedding lookups gets a sparse gradient of the rows looked up); ApplyGradients adds one
+// fused update kernel per variable (ResourceApply*, ResourceSparseApply* for sparse gradients), run
+// in place on the variable's device, and returns a single op to run as the step's target. Minimize
+// does both. Slot variables (momentum accumulators, Adam moments) are created on first use; run
+// initializers() with the model's own variable initializers before the first step. Not thread-safe
+// (it builds a graph).
 //
 // Inside distribute::Strategy::Run, pass the replica's ReplicaContext and that replica's
 // variables (its components of the strategy's variables): ApplyGradients then makes one
@@ -37,10 +39,18 @@ class Strategy;
 
 namespace weft::train {
 
+// The gradient of one variable. Dense: `gradient` has the variable's shape. Sparse (`indices`
+// set, the reference's IndexedSlices): the variable was read only through ResourceGather (an
+// embedding lookup), `indices` is a vector of row numbers and row i of `gradient` is the gradient
+// of variable row indices[i] (repeats add up), so a step moves and updates the rows it touched.
 struct GradientAndVariable {
   Output gradient;  // may be empty when the variable does not reach the loss
   Variable variable;
+  Output indices;
 };
+
+// The dense gradient a sparse one stands for (UnsortedSegmentSum of its rows); a dense one as is.
+Output DensifyGradient(const Scope& scope, const GradientAndVariable& gradient);
 
 class Optimizer {
  public:
@@ -80,14 +90,21 @@ class Optimizer {
   // Adds the update of one variable; `scope` is named after the variable.
   virtual Output ApplyOne(const Scope& scope, const Variable& variable, const Output& gradient,
                           const Output& learning_rate) = 0;
+  // The same for a sparse gradient (rows `values` of the rows `indices`; see GradientAndVariable).
+  // By default the gradient is densified and applied with ApplyOne; optimizers with sparse
+  // kernels (ResourceSparseApply*) update only the rows named.
+  virtual Output ApplySparseOne(const Scope& scope, const Variable& variable, const Output& values,
+                                const Output& indices, const Output& learning_rate);
   // Creates slots shared by all variables (Adam's beta powers), or under a strategy makes the
   // ones on `scope`'s device current: called before the updates and before Finish on each device.
   virtual void CreateSharedSlots(const Scope& scope, DataType dtype);
   // Ops run after every update of a step (Adam's beta powers); none by default.
   virtual std::vector<Output> Finish(const Scope& scope, const std::vector<Output>& updates);
-  // A zero-initialised slot "<variable>/<slot>" of the variable's shape and dtype (under a
-  // strategy: the component, on the update's device, of a slot made beside the variable).
-  Variable CreateSlot(const Scope& scope, const Variable& variable, const std::string& slot);
+  // A slot "<variable>/<slot>" of the variable's shape and dtype, zeros unless `initializer` says
+  // otherwise (under a strategy: the component, on the update's device, of a slot made beside the
+  // variable).
+  Variable CreateSlot(const Scope& scope, const Variable& variable, const std::string& slot,
+                      const Initializer& initializer = Initializer::Zeros());
   // A scalar non-trainable variable (Adam's beta powers), with its initializer recorded (under a
   // strategy: made once beside the learning rate; its component on the update's device).
   Variable CreateScalar(const Scope& scope, const std::string& name, DataType dtype, double value);
@@ -147,5 +164,10 @@ std::unique_ptr<Optimizer> NewMomentumOptimizer(double learning_rate, double mom
                                                 bool use_nesterov = false);
 std::unique_ptr<Optimizer> NewAdamOptimizer(double learning_rate, double beta1 = 0.9,
                                             double beta2 = 0.999, double epsilon = 1e-7);
+// Adagrad (the reference's defaults): accum += grad^2; var -= lr * grad / (sqrt(accum) + epsilon),
+// accum starting at `initial_accumulator_value`. Sparse gradients update only their rows.
+std::unique_ptr<Optimizer> NewAdagradOptimizer(double learning_rate,
+                                               double initial_accumulator_value = 0.1,
+                                               double epsilon = 1e-7);
 
 }  // namespace weft::train

@@ -141,7 +141,9 @@ Output Embedding::Forward(const Scope& scope, const Output& input, bool /*traini
     Fail(scope, StrCat("needs int32 or int64 ids, got ", DataTypeName(input.dtype())));
     return Output();
   }
-  return ops::GatherV2(scope, weights[0].Read(scope), input, ops::Const(scope, int32_t{0}));
+  // Looked up where the table lives: only ids go to it and rows come back, and the optimizer gets
+  // a sparse gradient of the rows looked up (see GradientAndVariable).
+  return ops::ResourceGather(scope, weights[0].handle(), input);
 }
 
 }  // namespace weft::train
