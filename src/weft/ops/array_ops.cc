@@ -16,6 +16,7 @@ namespace weft::ops {
 
 void RegisterArrayTransformOps(OpRegistry& registry);  // array_transform_ops.cc
 void RegisterGatherOps(OpRegistry& registry);          // gather_ops.cc
+void RegisterPartitionOps(OpRegistry& registry);       // partition_ops.cc
 
 namespace {
 
@@ -297,6 +298,7 @@ void RegisterArrayOps(OpRegistry& registry) {
   RegisterFillOps(registry);
   RegisterArrayTransformOps(registry);
   RegisterGatherOps(registry);
+  RegisterPartitionOps(registry);
 }
 
 }  // namespace weft::ops

@@ -191,6 +191,9 @@ const std::vector<std::pair<std::string, BuildFn>>& BuilderTable() {
       {"Tile", [](const Scope& s) { ops::Tile(s, F(s), {2}); }},
       {"GatherV2", [](const Scope& s) { ops::GatherV2(s, F(s), I(s), 0); }},
       {"UnsortedSegmentSum", [](const Scope& s) { ops::UnsortedSegmentSum(s, F(s), I(s), 3); }},
+      {"DynamicPartition", [](const Scope& s) { ops::DynamicPartition(s, F(s), I(s), 2); }},
+      {"DynamicStitch", [](const Scope& s) { ops::DynamicStitch(s, {I(s), I(s)}, {F(s), F(s)}); }},
+      {"Range", [](const Scope& s) { ops::Range(s, 0, I(s), 1); }},
       // collective_ops.h
       {"CollectiveAllReduce",
        [](const Scope& s) {

@@ -293,6 +293,32 @@ Status UnsortedSegmentSumGrad(const Scope& scope, Node* op, const Grads& dz, Gra
   return scope.status();
 }
 
+// Each data input's gradient is the rows of dz its indices name (an index named twice sends its
+// gradient to both rows, as in the reference: stitch indices are meant to be distinct).
+Status DynamicStitchGrad(const Scope& scope, Node* op, const Grads& dz, Grads* dx) {
+  const int n = op->num_inputs() / 2;
+  dx->assign(op->num_inputs(), Output());
+  for (int m = 0; m < n; ++m) (*dx)[n + m] = ops::GatherV2(scope, dz[0], InputOf(op, m), 0);
+  return scope.status();
+}
+
+// The rows' gradients stitched back to where their rows came from: the positions of data's rows,
+// partitioned the same way, say where.
+Status DynamicPartitionGrad(const Scope& scope, Node* op, const Grads& dz, Grads* dx) {
+  Output data = InputOf(op, 0), partitions = InputOf(op, 1);
+  Output positions = ops::Reshape(scope, ops::Range(scope, 0, ops::Size(scope, partitions), 1),
+                                  ops::Shape(scope, partitions));
+  std::vector<Output> where =
+      ops::DynamicPartition(scope, positions, partitions, op->num_outputs());
+  std::vector<Output> grads;
+  for (int i = 0; i < op->num_outputs(); ++i) {
+    grads.push_back(dz[i] ? dz[i] : ops::ZerosLike(scope, Output(op, i)));
+  }
+  Output stitched = ops::DynamicStitch(scope, where, grads);
+  *dx = {ops::Reshape(scope, stitched, ops::Shape(scope, data)), Output()};
+  return scope.status();
+}
+
 }  // namespace
 
 void RegisterArrayGradients(GradientRegistry& registry) {
@@ -308,11 +334,13 @@ void RegisterArrayGradients(GradientRegistry& registry) {
   registry.Register("Fill", FillGrad);
   registry.Register("GatherV2", GatherV2Grad);
   registry.Register("UnsortedSegmentSum", UnsortedSegmentSumGrad);
+  registry.Register("DynamicStitch", DynamicStitchGrad);
+  registry.Register("DynamicPartition", DynamicPartitionGrad);
   // Nothing flows into a resource: a variable's gradient is that of its read's output.
   for (const char* op :
-       {"Const", "Placeholder", "StopGradient", "NoOp", "Shape", "Size", "Rank", "ZerosLike",
-        "OnesLike", "_Arg", "_Retval", "VarHandleOp", "ReadVariableOp", "VarIsInitializedOp",
-        "RandomUniform", "RandomStandardNormal", "TruncatedNormal"}) {
+       {"Const", "Placeholder", "StopGradient", "NoOp", "Shape", "Size", "Rank", "Range",
+        "ZerosLike", "OnesLike", "_Arg", "_Retval", "VarHandleOp", "ReadVariableOp",
+        "VarIsInitializedOp", "RandomUniform", "RandomStandardNormal", "TruncatedNormal"}) {
     registry.RegisterNoGradient(op);
   }
   // The same for the rows of a variable: their gradient is that of ResourceGather's output, which

@@ -18,5 +18,7 @@ void RegisterSliceKernels(KernelRegistry& registry);      // slice_op.cc
 void RegisterTileKernels(KernelRegistry& registry);       // tile_op.cc: Tile, BroadcastTo
 void RegisterGatherKernels(
     KernelRegistry& registry);  // gather_ops.cc: GatherV2, UnsortedSegmentSum
+void RegisterPartitionKernels(
+    KernelRegistry& registry);  // partition_ops.cc: DynamicPartition, DynamicStitch, Range
 
 }  // namespace weft::kernels::array

@@ -15,6 +15,7 @@ void RegisterArrayKernels(KernelRegistry& registry) {
   array::RegisterSliceKernels(registry);
   array::RegisterTileKernels(registry);
   array::RegisterGatherKernels(registry);
+  array::RegisterPartitionKernels(registry);
 }
 
 }  // namespace weft::kernels

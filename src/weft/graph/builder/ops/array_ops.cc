@@ -94,4 +94,33 @@ Output UnsortedSegmentSum(const Scope& scope, const Input& data, const Input& se
       NodeBuilder(scope, "UnsortedSegmentSum").Input(data).Input(segment_ids).Input(num_segments));
 }
 
+std::vector<Output> DynamicPartition(const Scope& scope, const Input& data, const Input& partitions,
+                                     int64_t num_partitions) {
+  Node* node = NodeBuilder(scope, "DynamicPartition")
+                   .Input(data)
+                   .Input(partitions)
+                   .Attr("num_partitions", num_partitions)
+                   .Finalize();
+  std::vector<Output> outputs;
+  if (node == nullptr) return outputs;
+  for (int i = 0; i < node->num_outputs(); ++i) outputs.emplace_back(node, i);
+  return outputs;
+}
+
+Output DynamicStitch(const Scope& scope, const std::vector<Output>& indices,
+                     const std::vector<Output>& data) {
+  if (indices.size() != data.size()) {
+    scope.UpdateStatus(
+        InvalidArgument("DynamicStitch needs one data tensor per indices tensor, "
+                        "got ",
+                        indices.size(), " and ", data.size()));
+    return Output();
+  }
+  return FirstOutput(NodeBuilder(scope, "DynamicStitch").InputList(indices).InputList(data));
+}
+
+Output Range(const Scope& scope, const Input& start, const Input& limit, const Input& delta) {
+  return FirstOutput(NodeBuilder(scope, "Range").Input(start).Input(limit).Input(delta));
+}
+
 }  // namespace weft::ops

@@ -40,5 +40,14 @@ Output GatherV2(const Scope& scope, const Input& params, const Input& indices, c
 // are dropped).
 Output UnsortedSegmentSum(const Scope& scope, const Input& data, const Input& segment_ids,
                           const Input& num_segments);
+// The rows of `data` split by `partitions` (int32, a prefix of data's shape, values in
+// [0, num_partitions)): output i holds the rows of partition i, in order. Empty after an error.
+std::vector<Output> DynamicPartition(const Scope& scope, const Input& data, const Input& partitions,
+                                     int64_t num_partitions);
+// merged[indices[m][...]] = data[m][...]: rows put back at the positions their indices name.
+Output DynamicStitch(const Scope& scope, const std::vector<Output>& indices,
+                     const std::vector<Output>& data);
+// start, start + delta, ... below `limit` (int32 or int64 scalars).
+Output Range(const Scope& scope, const Input& start, const Input& limit, const Input& delta);
 
 }  // namespace weft::ops
