@@ -1,0 +1,56 @@
+// ShardedVariable: one logical variable cut along its first dimension into shards, each a
+// Variable on its own device ("emb/part_0", "emb/part_1", ..., as the reference names them), so a
+// table larger than one task's memory lives across parameter servers. Lookup runs each shard's
+// share of the ids where the shard lives (only ids travel there and only rows come back), and the
+// optimizer sees each shard's lookups as a sparse gradient of that shard (ResourceSparseApply*
+// where it lives). A value, like Variable; not thread-safe (it builds a graph).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "weft/distribute/sharding/partitioners.h"
+#include "weft/graph/builder/ops.h"
+#include "weft/graph/builder/variable.h"
+
+namespace weft::distribute {
+
+class ShardedVariable {
+ public:
+  ShardedVariable() = default;
+
+  // Cuts a variable of `shape` into partitioner.NumShards(shape, dtype) shards of ShardRows rows,
+  // shard i on devices[i % devices.size()] (round-robin; no device given: unplaced), each
+  // initialized by `initializer` for its own shape. Errors go to `scope`; the result is then
+  // empty.
+  static ShardedVariable Create(const Scope& scope, std::string_view name, const TensorShape& shape,
+                                DataType dtype, const Initializer& initializer,
+                                const Partitioner& partitioner,
+                                const std::vector<std::string>& devices);
+
+  explicit operator bool() const { return !shards_.empty(); }
+  const std::string& name() const { return name_; }
+  const TensorShape& shape() const { return shape_; }
+  DataType dtype() const { return dtype_; }
+  const std::vector<Variable>& shards() const { return shards_; }
+  // The first row of each shard in the whole variable (offsets()[0] == 0).
+  const std::vector<int64_t>& offsets() const { return offsets_; }
+  // Every shard's initializer.
+  std::vector<Output> initializers() const;
+
+  // Rows `ids` (int32 or int64, any shape) of the whole variable: ids.shape + shape[1:]. Each
+  // shard gathers its own ids on its device; an id outside the variable fails the step naming it
+  // (as the shard's local row) and the shard.
+  Output Lookup(const Scope& scope, const Input& ids) const;
+  // The whole value, the shards concatenated (a dense read: for saving or evaluation, not steps).
+  Output Read(const Scope& scope) const;
+
+ private:
+  std::string name_;
+  TensorShape shape_;
+  DataType dtype_ = DataType::kInvalid;
+  std::vector<Variable> shards_;
+  std::vector<int64_t> offsets_;
+};
+
+}  // namespace weft::distribute
