@@ -1,0 +1,206 @@
+#include "weft/distribute/coordinator/cluster_coordinator.h"
+
+#include <algorithm>
+
+#include "weft/core/str_util.h"
+
+namespace weft::distribute {
+
+struct RemoteValue::State {
+  mutable Mutex mu;
+  mutable CondVar ready_cv;
+  bool ready WEFT_GUARDED_BY(mu) = false;
+  FunctionResult result WEFT_GUARDED_BY(mu) = std::vector<Tensor>{};
+  int worker WEFT_GUARDED_BY(mu) = -1;
+  int attempts WEFT_GUARDED_BY(mu) = 0;
+
+  void Set(FunctionResult value) {
+    MutexLock lock(mu);
+    if (ready) return;
+    result = std::move(value);
+    ready = true;
+    ready_cv.NotifyAll();
+  }
+};
+
+FunctionResult RemoteValue::Fetch() const {
+  MutexLock lock(state_->mu);
+  while (!state_->ready) state_->ready_cv.Wait(lock);
+  return state_->result;
+}
+
+bool RemoteValue::IsReady() const {
+  MutexLock lock(state_->mu);
+  return state_->ready;
+}
+
+int RemoteValue::worker() const {
+  MutexLock lock(state_->mu);
+  return state_->worker;
+}
+
+int RemoteValue::attempts() const {
+  MutexLock lock(state_->mu);
+  return state_->attempts;
+}
+
+struct ClusterCoordinator::Closure {
+  int64_t id;
+  ScheduledFunction fn;
+  std::shared_ptr<RemoteValue::State> state;
+};
+
+namespace {
+
+// The worker, not the function, is at fault: run the function elsewhere.
+bool IsWorkerLost(const Status& status) { return IsUnavailable(status) || IsAborted(status); }
+
+}  // namespace
+
+ClusterCoordinator::ClusterCoordinator(int num_workers, ClusterCoordinatorOptions options)
+    : num_workers_(num_workers), options_(std::move(options)) {
+  {
+    MutexLock lock(mu_);
+    retired_.assign(static_cast<size_t>(std::max(num_workers, 0)), false);
+  }
+  for (int w = 0; w < num_workers_; ++w) threads_.emplace_back([this, w] { WorkerLoop(w); });
+}
+
+ClusterCoordinator::~ClusterCoordinator() {
+  {
+    MutexLock lock(mu_);
+    stopping_ = true;
+    CancelQueued(Cancelled("the cluster coordinator is shutting down"));
+    work_available_.NotifyAll();
+  }
+  for (std::thread& thread : threads_) thread.join();
+}
+
+std::string ClusterCoordinator::WorkerName(int worker) const {
+  if (worker >= 0 && worker < static_cast<int>(options_.worker_names.size())) {
+    return options_.worker_names[worker];
+  }
+  return StrCat("worker ", worker);
+}
+
+RemoteValue ClusterCoordinator::Schedule(ScheduledFunction fn) {
+  auto state = std::make_shared<RemoteValue::State>();
+  MutexLock lock(mu_);
+  const int64_t id = next_id_++;
+  if (!first_error_.ok()) {
+    state->Set(Cancelled("function ", id, " was not scheduled: an earlier function failed (",
+                         first_error_.message(), "); Join() reports it and clears it"));
+    return RemoteValue(state);
+  }
+  if (std::find(retired_.begin(), retired_.end(), false) == retired_.end()) {
+    state->Set(Unavailable("function ", id, " cannot run: the coordinator has no worker left"));
+    return RemoteValue(state);
+  }
+  queue_.push_back(std::make_shared<Closure>(Closure{id, std::move(fn), state}));
+  work_available_.NotifyOne();
+  return RemoteValue(state);
+}
+
+std::shared_ptr<ClusterCoordinator::Closure> ClusterCoordinator::Take() {
+  MutexLock lock(mu_);
+  while (queue_.empty() && !stopping_) work_available_.Wait(lock);
+  if (stopping_) return nullptr;
+  std::shared_ptr<Closure> closure = queue_.front();
+  queue_.pop_front();
+  ++in_flight_;
+  return closure;
+}
+
+void ClusterCoordinator::WorkerLoop(int worker) {
+  while (true) {
+    std::shared_ptr<Closure> closure = Take();
+    if (closure == nullptr) return;
+    {
+      MutexLock lock(closure->state->mu);
+      closure->state->worker = worker;
+      ++closure->state->attempts;
+    }
+    FunctionResult result = closure->fn(worker);
+    if (result.ok() || !IsWorkerLost(result.status())) {
+      Finish(closure, std::move(result));
+      continue;
+    }
+    PutBack(worker, closure, result.status());
+    Status recovered = options_.recover_worker
+                           ? options_.recover_worker(worker)
+                           : Unavailable(WorkerName(worker), " was lost and no recovery is set up");
+    if (recovered.ok()) continue;
+    MutexLock lock(mu_);
+    retired_[worker] = true;
+    if (std::find(retired_.begin(), retired_.end(), false) == retired_.end()) {
+      std::string names;
+      for (int w = 0; w < num_workers_; ++w) names += (w ? ", " : "") + WorkerName(w);
+      Status lost = Unavailable("every worker is lost (", names, "); the last, ",
+                                WorkerName(worker), ", could not recover: ", recovered.message());
+      if (first_error_.ok()) first_error_ = lost;
+      CancelQueued(lost);
+      all_done_.NotifyAll();
+    }
+    return;
+  }
+}
+
+void ClusterCoordinator::PutBack(int worker, const std::shared_ptr<Closure>& closure,
+                                 const Status& why) {
+  {
+    MutexLock lock(mu_);
+    --in_flight_;
+    ++rescheduled_;
+    queue_.push_front(closure);
+    work_available_.NotifyOne();
+  }
+  if (options_.on_rescheduled) options_.on_rescheduled(worker, closure->id, why);
+}
+
+void ClusterCoordinator::Finish(const std::shared_ptr<Closure>& closure, FunctionResult result) {
+  const Status status = result.status();
+  closure->state->Set(std::move(result));
+  MutexLock lock(mu_);
+  --in_flight_;
+  if (!status.ok() && first_error_.ok()) {
+    first_error_ = status;
+    CancelQueued(status);
+  }
+  if (queue_.empty() && in_flight_ == 0) all_done_.NotifyAll();
+}
+
+void ClusterCoordinator::CancelQueued(const Status& why) {
+  for (const std::shared_ptr<Closure>& closure : queue_) {
+    closure->state->Set(Cancelled("function ", closure->id, " was not run: ", why.message()));
+  }
+  queue_.clear();
+}
+
+Status ClusterCoordinator::Join() {
+  MutexLock lock(mu_);
+  while (!queue_.empty() || in_flight_ > 0) all_done_.Wait(lock);
+  Status error = first_error_;
+  first_error_ = Status::OK();
+  return error;
+}
+
+bool ClusterCoordinator::Done() const {
+  MutexLock lock(mu_);
+  return queue_.empty() && in_flight_ == 0;
+}
+
+int64_t ClusterCoordinator::rescheduled() const {
+  MutexLock lock(mu_);
+  return rescheduled_;
+}
+
+std::vector<int> ClusterCoordinator::retired_workers() const {
+  MutexLock lock(mu_);
+  std::vector<int> retired;
+  for (int w = 0; w < num_workers_; ++w) {
+    if (retired_[w]) retired.push_back(w);
+  }
+  return retired;
+}
+
+}  // namespace weft::distribute

@@ -1,0 +1,116 @@
+// ClusterCoordinator: the reference's tf.distribute.experimental.coordinator.ClusterCoordinator,
+// the chief's scheduler of parameter-server training. Schedule(fn) queues a function and returns at
+// once with a RemoteValue; one thread per worker takes functions from the queue and runs each on
+// its worker. Semantics, as the reference states them:
+//   - A scheduled function runs at least once. When its worker is lost (the function fails with
+//     Unavailable or Aborted: the worker, not the function, is at fault) it is put back at the head
+//     of the queue and runs on another worker; that worker waits for recovery (WorkerRecovery: the
+//     server back, its per-worker resources rebuilt) before it takes functions again.
+//   - Any other error is the function's: its RemoteValue holds the error, the functions not yet
+//     started are cancelled (their RemoteValues hold Cancelled), and the next Join() returns it.
+//   - Join() waits until every scheduled function has finished; Done() says whether they have.
+// Thread-safe; the destructor cancels what has not started and waits for what is running.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "weft/core/mutex.h"
+#include "weft/core/statusor.h"
+#include "weft/core/tensor.h"
+
+namespace weft::distribute {
+
+// What a scheduled function returns.
+using FunctionResult = StatusOr<std::vector<Tensor>>;
+// A function to run on one worker, given its index.
+using ScheduledFunction = std::function<FunctionResult(int worker)>;
+
+// The result of a scheduled function, filled in when it has run. Thread-safe.
+class RemoteValue {
+ public:
+  // Blocks until the function has run (or was cancelled); its outputs or its error.
+  FunctionResult Fetch() const;
+  bool IsReady() const;
+  // The worker the function last ran on (-1 before it ran), and how many times it was started.
+  int worker() const;
+  int attempts() const;
+
+ private:
+  friend class ClusterCoordinator;
+  struct State;
+  explicit RemoteValue(std::shared_ptr<State> state) : state_(std::move(state)) {}
+  std::shared_ptr<State> state_;
+};
+
+struct ClusterCoordinatorOptions {
+  // Called on a worker's thread after that worker was lost, before it takes another function:
+  // returns OK once the worker is usable again (its server answers, its per-worker datasets are
+  // rebuilt); an error retires the worker for good (its functions go to the others). The default
+  // retires it at once.
+  std::function<Status(int worker)> recover_worker;
+  // Names of the workers for logs and errors ("/job:worker/task:1"); default "worker <i>".
+  std::vector<std::string> worker_names;
+  // Called (from a worker thread) each time a function is put back because its worker was lost.
+  std::function<void(int worker, int64_t function_id, const Status& why)> on_rescheduled;
+};
+
+class ClusterCoordinator {
+ public:
+  ClusterCoordinator(int num_workers, ClusterCoordinatorOptions options = {});
+  ~ClusterCoordinator();
+  ClusterCoordinator(const ClusterCoordinator&) = delete;
+  ClusterCoordinator& operator=(const ClusterCoordinator&) = delete;
+
+  int num_workers() const { return num_workers_; }
+
+  // Queues `fn`; never blocks. After a function failed (until the next Join), returns a
+  // RemoteValue holding Cancelled.
+  RemoteValue Schedule(ScheduledFunction fn) WEFT_EXCLUDES(mu_);
+  // Waits for every function scheduled so far; the first function error since the last Join (the
+  // error is then cleared), or Unavailable naming the workers when every worker is retired.
+  Status Join() WEFT_EXCLUDES(mu_);
+  // Whether every function scheduled so far has finished.
+  bool Done() const WEFT_EXCLUDES(mu_);
+
+  // Functions put back because their worker was lost, so far.
+  int64_t rescheduled() const WEFT_EXCLUDES(mu_);
+  // Workers currently retired (recovery failed).
+  std::vector<int> retired_workers() const WEFT_EXCLUDES(mu_);
+
+ private:
+  struct Closure;
+
+  void WorkerLoop(int worker) WEFT_EXCLUDES(mu_);
+  // Takes the next closure for `worker`; null when the coordinator is shutting down.
+  std::shared_ptr<Closure> Take() WEFT_EXCLUDES(mu_);
+  void Finish(const std::shared_ptr<Closure>& closure, FunctionResult result) WEFT_EXCLUDES(mu_);
+  // Puts `closure` back at the head of the queue after its worker was lost.
+  void PutBack(int worker, const std::shared_ptr<Closure>& closure, const Status& why)
+      WEFT_EXCLUDES(mu_);
+  // Cancels every queued closure after a function error.
+  void CancelQueued(const Status& why) WEFT_REQUIRES(mu_);
+  std::string WorkerName(int worker) const;
+
+  const int num_workers_;
+  const ClusterCoordinatorOptions options_;
+  mutable Mutex mu_;
+  CondVar work_available_;
+  CondVar all_done_;
+  std::deque<std::shared_ptr<Closure>> queue_ WEFT_GUARDED_BY(mu_);
+  int64_t in_flight_ WEFT_GUARDED_BY(mu_) = 0;
+  int64_t next_id_ WEFT_GUARDED_BY(mu_) = 0;
+  int64_t rescheduled_ WEFT_GUARDED_BY(mu_) = 0;
+  Status first_error_ WEFT_GUARDED_BY(mu_);
+  std::vector<bool> retired_ WEFT_GUARDED_BY(mu_);
+  bool stopping_ WEFT_GUARDED_BY(mu_) = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace weft::distribute
