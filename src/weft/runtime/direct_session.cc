@@ -93,62 +93,42 @@ class DirectSession final : public Session {
     signature.fetches = output_names;
     signature.targets = target_names;
     WEFT_ASSIGN_OR_RETURN(const PreparedStep* step, GetOrPrepare(signature));
-
     std::vector<Tensor> args;
     args.reserve(inputs.size());
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      const Tensor& value = inputs[i].second;
-      if (value.dtype() != step->feed_types[i]) {
-        return InvalidArgument("feed '", inputs[i].first, "' is ", DataTypeName(value.dtype()),
-                               ", but the graph expects ", DataTypeName(step->feed_types[i]));
-      }
-      if (!step->feed_shapes[i].IsCompatibleWith(value.shape())) {
-        return InvalidArgument("feed '", inputs[i].first, "' has shape ", value.shape(),
-                               ", which is not compatible with the graph's ",
-                               step->feed_shapes[i].DebugString());
-      }
-      args.push_back(value);
-    }
+    for (const auto& [name, value] : inputs) args.push_back(value);
+    return RunPrepared(*step, run_options, signature.feeds, std::move(args),
+                       static_cast<int>(output_names.size()), outputs, run_metadata);
+  }
 
-    CallFrame call_frame(std::move(args), static_cast<int>(output_names.size()));
-    CancellationManager cancellation;
-    StepStatsCollector stats;
-    StepExecutors::RunArgs run_args;
-    run_args.step_id = next_step_id_.fetch_add(1);
-    bool tracing = run_options.trace_level() != proto::RunOptions::NO_TRACE;
-    std::unique_ptr<CollectiveExecutor> collectives =
-        options_.collective_executor_mgr != nullptr
-            ? options_.collective_executor_mgr->NewStepExecutor(run_args.step_id,
-                                                                tracing ? &stats : nullptr)
-            : std::make_unique<LocalCollectiveExecutor>();
-    run_args.call_frame = &call_frame;
-    run_args.cancellation_manager = &cancellation;
-    run_args.collective_executor = collectives.get();
-    run_args.runner = [pool = inter_op_pool_.get()](std::function<void()> fn) {
-      pool->Schedule(std::move(fn));
-    };
-    if (tracing) run_args.stats = &stats;
+  StatusOr<CallableHandle> MakeCallable(const CallableOptions& options) override {
+    StepSignature signature{options.feeds, options.fetches, options.targets};
+    WEFT_ASSIGN_OR_RETURN(const PreparedStep* step, GetOrPrepare(signature));
+    WEFT_ASSIGN_OR_RETURN(CallableHandle handle, Session::MakeCallable(options));
+    MutexLock lock(mu_);
+    callable_steps_[handle] = step;
+    return handle;
+  }
 
-    Notification finished;
-    Status status;
-    step->executors->RunAsync(run_args, [&](const Status& step_status) {
-      status = step_status;
-      finished.Notify();
-    });
-    int64_t timeout_ms = run_options.timeout_in_ms() > 0
-                             ? run_options.timeout_in_ms()
-                             : options_.config.operation_timeout_in_ms();
-    if (timeout_ms > 0 &&
-        !finished.WaitForNotificationWithTimeout(std::chrono::milliseconds(timeout_ms))) {
-      cancellation.StartCancel();
-      finished.WaitForNotification();
-      return DeadlineExceeded("step ", run_args.step_id, " did not finish within ", timeout_ms,
-                              " ms");
+  Status RunCallable(CallableHandle handle, const std::vector<Tensor>& feeds,
+                     std::vector<Tensor>* fetches, proto::RunMetadata* run_metadata) override {
+    const PreparedStep* step = nullptr;
+    {
+      MutexLock lock(mu_);
+      WEFT_RETURN_IF_ERROR(CheckOpen());
+      auto it = callable_steps_.find(handle);
+      if (it != callable_steps_.end()) step = it->second;
     }
-    finished.WaitForNotification();
-    WEFT_RETURN_IF_ERROR(status);
-    if (tracing && run_metadata != nullptr) stats.Finalize(run_metadata->mutable_step_stats());
-    WEFT_ASSIGN_OR_RETURN(*outputs, call_frame.ConsumeRetvals());
+    WEFT_ASSIGN_OR_RETURN(CallableOptions options, FindCallable(handle));
+    if (step == nullptr) return Internal("callable ", handle, " has no prepared step");
+    WEFT_RETURN_IF_ERROR(CheckCallableFeeds(handle, options, feeds));
+    return RunPrepared(*step, options.run_options, options.feeds, feeds,
+                       static_cast<int>(options.fetches.size()), fetches, run_metadata);
+  }
+
+  Status ReleaseCallable(CallableHandle handle) override {
+    WEFT_RETURN_IF_ERROR(Session::ReleaseCallable(handle));
+    MutexLock lock(mu_);
+    callable_steps_.erase(handle);
     return Status::OK();
   }
 
@@ -171,6 +151,86 @@ class DirectSession final : public Session {
   }
 
  private:
+  // One step in flight: its arguments and results, cancellation, collectives and stats.
+  struct StepCall {
+    StepCall(std::vector<Tensor> args, int num_fetches)
+        : call_frame(std::move(args), num_fetches) {}
+    CallFrame call_frame;
+    CancellationManager cancellation;
+    StepStatsCollector stats;
+    std::unique_ptr<CollectiveExecutor> collectives;
+    int64_t step_id = 0;
+    bool tracing = false;
+  };
+
+  // Checks each fed tensor against the graph's feed: dtype and shape, naming the feed.
+  static Status CheckFeeds(const PreparedStep& step, const std::vector<std::string>& names,
+                           const std::vector<Tensor>& args) {
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (args[i].dtype() != step.feed_types[i]) {
+        return InvalidArgument("feed '", names[i], "' is ", DataTypeName(args[i].dtype()),
+                               ", but the graph expects ", DataTypeName(step.feed_types[i]));
+      }
+      if (!step.feed_shapes[i].IsCompatibleWith(args[i].shape())) {
+        return InvalidArgument("feed '", names[i], "' has shape ", args[i].shape(),
+                               ", which is not compatible with the graph's ",
+                               step.feed_shapes[i].DebugString());
+      }
+    }
+    return Status::OK();
+  }
+
+  // The asynchronous core of every run: starts `call` on the step's executors and calls `done`
+  // (on an executor thread) when the step ends.
+  void RunStepAsync(const PreparedStep& step, StepCall& call, StatusCallback done) {
+    StepExecutors::RunArgs run_args;
+    run_args.step_id = call.step_id = next_step_id_.fetch_add(1);
+    call.collectives = options_.collective_executor_mgr != nullptr
+                           ? options_.collective_executor_mgr->NewStepExecutor(
+                                 run_args.step_id, call.tracing ? &call.stats : nullptr)
+                           : std::make_unique<LocalCollectiveExecutor>();
+    run_args.call_frame = &call.call_frame;
+    run_args.cancellation_manager = &call.cancellation;
+    run_args.collective_executor = call.collectives.get();
+    run_args.runner = [pool = inter_op_pool_.get()](std::function<void()> fn) {
+      pool->Schedule(std::move(fn));
+    };
+    if (call.tracing) run_args.stats = &call.stats;
+    step.executors->RunAsync(run_args, std::move(done));
+  }
+
+  // Runs a prepared step to its end (the blocking form of RunStepAsync), with the call's deadline.
+  Status RunPrepared(const PreparedStep& step, const proto::RunOptions& run_options,
+                     const std::vector<std::string>& feed_names, std::vector<Tensor> args,
+                     int num_fetches, std::vector<Tensor>* outputs,
+                     proto::RunMetadata* run_metadata) {
+    WEFT_RETURN_IF_ERROR(CheckFeeds(step, feed_names, args));
+    StepCall call(std::move(args), num_fetches);
+    call.tracing = run_options.trace_level() != proto::RunOptions::NO_TRACE;
+    Notification finished;
+    Status status;
+    RunStepAsync(step, call, [&](const Status& step_status) {
+      status = step_status;
+      finished.Notify();
+    });
+    int64_t timeout_ms = run_options.timeout_in_ms() > 0
+                             ? run_options.timeout_in_ms()
+                             : options_.config.operation_timeout_in_ms();
+    if (timeout_ms > 0 &&
+        !finished.WaitForNotificationWithTimeout(std::chrono::milliseconds(timeout_ms))) {
+      call.cancellation.StartCancel();
+      finished.WaitForNotification();
+      return DeadlineExceeded("step ", call.step_id, " did not finish within ", timeout_ms, " ms");
+    }
+    finished.WaitForNotification();
+    WEFT_RETURN_IF_ERROR(status);
+    if (call.tracing && run_metadata != nullptr) {
+      call.stats.Finalize(run_metadata->mutable_step_stats());
+    }
+    WEFT_ASSIGN_OR_RETURN(*outputs, call.call_frame.ConsumeRetvals());
+    return Status::OK();
+  }
+
   Status CheckOpen() const WEFT_REQUIRES(mu_) {
     if (closed_) return FailedPrecondition("the session has been closed");
     return Status::OK();
@@ -223,6 +283,7 @@ class DirectSession final : public Session {
   Mutex mu_;
   std::unique_ptr<Graph> graph_ WEFT_GUARDED_BY(mu_);
   std::map<std::string, std::unique_ptr<PreparedStep>> prepared_ WEFT_GUARDED_BY(mu_);
+  std::map<CallableHandle, const PreparedStep*> callable_steps_ WEFT_GUARDED_BY(mu_);
   bool closed_ WEFT_GUARDED_BY(mu_) = false;
 };
 

@@ -2,7 +2,9 @@
 // asks for (device_count; one CPU by default). Each distinct (feeds, fetches, targets) signature is
 // pruned, placed, partitioned per device and turned into executors once and cached (see
 // step_executors.h); Run then only checks the fed tensors and runs the cached executors with a
-// fresh step id, so concurrent Runs share executors. Thread-safe.
+// fresh step id, so concurrent Runs share executors. A callable (MakeCallable) holds its prepared
+// step, so RunCallable skips even the signature lookup. Every run goes through one asynchronous
+// core that the blocking calls wait on. Thread-safe.
 #pragma once
 
 #include <memory>

@@ -164,6 +164,40 @@ TEST(DirectSessionTest, TraceFillsStepStats) {
   EXPECT_FALSE(ops.contains("Relu"));
 }
 
+TEST(DirectSessionTest, ACallableRunsLikeRunAndIsRefusedOnceReleased) {
+  auto session = MakeSession(DenseGraph());
+  std::vector<Tensor> expected;
+  ASSERT_TRUE(session->Run({{"x", Input2x2()}}, {"y"}, {"noop"}, &expected).ok());
+  StatusOr<CallableHandle> handle =
+      session->MakeCallable({.feeds = {"x"}, .fetches = {"y"}, .targets = {"noop"}});
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  for (int i = 0; i < 3; ++i) {
+    std::vector<Tensor> outputs;
+    Status status = session->RunCallable(*handle, {Input2x2()}, &outputs, nullptr);
+    ASSERT_TRUE(status.ok()) << status;
+    ASSERT_EQ(outputs.size(), 1u);
+    EXPECT_TENSOR_NEAR(outputs[0], expected[0]);
+  }
+  std::vector<Tensor> outputs;
+  Status status = session->RunCallable(*handle, {}, &outputs, nullptr);
+  EXPECT_TRUE(IsInvalidArgument(status));
+  EXPECT_NE(status.message().find("takes 1 feeds (x), but was given 0"), std::string::npos)
+      << status;
+  status = session->RunCallable(*handle, {Tensor::FromVector<int32_t>({1, 2})}, &outputs, nullptr);
+  EXPECT_NE(status.message().find("feed 'x' is int32"), std::string::npos) << status;
+  ASSERT_TRUE(session->ReleaseCallable(*handle).ok());
+  status = session->RunCallable(*handle, {Input2x2()}, &outputs, nullptr);
+  EXPECT_NE(status.message().find("does not exist"), std::string::npos) << status;
+  EXPECT_FALSE(session->ReleaseCallable(*handle).ok());
+}
+
+TEST(DirectSessionTest, ACallableOfAnUnknownFetchIsRefusedWhenMade) {
+  auto session = MakeSession(DenseGraph());
+  StatusOr<CallableHandle> handle = session->MakeCallable({.fetches = {"nowhere"}});
+  ASSERT_FALSE(handle.ok());
+  EXPECT_NE(handle.status().message().find("nowhere"), std::string::npos) << handle.status();
+}
+
 TEST(DirectSessionTest, UnknownTargetSchemeIsRefused) {
   SessionOptions options;
   options.target = "carrier-pigeon://loft";

@@ -2,16 +2,20 @@
 // feeds tensors by name, computes the fetched tensors and runs the target nodes for their effects.
 // NewSession picks the implementation from SessionOptions::target: "" runs in this process
 // (DirectSession); other schemes ("grpc://...") come from factories registered at start-up.
+// A callable (the reference's MakeCallable) names the feeds, fetches and targets once, so that a
+// step run many times (a coordinator's scheduled functions) skips the per-call signature lookup.
 // Every Session is safe to Run from many threads at once.
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "weft/config.pb.h"
+#include "weft/core/mutex.h"
 #include "weft/core/tensor.h"
 #include "weft/device_attributes.pb.h"
 #include "weft/framework/kernel_registry.h"
@@ -24,6 +28,15 @@ class CollectiveExecutorMgrInterface;
 class DeviceFactoryRegistry;
 
 using NamedTensorList = std::vector<std::pair<std::string, Tensor>>;
+
+// What a callable runs: feed these tensors (in this order), fetch these, run these targets.
+struct CallableOptions {
+  std::vector<std::string> feeds{};
+  std::vector<std::string> fetches{};
+  std::vector<std::string> targets{};
+  proto::RunOptions run_options{};  // for every call (deadline, tracing)
+};
+using CallableHandle = int64_t;
 
 struct SessionOptions {
   // "" for an in-process session; "grpc://host:port" for a cluster (when its factory is linked).
@@ -59,11 +72,34 @@ class Session {
                      const std::vector<std::string>& target_names, std::vector<Tensor>* outputs,
                      proto::RunMetadata* run_metadata) = 0;
 
+  // Prepares `options` once; the handle serves RunCallable until ReleaseCallable. The default
+  // implementation remembers the names and calls Run; DirectSession prepares the step itself.
+  virtual StatusOr<CallableHandle> MakeCallable(const CallableOptions& options)
+      WEFT_EXCLUDES(callables_mu_);
+  // Runs the callable with `feeds` in the order of its options' feeds; InvalidArgument for an
+  // unknown handle or the wrong number of feeds (naming what was expected).
+  virtual Status RunCallable(CallableHandle handle, const std::vector<Tensor>& feeds,
+                             std::vector<Tensor>* fetches, proto::RunMetadata* run_metadata)
+      WEFT_EXCLUDES(callables_mu_);
+  virtual Status ReleaseCallable(CallableHandle handle) WEFT_EXCLUDES(callables_mu_);
+
   // The devices the session can place nodes on: this process's, or every task's of a cluster.
   virtual Status ListDevices(std::vector<proto::DeviceAttributes>* devices) = 0;
 
   // Releases the session's resources; later calls fail with FailedPrecondition.
   virtual Status Close() = 0;
+
+ protected:
+  // The options of a live handle, or InvalidArgument naming it.
+  StatusOr<CallableOptions> FindCallable(CallableHandle handle) const WEFT_EXCLUDES(callables_mu_);
+  // Checks that `feeds` fits `options` (one tensor per feed).
+  static Status CheckCallableFeeds(CallableHandle handle, const CallableOptions& options,
+                                   const std::vector<Tensor>& feeds);
+
+ private:
+  mutable Mutex callables_mu_;
+  std::map<CallableHandle, CallableOptions> callables_ WEFT_GUARDED_BY(callables_mu_);
+  CallableHandle next_callable_ WEFT_GUARDED_BY(callables_mu_) = 1;
 };
 
 using SessionFactory =
