@@ -110,15 +110,19 @@ void AddDistributionFlags(CLI::App* command, TrainFlags& flags) {
           CLI::IsMember({"one_device", "mirrored", "central_storage", "multi_worker_mirrored"}));
   command
       ->add_option("--devices", flags.devices,
-                   "CPU devices, one replica each; the global batch is split between them")
+                   "Devices, one replica each; the global batch is split between them")
       ->check(CLI::PositiveNumber)
       ->capture_default_str()
       ->each([&flags](const std::string&) { flags.devices_given = true; })
       // The README's command passes --devices 2 before the user's flags: the last one wins.
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  command
+      ->add_option("--device-type", flags.device_type,
+                   "Type of the replicas' devices (with --target: of the cluster's devices)")
+      ->capture_default_str();
   command->add_option("--target", flags.target,
                       "Train on a cluster through this master (grpc://HOST:PORT), one replica on "
-                      "every CPU device of every task");
+                      "every device of --device-type of every task");
   command->add_option("--cluster", flags.cluster,
                       "With --target: the cluster's tasks (\"worker=h:p,h:p\"), for servers that "
                       "were started on ephemeral ports");
@@ -196,6 +200,7 @@ bool OptionsFromFlags(const TrainFlags& flags, train::TrainOptions* options) {
   options->data_dir = flags.data_dir;
   options->strategy = flags.strategy;
   options->devices = flags.devices;
+  options->device_type = flags.device_type;
   options->target = flags.target;
   options->cluster = flags.cluster;
   options->worker_timeout_ms = flags.worker_timeout_ms;

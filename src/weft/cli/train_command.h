@@ -21,6 +21,7 @@ struct TrainFlags {
   std::string strategy;       // "": mirrored when devices > 1
   int devices = 1;
   bool devices_given = false;
+  std::string device_type = "CPU";
   std::string target;             // "grpc://host:port": train on that cluster
   std::string cluster;            // with target: "worker=h:p,h:p", sent with the session
   int64_t worker_timeout_ms = 0;  // with target: 0 takes the server's --worker-timeout-ms

@@ -8,6 +8,7 @@
 #include "weft/distribute/mirrored_extended.h"
 #include "weft/graph/builder/ops/array_ops.h"
 #include "weft/graph/builder/ops/collective_ops.h"
+#include "weft/runtime/device_factory.h"
 
 namespace weft::distribute {
 namespace {
@@ -45,6 +46,8 @@ class MultiWorkerMirroredExtended final : public StrategyExtended {
   void ConfigureSession(SessionOptions* options) const override {
     const SessionOptions worker = strategy_.session_options();
     options->collective_executor_mgr = worker.collective_executor_mgr;
+    if (worker.device_factories != nullptr) options->device_factories = worker.device_factories;
+    if (worker.kernel_registry != nullptr) options->kernel_registry = worker.kernel_registry;
     options->config.set_intra_op_parallelism_threads(worker.config.intra_op_parallelism_threads());
   }
   StatusOr<Output> SynchronizeInitialValues(
@@ -75,8 +78,14 @@ StatusOr<std::unique_ptr<MultiWorkerMirroredStrategy>> MultiWorkerMirroredStrate
     return InvalidArgument("MultiWorkerMirroredStrategy: devices_per_worker must be at least 1, ",
                            "got ", options.devices_per_worker);
   }
+  const DeviceFactoryRegistry& factories =
+      options.device_factories != nullptr ? *options.device_factories : DefaultDeviceFactories();
+  WEFT_RETURN_IF_ERROR(factories.CheckDeviceType(options.device_type)
+                           .WithContext("MultiWorkerMirroredStrategy's device_type"));
   std::vector<std::string> local;
-  for (int d = 0; d < options.devices_per_worker; ++d) local.push_back(StrCat("/cpu:", d));
+  for (int d = 0; d < options.devices_per_worker; ++d) {
+    local.push_back(StrCat("/device:", options.device_type, ":", d));
+  }
   WEFT_ASSIGN_OR_RETURN(std::vector<std::string> devices, CanonicalDevices(local));
   const int workers = config.cluster.NumTasks(config.task.job);
   AllReduceOptions all_reduce;
@@ -137,7 +146,9 @@ MultiWorkerMirroredStrategy::~MultiWorkerMirroredStrategy() {
 
 SessionOptions MultiWorkerMirroredStrategy::session_options() const {
   SessionOptions session;
-  (*session.config.mutable_device_count())["CPU"] = num_local_replicas();
+  (*session.config.mutable_device_count())[options_.device_type] = num_local_replicas();
+  session.device_factories = options_.device_factories;
+  session.kernel_registry = options_.kernel_registry;
   session.config.set_intra_op_parallelism_threads(options_.intra_op_threads);
   session.collective_executor_mgr = collectives_.get();
   return session;

@@ -46,6 +46,11 @@ struct MultiWorkerOptions {
   int64_t heartbeat_timeout_ms = 4000;
   int64_t bytes_per_pack = int64_t{4} << 20;  // AllReduceOptions::bytes_per_pack
   int intra_op_threads = 0;                   // of the session's devices; 0: one per core
+  // The type of each worker's devices, made by `device_factories` (null: Weft's own) and run with
+  // `kernel_registry` (null: every kernel of Weft).
+  std::string device_type = "CPU";
+  const DeviceFactoryRegistry* device_factories = nullptr;
+  const KernelRegistry* kernel_registry = nullptr;
 };
 
 class MultiWorkerMirroredStrategy final : public Strategy {

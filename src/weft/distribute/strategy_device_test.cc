@@ -1,7 +1,8 @@
-// MirroredStrategy on devices with memory of their own: the same replicated training updates and
-// all-reduces run over two CPU devices (one host memory: nothing may be copied) and over two
-// TEST_ARENA devices (each its own memory: every tensor crossing memories goes through a
-// DeviceContext, counted), and give the same values.
+// MirroredStrategy and OneDeviceStrategy on devices with memory of their own: the same training
+// updates and all-reduces run over two CPU devices (one host memory: nothing may be copied) and
+// over two TEST_ARENA devices (each its own memory, every tensor crossing memories going through a
+// DeviceContext, counted; kernels and copies completing on each device's asynchronous stream),
+// and give the same values.
 #include <gtest/gtest.h>
 
 #include "weft/distribute/cross_device_ops.h"
@@ -72,6 +73,32 @@ TEST_P(StrategyDeviceTest, MirroredTrainingStepsKeepEveryComponentEqual) {
   ASSERT_EQ(components.size(), 2u);
   EXPECT_TENSOR_EQ(components[0], Vec(expected, expected));
   EXPECT_TENSOR_EQ(components[1], Vec(expected, expected));
+}
+
+TEST_P(StrategyDeviceTest, OneDeviceTrainingStepsUpdateTheVariableOnItsDevice) {
+  // On device 1, not the session's default: w starts at (4, 4) and each step subtracts w / 2.
+  auto strategy = OneDeviceStrategy::Create(devices()[1]);
+  ASSERT_TRUE(strategy.ok()) << strategy.status();
+  Scope root = Scope::NewRootScope();
+  auto w = (*strategy)->CreateVariable(root, "w", TensorShape({2}), DataType::kFloat,
+                                       Initializer::Constant(4), VariableSynchronization::kOnWrite,
+                                       VariableAggregation::kNone);
+  ASSERT_TRUE(w.ok()) << w.status();
+  auto updates = (*strategy)->Run(root, [&](ReplicaContext& ctx, const Scope& scope) -> Outputs {
+    EXPECT_EQ(ctx.device(), devices()[1]);
+    auto gradient = ops::Mul(scope, (*w)->component(0).Read(scope), ops::Const(scope, 0.5f));
+    WEFT_ASSIGN_OR_RETURN(Output op, (*w)->Update(scope, UpdateKind::kAssignSub, gradient, &ctx));
+    return std::vector<Output>{op};
+  });
+  ASSERT_TRUE(updates.ok()) << updates.status();
+  Output read = (*w)->component(0).Read(root);
+  auto session = testing::MakeSession(root, 2, GetParam());
+  ASSERT_NE(session, nullptr);
+  testing::RunTargets(*session, {(*w)->initializer()});
+  for (int step = 0; step < 3; ++step) testing::RunTargets(*session, (*updates)[0].values());
+  std::vector<Tensor> value = testing::Fetch(*session, {read});
+  ASSERT_EQ(value.size(), 1u);
+  EXPECT_TENSOR_EQ(value[0], Vec(0.5f, 0.5f));
 }
 
 TEST_P(StrategyDeviceTest, ReplicaAllReducesAndCrossReplicaReducesAgree) {

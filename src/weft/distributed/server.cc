@@ -7,6 +7,7 @@
 #include "weft/kernels/register_kernels.h"
 #include "weft/ops/register_ops.h"
 #include "weft/runtime/cpu_device.h"
+#include "weft/runtime/device_factory.h"
 
 namespace weft {
 namespace {
@@ -23,6 +24,10 @@ StatusOr<std::unique_ptr<Server>> Server::Create(ServerOptions options) {
   if (options.devices < 1) {
     return InvalidArgument("a server needs at least 1 device, got ", options.devices);
   }
+  const DeviceFactoryRegistry& factories =
+      options.device_factories != nullptr ? *options.device_factories : DefaultDeviceFactories();
+  WEFT_RETURN_IF_ERROR(
+      factories.CheckDeviceType(options.device_type).WithContext("the server's device_type"));
   if (!options.worker_cache_factory) {
     return InvalidArgument("a server needs a worker cache factory from its transport");
   }
@@ -40,10 +45,13 @@ Status Server::Start() {
 
   UseSingleThreadedBlas();
   proto::ConfigProto device_config;
-  (*device_config.mutable_device_count())["CPU"] = options_.devices;
+  (*device_config.mutable_device_count())[options_.device_type] = options_.devices;
   WEFT_ASSIGN_OR_RETURN(
-      devices_, CreateLocalDevices(device_config, ThreadsOrDefault(options_.intra_op_threads),
-                                   config.task.job, config.task.index));
+      devices_,
+      CreateLocalDevices(device_config, ThreadsOrDefault(options_.intra_op_threads),
+                         config.task.job, config.task.index,
+                         options_.device_factories != nullptr ? *options_.device_factories
+                                                              : DefaultDeviceFactories()));
   compute_pool_ =
       std::make_unique<ThreadPool>("worker_compute", ThreadsOrDefault(options_.inter_op_threads));
   master_pool_ = std::make_unique<ThreadPool>("master", kMasterThreads);
@@ -51,7 +59,8 @@ Status Server::Start() {
   worker_env_.task_name = task_name_;
   worker_env_.devices = devices_.get();
   worker_env_.op_registry = &ops::AllOps();
-  worker_env_.kernel_registry = &kernels::AllKernels();
+  worker_env_.kernel_registry =
+      options_.kernel_registry != nullptr ? options_.kernel_registry : &kernels::AllKernels();
   worker_env_.compute_pool = compute_pool_.get();
   worker_ = std::make_unique<Worker>(&worker_env_);
   // Caches for sessions that bring their own cluster also reach this task without the transport.
@@ -67,7 +76,7 @@ Status Server::Start() {
   master_env_.worker_cache = worker_cache_.get();
   master_env_.worker_cache_factory = cache_factory;
   master_env_.op_registry = &ops::AllOps();
-  master_env_.kernel_registry = &kernels::AllKernels();
+  master_env_.kernel_registry = worker_env_.kernel_registry;
   master_env_.pool = master_pool_.get();
   master_env_.worker_timeout_ms = options_.worker_timeout_ms;
   master_ = std::make_unique<Master>(&master_env_);

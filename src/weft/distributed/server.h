@@ -1,4 +1,5 @@
-// Server: the transport-neutral assembly of one task of a cluster: its CPU devices, the inter-op
+// Server: the transport-neutral assembly of one task of a cluster: its devices (of the configured
+// type, beside CPU:0), the inter-op
 // and master thread pools, the in-process Worker, the worker cache (made by the transport's
 // factory) and the Master, with the op and kernel registries chosen here. A transport
 // (distributed/rpc/grpc_server) only binds the Worker and the Master to its services.
@@ -26,8 +27,13 @@ using WorkerCacheFactory = std::function<StatusOr<std::unique_ptr<WorkerCacheInt
     const ClusterSpec& cluster, const std::string& local_task, WorkerInterface* local_worker)>;
 
 struct ServerOptions {
-  ServerConfig server;       // the cluster and this server's task in it
-  int devices = 1;           // CPU devices of this task
+  ServerConfig server;  // the cluster and this server's task in it
+  int devices = 1;      // devices of `device_type` of this task
+  // The type of the task's compute devices, made by `device_factories` (null: Weft's own) and run
+  // with `kernel_registry` (null: every kernel of Weft). A type other than CPU comes beside CPU:0.
+  std::string device_type = "CPU";
+  const DeviceFactoryRegistry* device_factories = nullptr;
+  const KernelRegistry* kernel_registry = nullptr;
   int intra_op_threads = 0;  // 0: one per core, shared out between the devices
   int inter_op_threads = 0;  // 0: one per core
   // How long the master waits for any one worker to answer (MasterEnv::worker_timeout_ms).
@@ -38,7 +44,8 @@ struct ServerOptions {
 
 class Server {
  public:
-  // InvalidArgument for a task that is not in the cluster or fewer than one device.
+  // InvalidArgument for a task that is not in the cluster, fewer than one device or a device type
+  // no factory makes.
   static StatusOr<std::unique_ptr<Server>> Create(ServerOptions options);
   ~Server();
   Server(const Server&) = delete;

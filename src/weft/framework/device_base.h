@@ -1,10 +1,10 @@
 // DeviceBase: what a kernel may ask of the device it runs on — its name and type, the allocator of
-// its memory, the DeviceContext that copies tensors into and out of that memory (null when the
-// device computes in host memory), and the CPU worker threads for intra-op parallelism (a
-// weft::ThreadPool, also wrapped as an Eigen ThreadPoolDevice for Eigen expressions). Runtime
-// devices derive from it; tests can use it directly. Each device owns a ResourceMgr holding the
-// resources (variables) that live on it. Immutable after construction (the ResourceMgr
-// synchronises itself); safe from any thread.
+// its memory, the DeviceContext that copies tensors into and out of that memory and orders the
+// device's asynchronous work (null when the device computes in host memory), and the CPU worker
+// threads for intra-op parallelism (a weft::ThreadPool, also wrapped as an Eigen ThreadPoolDevice
+// for Eigen expressions). Runtime devices derive from it; tests can use it directly. Each device
+// owns a ResourceMgr holding the resources (variables) that live on it. Immutable after
+// construction (the ResourceMgr synchronises itself); safe from any thread.
 #pragma once
 
 #include <functional>
@@ -25,14 +25,30 @@ class DeviceBase;
 class Tensor;
 class ThreadPool;
 
-// Copies between a device's own memory and host memory, or another device's memory. Every copy is
-// asynchronous: it returns at once and calls `done` exactly once, on some thread, when the
-// destination holds the bytes (or with the error that stopped it). The destination tensor is
-// allocated by the caller (same dtype and shape as the source) in the memory the copy writes, and
-// the caller keeps both tensors alive until `done`. Thread-safe.
+// Copies between a device's own memory and host memory, or another device's memory, and the
+// device's stream. Every copy is asynchronous: it returns at once and calls `done` exactly once, on
+// some thread, when the destination holds the bytes (or with the error that stopped it). The
+// destination tensor is allocated by the caller (same dtype and shape as the source) in the memory
+// the copy writes, and the caller keeps both tensors alive until `done`. Thread-safe.
+//
+// The stream (the reference's name for an accelerator's queue of work): on a device whose kernels
+// finish after Compute returns, IsAsync() is true and work runs in the order it was enqueued. The
+// executor launches each kernel onto it, and its copies are ordered on it behind the work enqueued
+// before them (out of the device: on the source's stream; into it: on the destination's). Whoever
+// reads a value off the stream waits for it with ThenExecute. A synchronous device keeps the
+// defaults below, under which all of this runs inline.
 class DeviceContext {
  public:
   virtual ~DeviceContext() = default;
+
+  // Whether the device's work completes after the call that enqueued it returns.
+  virtual bool IsAsync() const { return false; }
+  // Runs `work` on the stream after all work enqueued before it has completed. `work` must not
+  // wait for later work of the same stream.
+  virtual void Enqueue(std::function<void()> work) { work(); }
+  // Calls `callback`, on some thread, once all work enqueued so far has completed (an event
+  // recorded on the stream). It must not wait for later work of the stream either.
+  virtual void ThenExecute(std::function<void()> callback) { callback(); }
 
   // Host -> `device`'s memory.
   virtual void CopyCPUTensorToDeviceAsync(const Tensor* cpu_tensor, DeviceBase* device,

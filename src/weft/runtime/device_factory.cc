@@ -41,6 +41,13 @@ std::vector<std::string> DeviceFactoryRegistry::DeviceTypes() const {
   return types;
 }
 
+Status DeviceFactoryRegistry::CheckDeviceType(std::string_view device_type) const {
+  if (Find(device_type) != nullptr) return Status::OK();
+  return InvalidArgument(
+      "unknown device type '", device_type,
+      "': no device factory makes it; registered types: ", StrJoin(DeviceTypes(), ", "));
+}
+
 void RegisterCpuDeviceFactory(DeviceFactoryRegistry& registry) {
   WEFT_CHECK(registry.Register("CPU", std::make_unique<CpuDeviceFactory>()).ok())
       << "CPU registered twice";

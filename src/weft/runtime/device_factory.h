@@ -44,6 +44,8 @@ class DeviceFactoryRegistry {
   const DeviceFactory* Find(std::string_view device_type) const;
   // The registered types, sorted.
   std::vector<std::string> DeviceTypes() const;
+  // OK when a factory makes `device_type`; else InvalidArgument naming it and the registered types.
+  Status CheckDeviceType(std::string_view device_type) const;
 
  private:
   std::map<std::string, std::unique_ptr<DeviceFactory>, std::less<>> factories_;

@@ -94,6 +94,14 @@ TEST(DeviceMgrTest, RefusesDevicesItCannotCreate) {
   EXPECT_TRUE(CreateLocalDevices(zero_gpus, 2).ok());
 }
 
+TEST(DeviceMgrTest, AnUnknownDeviceTypeIsNamedWithTheRegisteredOnes) {
+  EXPECT_TRUE(DefaultDeviceFactories().CheckDeviceType("CPU").ok());
+  Status xpu = testing::TestArenaDeviceFactories().CheckDeviceType("XPU");
+  EXPECT_TRUE(IsInvalidArgument(xpu)) << xpu;
+  EXPECT_NE(xpu.message().find("unknown device type 'XPU'"), std::string::npos) << xpu;
+  EXPECT_NE(xpu.message().find("registered types: CPU, TEST_ARENA"), std::string::npos) << xpu;
+}
+
 TEST(DeviceMgrTest, RegisteredFactoriesMakeTheirDevicesAfterTheCpus) {
   proto::ConfigProto config;
   (*config.mutable_device_count())[testing::kTestArenaDeviceType] = 2;

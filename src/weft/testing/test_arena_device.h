@@ -3,7 +3,10 @@
 // Its memory is host-addressable, so it runs the CPU kernels, but the runtime must treat it as a
 // separate memory space: every tensor entering or leaving it goes through its DeviceContext, which
 // checks that source and destination are in the memories the copy claims and counts each copy and
-// its bytes (process-wide, read with GetArenaCopyStats). Copies complete inline. Thread-safe.
+// its bytes (process-wide, read with GetArenaCopyStats). It has an asynchronous stream: kernels and
+// copies run in order on a thread of its own, and blocks freed off that thread are released in
+// stream order, so the executor's ordering on streams is exercised without an accelerator.
+// Thread-safe.
 #pragma once
 
 #include <cstdint>

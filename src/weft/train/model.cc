@@ -3,21 +3,28 @@
 #include <algorithm>
 
 #include "weft/core/str_util.h"
+#include "weft/framework/device_name_utils.h"
+#include "weft/runtime/device_factory.h"
 #include "weft/train/model_graph.h"
 #include "weft/train/model_graph_builder.h"
 
 namespace weft::train {
 namespace {
 
-// The highest "CPU:<k>" of `devices`, plus one: the CPU devices a local session needs.
-int CpuDeviceCount(const std::vector<std::string>& devices) {
-  int count = 1;
+// The devices of each type a local session needs for `devices`: one more than the highest id
+// named of each type. The type must be one `factories` makes.
+StatusOr<std::map<std::string, int>> LocalDeviceCounts(const std::vector<std::string>& devices,
+                                                       const DeviceFactoryRegistry& factories) {
+  std::map<std::string, int> counts;
   for (const std::string& device : devices) {
-    size_t colon = device.rfind(':');
-    if (colon == std::string::npos) continue;
-    count = std::max(count, std::atoi(device.c_str() + colon + 1) + 1);
+    WEFT_ASSIGN_OR_RETURN(ParsedDeviceName parsed, ParseDeviceName(device));
+    if (!parsed.has_type) continue;  // placed by the session's default, CPU:0
+    WEFT_RETURN_IF_ERROR(factories.CheckDeviceType(parsed.type)
+                             .WithContext(StrCat("the strategy's device ", device)));
+    int& count = counts[parsed.type];
+    count = std::max(count, parsed.has_id ? parsed.id + 1 : 1);
   }
-  return count;
+  return counts;
 }
 
 }  // namespace
@@ -147,8 +154,15 @@ Status Model::SendNewNodes(std::vector<Output> initializers) {
     session_options.target = options_.target;
     session_options.config = options_.session_config;
     if (options_.target.empty()) {
-      (*session_options.config.mutable_device_count())["CPU"] =
-          CpuDeviceCount(strategy_->devices());
+      session_options.device_factories = options_.device_factories;
+      session_options.kernel_registry = options_.kernel_registry;
+      WEFT_ASSIGN_OR_RETURN(
+          auto counts, LocalDeviceCounts(strategy_->devices(), options_.device_factories != nullptr
+                                                                   ? *options_.device_factories
+                                                                   : DefaultDeviceFactories()));
+      for (const auto& [type, count] : counts) {
+        (*session_options.config.mutable_device_count())[type] = count;
+      }
     }
     policy.ConfigureSession(&session_options);
     // A partition woken by another (a _Recv, a collective) continues on an inter-op thread: one

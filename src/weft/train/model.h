@@ -66,6 +66,10 @@ struct CompileOptions {
   // the strategy names.
   std::string target{};
   proto::ConfigProto session_config{};
+  // A session in this process: the device factories that make the devices the strategy names
+  // (by their type) and the kernels registered for them. Null: Weft's own (CPU).
+  const DeviceFactoryRegistry* device_factories = nullptr;
+  const KernelRegistry* kernel_registry = nullptr;
 };
 
 struct FitOptions {

@@ -1,5 +1,5 @@
-// Model: Compile/Fit/Evaluate/Predict on one device, under MirroredStrategy and under
-// CentralStorageStrategy, Summary, the
+// Model: Compile/Fit/Evaluate/Predict on one device, under MirroredStrategy (on CPUs and on
+// TEST_ARENA devices) and under CentralStorageStrategy, Summary, the
 // callbacks, and the errors a user can make.
 #include "weft/train/model.h"
 
@@ -9,8 +9,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "weft/core/str_util.h"
 #include "weft/distribute/central_storage_strategy.h"
 #include "weft/io/testing/io_test_util.h"
+#include "weft/testing/test_arena_device.h"
 #include "weft/train/callbacks.h"
 #include "weft/train/layers/convolutional.h"
 #include "weft/train/layers/core.h"
@@ -47,8 +49,11 @@ TEST(ModelTest, ALinearRegressionLearnsItsCoefficients) {
   EXPECT_EQ(model.trainable_variables().size(), 2u);
 }
 
-// The loss of every epoch, training a small classifier with a fixed seed on `strategy`.
-std::vector<double> ClassifierLosses(const distribute::Strategy* strategy, bool normalize) {
+// The loss of every epoch, training a small classifier with a fixed seed on `strategy` (whose
+// devices `factories` make, running `kernels`; null: CPU).
+std::vector<double> ClassifierLosses(const distribute::Strategy* strategy, bool normalize,
+                                     const DeviceFactoryRegistry* factories = nullptr,
+                                     const KernelRegistry* kernels = nullptr) {
   Dense hidden(32, "relu", {.kernel_initializer = Initializer::GlorotUniform(5)});
   BatchNormalization norm;
   Dense logits(10, "", {.kernel_initializer = Initializer::GlorotUniform(6)});
@@ -56,9 +61,10 @@ std::vector<double> ClassifierLosses(const distribute::Strategy* strategy, bool 
     Output h = hidden(scope, x);
     return logits(scope, normalize ? norm(scope, h) : h);
   });
-  Status compiled = model.Compile(NewMomentumOptimizer(0.05, 0.9),
-                                  SparseCategoricalCrossentropy(/*from_logits=*/true), {"accuracy"},
-                                  {.strategy = strategy});
+  Status compiled = model.Compile(
+      NewMomentumOptimizer(0.05, 0.9), SparseCategoricalCrossentropy(/*from_logits=*/true),
+      {"accuracy"},
+      {.strategy = strategy, .device_factories = factories, .kernel_registry = kernels});
   EXPECT_TRUE(compiled.ok()) << compiled;
   auto history = model.Fit(Classes(512, 64), {.epochs = 3});
   EXPECT_TRUE(history.ok()) << history.status();
@@ -77,6 +83,27 @@ TEST(ModelTest, FitGivesTheSameLossOnOneDeviceAndOnTwoMirroredReplicas) {
   ASSERT_EQ(two.size(), 3u);
   for (size_t e = 0; e < one.size(); ++e) EXPECT_NEAR(one[e], two[e], 1e-5) << "epoch " << e;
   EXPECT_LT(one.back(), one.front());
+}
+
+// Two TEST_ARENA devices: memory of their own (every batch, gradient and fetched metric crosses
+// memories through their DeviceContexts) and asynchronous streams; the losses are the CPUs'.
+TEST(ModelTest, FitOnTwoMirroredArenaDevicesGivesTheLossesOfTwoMirroredCpus) {
+  auto cpus = Mirrored(2);
+  auto arenas = distribute::MirroredStrategy::Create(
+      {StrCat("/device:", weft::testing::kTestArenaDeviceType, ":0"),
+       StrCat("/device:", weft::testing::kTestArenaDeviceType, ":1")});
+  ASSERT_TRUE(arenas.ok()) << arenas.status();
+  std::vector<double> on_cpus = ClassifierLosses(cpus.get(), false);
+  weft::testing::ResetArenaCopyStats();
+  std::vector<double> on_arenas =
+      ClassifierLosses(arenas->get(), false, &weft::testing::TestArenaDeviceFactories(),
+                       &weft::testing::TestArenaKernels());
+  EXPECT_GT(weft::testing::GetArenaCopyStats().total(), 0);
+  ASSERT_EQ(on_cpus.size(), 3u);
+  ASSERT_EQ(on_arenas.size(), 3u);
+  for (size_t e = 0; e < on_cpus.size(); ++e) {
+    EXPECT_NEAR(on_cpus[e], on_arenas[e], 1e-5) << "epoch " << e;
+  }
 }
 
 TEST(ModelTest, CentralStorageGivesTheSameLossAsMirroredForTheSameGlobalBatch) {
@@ -317,6 +344,18 @@ TEST(ModelErrorsTest, NameWhatIsWrong) {
   Tensor wide(DataType::kFloat, TensorShape({4, 3}));
   EXPECT_THAT(model.Predict(data::Dataset::FromTensors({wide}).Batch(2)).status().message(),
               HasSubstr("was built for inputs float32 [?,2]"));
+}
+
+TEST(ModelErrorsTest, AStrategyOnAnUnknownDeviceTypeNamesItAndTheRegisteredTypes) {
+  auto strategy = distribute::MirroredStrategy::Create({"/device:XPU:0", "/device:XPU:1"});
+  ASSERT_TRUE(strategy.ok()) << strategy.status();
+  Sequential model(Dense(1, "", {.kernel_initializer = Initializer::GlorotUniform(3)}));
+  Status status = model.Compile(NewGradientDescentOptimizer(0.1), MeanSquaredError(), {"mse"},
+                                {.strategy = strategy->get()});
+  if (status.ok()) status = model.Fit(Regression(8, 4), {.epochs = 1}).status();
+  ASSERT_FALSE(status.ok());
+  EXPECT_THAT(status.message(), HasSubstr("unknown device type 'XPU'"));
+  EXPECT_THAT(status.message(), HasSubstr("registered types: CPU"));
 }
 
 TEST(ModelErrorsTest, AnUnevenTrainingBatchOnTwoReplicasIsRefusedButEvaluationTakesIt) {

@@ -12,6 +12,7 @@
 #include "weft/distribute/strategy.h"
 #include "weft/distributed/cluster/cluster_spec.h"
 #include "weft/runtime/cpu_device.h"
+#include "weft/runtime/device_factory.h"
 #include "weft/runtime/session.h"
 #include "weft/runtime/trace/step_breakdown.h"
 #include "weft/train/callbacks.h"
@@ -74,6 +75,7 @@ StatusOr<std::unique_ptr<distribute::Strategy>> MakeStrategy(
     distribute::MultiWorkerOptions multi;
     multi.server = *options.worker_cluster;
     multi.devices_per_worker = static_cast<int>(devices.size());
+    multi.device_type = options.device_type;
     multi.force_tcp_collectives = options.force_tcp_collectives;
     multi.hostname = options.hostname;
     multi.collective_timeout = std::chrono::milliseconds(options.collective_timeout_ms);
@@ -105,9 +107,10 @@ StatusOr<proto::ConfigProto> MakeSessionConfig(const TrainOptions& options) {
   return config;
 }
 
-// The CPU devices of the cluster behind `target`, the master's task first.
-StatusOr<std::vector<std::string>> ClusterCpuDevices(const std::string& target,
-                                                     const proto::ConfigProto& config) {
+// The devices of type `device_type` of the cluster behind `target`, the master's task first.
+StatusOr<std::vector<std::string>> ClusterDevices(const std::string& target,
+                                                  const proto::ConfigProto& config,
+                                                  const std::string& device_type) {
   SessionOptions session_options;
   session_options.target = target;
   session_options.config = config;
@@ -118,9 +121,9 @@ StatusOr<std::vector<std::string>> ClusterCpuDevices(const std::string& target,
   WEFT_RETURN_IF_ERROR(listed);
   std::vector<std::string> devices;
   for (const proto::DeviceAttributes& device : attributes) {
-    if (device.device_type() == "CPU") devices.push_back(device.name());
+    if (device.device_type() == device_type) devices.push_back(device.name());
   }
-  if (devices.empty()) return FailedPrecondition("the cluster has no CPU devices");
+  if (devices.empty()) return FailedPrecondition("the cluster has no ", device_type, " devices");
   return devices;
 }
 
@@ -219,6 +222,10 @@ Status Validate(const TrainOptions& options, int workers) {
     return InvalidArgument("batch size must be positive, got ", options.batch_size);
   }
   if (options.epochs <= 0) return InvalidArgument("epochs must be positive, got ", options.epochs);
+  // A cluster's servers make its devices: only a local run needs the type made here.
+  if (options.target.empty()) {
+    WEFT_RETURN_IF_ERROR(DefaultDeviceFactories().CheckDeviceType(options.device_type));
+  }
   if (options.devices < 1) {
     return InvalidArgument("devices must be at least 1, got ", options.devices);
   }
@@ -266,19 +273,24 @@ Status Validate(const TrainOptions& options, int workers) {
   return Status::OK();
 }
 
-// The devices of the replicas: --devices CPUs here, or every CPU device of the cluster's tasks.
+// The devices of the replicas: --devices of the device type here, or every device of that type of
+// the cluster's tasks.
 StatusOr<std::vector<std::string>> ReplicaDevices(const TrainOptions& options,
                                                   const proto::ConfigProto& session_config) {
   std::vector<std::string> devices;
   if (options.target.empty()) {
-    for (int i = 0; i < options.devices; ++i) devices.push_back(StrCat("/cpu:", i));
+    for (int i = 0; i < options.devices; ++i) {
+      devices.push_back(StrCat("/device:", options.device_type, ":", i));
+    }
   } else {
-    WEFT_ASSIGN_OR_RETURN(devices, ClusterCpuDevices(options.target, session_config));
+    WEFT_ASSIGN_OR_RETURN(devices,
+                          ClusterDevices(options.target, session_config, options.device_type));
   }
   const int replicas = static_cast<int>(devices.size());
   if (options.batch_size % replicas != 0) {
     return InvalidArgument("the global batch size ", options.batch_size,
-                           " is not divisible by the cluster's ", replicas, " CPU devices");
+                           " is not divisible by the cluster's ", replicas, " ",
+                           options.device_type, " devices");
   }
   return devices;
 }

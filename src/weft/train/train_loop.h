@@ -40,7 +40,10 @@ struct TrainOptions {
   std::string data_dir;      // empty: the default Fashion-MNIST location
   int inter_op_threads = 1;  // 0: one per core; 1 measured best for W1/W2 on 2 cores
   int intra_op_threads = 0;  // 0: one per core (shared out between the devices)
-  int devices = 1;           // CPU devices, one replica each
+  int devices = 1;           // devices of `device_type`, one replica each
+  // The type of the replicas' devices: one Weft's device factories make ("CPU"); with a target, the
+  // type of the cluster's devices to train on.
+  std::string device_type = "CPU";
   // "" (mirrored when devices > 1, else the plain single-device path), "one_device" (devices
   // must be 1), "mirrored", "central_storage" or "multi_worker_mirrored" (needs worker_cluster).
   std::string strategy;

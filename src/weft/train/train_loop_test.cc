@@ -215,6 +215,12 @@ TEST(TrainLoopTest, BadDeviceOptionsAreRefusedBeforeTraining) {
   EXPECT_TRUE(IsInvalidArgument(s)) << s;
   EXPECT_NE(s.message().find("128"), std::string::npos) << s;
   EXPECT_NE(s.message().find("3 devices"), std::string::npos) << s;
+  options.devices = 2;
+  options.device_type = "XPU";
+  s = Train(options).status();
+  EXPECT_TRUE(IsInvalidArgument(s)) << s;
+  EXPECT_NE(s.message().find("unknown device type 'XPU'"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("registered types: CPU"), std::string::npos) << s;
 }
 
 // A run stopped at global step 17 and resumed from its checkpoint ends exactly as one that never

@@ -48,6 +48,13 @@ Status AttributeToNode(const Status& status, const Node& node) {
   return status.WithContext(prefix);
 }
 
+// The device's stream when its kernels finish after Compute returns; null for a synchronous device,
+// whose nodes then pay nothing for the seam but one branch.
+DeviceContext* StreamOf(const Device& device) {
+  DeviceContext* context = device.device_context();
+  return context != nullptr && context->IsAsync() ? context : nullptr;
+}
+
 // The state of one step of one executor. Shared by the closures of the step; freed with the last.
 class StepState : public std::enable_shared_from_this<StepState> {
  public:
@@ -57,6 +64,7 @@ class StepState : public std::enable_shared_from_this<StepState> {
         device_(device),
         args_(args),
         done_(std::move(done)),
+        stream_(StreamOf(device)),
         inputs_(graph.total_inputs),
         pending_(new std::atomic<int>[graph.items.size()]) {
     for (size_t i = 0; i < graph.items.size(); ++i) {
@@ -73,8 +81,13 @@ class StepState : public std::enable_shared_from_this<StepState> {
       return;
     }
     outstanding_.store(static_cast<int>(roots.size()));
-    // All roots but the last go to the runner; the caller's thread works on the last one.
+    // All roots but the last go to the runner; the caller's thread works on the last one. On a
+    // stream, launching is only enqueueing: this thread launches them all.
     for (size_t i = 0; i + 1 < roots.size(); ++i) {
+      if (stream_ != nullptr) {
+        Process(roots[i]);
+        continue;
+      }
       auto self = shared_from_this();
       int id = roots[i];
       args_.runner([self, id] { self->Process(id); });
@@ -95,19 +108,12 @@ class StepState : public std::enable_shared_from_this<StepState> {
         NodeDone();
         continue;
       }
-      auto inputs = std::make_unique<std::vector<Tensor>>(item.num_inputs);
-      for (int i = 0; i < item.num_inputs; ++i) {
-        (*inputs)[i] = std::move(inputs_[item.input_start + i]);
+      if (stream_ != nullptr) {
+        Launch(id, &inline_queue);
+        continue;
       }
-      OpKernelContext::Params params;
-      params.step_id = args_.step_id;
-      params.kernel = item.kernel.get();
-      params.device = const_cast<Device*>(&device_);
-      params.inputs = inputs.get();
-      params.call_frame = args_.call_frame;
-      params.cancellation_manager = args_.cancellation_manager;
-      params.rendezvous = args_.rendezvous;
-      params.collective_executor = args_.collective_executor;
+      auto inputs = TakeInputs(item);
+      OpKernelContext::Params params = ParamsFor(item, inputs.get());
       if (item.is_async) {
         RunAsyncNode(id, params, std::move(inputs));
         continue;
@@ -144,7 +150,11 @@ class StepState : public std::enable_shared_from_this<StepState> {
           }
           std::vector<int> ready;
           if (self->FinishNode(item, context->status(), context.get(), &ready)) {
-            self->ScheduleReady(ready, /*inline_queue=*/nullptr);
+            if (self->stream_ != nullptr) {
+              self->LaunchReady(ready);
+            } else {
+              self->ScheduleReady(ready, /*inline_queue=*/nullptr);
+            }
           }
           self->NodeDone();
         });
@@ -154,6 +164,22 @@ class StepState : public std::enable_shared_from_this<StepState> {
   // Returns false when the node failed.
   bool FinishNode(const NodeItem& item, const Status& status, OpKernelContext* context,
                   std::vector<int>* ready) {
+    if (!CheckOutputs(item, status, context)) return false;
+    std::vector<Tensor>& outputs = context->outputs();
+    for (const internal::OutputTarget& target : item.targets) {
+      if (target.dst_slot >= 0) {
+        Tensor& value = outputs[target.src_output];
+        inputs_[target.dst_slot] = target.last_use ? std::move(value) : value;
+      }
+      if (pending_[target.dst_node].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        ready->push_back(target.dst_node);
+      }
+    }
+    return true;
+  }
+
+  // Fails the step unless the kernel succeeded and set every output.
+  bool CheckOutputs(const NodeItem& item, const Status& status, OpKernelContext* context) {
     if (!status.ok() || !context->status().ok()) {
       Fail(AttributeToNode(status.ok() ? context->status() : status, *item.node));
       return false;
@@ -165,16 +191,96 @@ class StepState : public std::enable_shared_from_this<StepState> {
         return false;
       }
     }
+    return true;
+  }
+
+  std::unique_ptr<std::vector<Tensor>> TakeInputs(const NodeItem& item) {
+    auto inputs = std::make_unique<std::vector<Tensor>>(item.num_inputs);
+    for (int i = 0; i < item.num_inputs; ++i) {
+      (*inputs)[i] = std::move(inputs_[item.input_start + i]);
+    }
+    return inputs;
+  }
+
+  OpKernelContext::Params ParamsFor(const NodeItem& item, std::vector<Tensor>* inputs) const {
+    OpKernelContext::Params params;
+    params.step_id = args_.step_id;
+    params.kernel = item.kernel.get();
+    params.device = const_cast<Device*>(&device_);
+    params.inputs = inputs;
+    params.call_frame = args_.call_frame;
+    params.cancellation_manager = args_.cancellation_manager;
+    params.rendezvous = args_.rendezvous;
+    params.collective_executor = args_.collective_executor;
+    return params;
+  }
+
+  // On a device with a stream, launching a node enqueues its kernel behind every kernel launched
+  // before it. Its consumers on this device may launch at once (stream order runs them after it,
+  // and each reads its inputs only then), so they are ready now. An asynchronous kernel (Send,
+  // Recv, a collective) hands values beyond the stream, so its consumers wait until it is done.
+  void Launch(int id, std::vector<int>* inline_queue) {
+    const NodeItem& item = graph_.items[id];
+    auto self = shared_from_this();
+    if (item.is_async) {
+      stream_->Enqueue([self, id] { self->RunAsyncOnStream(id); });
+      return;
+    }
+    // Holds the step open until the consumers are counted: the kernel may finish first.
+    outstanding_.fetch_add(1, std::memory_order_acq_rel);
+    // Enqueued before any consumer can become ready, so before every consumer on the stream.
+    stream_->Enqueue([self, id] { self->ComputeOnStream(id); });
     for (const internal::OutputTarget& target : item.targets) {
-      if (target.dst_slot >= 0) {
+      if (pending_[target.dst_node].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        outstanding_.fetch_add(1, std::memory_order_acq_rel);
+        inline_queue->push_back(target.dst_node);
+      }
+    }
+    NodeDone();
+  }
+
+  // A launched synchronous kernel, run in stream order: its producers' kernels have run.
+  void ComputeOnStream(int id) {
+    const NodeItem& item = graph_.items[id];
+    if (failed_.load(std::memory_order_acquire) || CheckCancelled()) {
+      NodeDone();
+      return;
+    }
+    auto inputs = TakeInputs(item);
+    OpKernelContext context(ParamsFor(item, inputs.get()));
+    int64_t start_wall = args_.stats ? StepStatsNowNanos() : 0;
+    int64_t start = NowNanos();
+    Status status = item.kernel->Compute(&context);
+    if (args_.stats) RecordNode(id, start_wall, NowNanos() - start, *inputs, context.outputs());
+    if (CheckOutputs(item, status, &context)) {
+      std::vector<Tensor>& outputs = context.outputs();
+      for (const internal::OutputTarget& target : item.targets) {
+        if (target.dst_slot < 0) continue;
         Tensor& value = outputs[target.src_output];
         inputs_[target.dst_slot] = target.last_use ? std::move(value) : value;
       }
-      if (pending_[target.dst_node].fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        ready->push_back(target.dst_node);
-      }
     }
-    return true;
+    context.outputs().clear();
+    inputs.reset();
+    NodeDone();  // may end the step: touch nothing after it
+  }
+
+  // A launched asynchronous kernel starts in stream order, once its inputs are computed.
+  void RunAsyncOnStream(int id) {
+    const NodeItem& item = graph_.items[id];
+    if (failed_.load(std::memory_order_acquire) || CheckCancelled()) {
+      NodeDone();
+      return;
+    }
+    auto inputs = TakeInputs(item);
+    OpKernelContext::Params params = ParamsFor(item, inputs.get());
+    RunAsyncNode(id, params, std::move(inputs));
+  }
+
+  // Launches nodes an asynchronous kernel made ready (each only enqueues, so no runner hop).
+  void LaunchReady(const std::vector<int>& ready) {
+    outstanding_.fetch_add(static_cast<int>(ready.size()), std::memory_order_acq_rel);
+    for (int id : ready) Process(id);
   }
 
   // Expensive nodes but the last go to the runner; the rest join this thread's inline queue.
@@ -251,7 +357,9 @@ class StepState : public std::enable_shared_from_this<StepState> {
   const Device& device_;
   const Executor::Args args_;
   StatusCallback done_;
-  std::vector<Tensor> inputs_;  // each slot written once by its producer, read once by its node
+  DeviceContext* const stream_;  // see StreamOf
+  // Each slot written once by its producer, read once by its node (on a stream: in stream order).
+  std::vector<Tensor> inputs_;
   std::unique_ptr<std::atomic<int>[]> pending_;
   std::atomic<int> outstanding_{0};
   std::atomic<bool> failed_{false};

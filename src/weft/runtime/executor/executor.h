@@ -7,6 +7,12 @@
 // error fails the step: it starts the step's cancellation (so waiting kernels wake), no further
 // node starts, and RunAsync's callback gets that error once every running node has finished.
 //
+// On a device with a stream (DeviceContext::IsAsync) a node is launched, not run: its kernel is
+// enqueued on the stream and its consumers launch at once behind it, reading their inputs when
+// their own turn on the stream comes. Asynchronous kernels (Send, Recv, collectives) start in
+// stream order, so what they hand beyond the device is computed; the step ends when the stream has
+// run its last kernel. Synchronous devices take none of these paths.
+//
 // An Executor is immutable after Create and may run many steps concurrently.
 #pragma once
 
