@@ -18,16 +18,16 @@ namespace weft {
 
 // A listening socket on an ephemeral port, made before the group is known so that its address can
 // be exchanged while the group is resolved. Closed when destroyed unless a transport took it.
-class TcpTransportListener {
+class TcpTransportListener final : public TransportListener {
  public:
   // Listens on `host` ("127.0.0.1", "::1", a host name) at a port the system picks.
   static StatusOr<std::unique_ptr<TcpTransportListener>> Listen(const std::string& host);
-  ~TcpTransportListener();
+  ~TcpTransportListener() override;
   TcpTransportListener(const TcpTransportListener&) = delete;
   TcpTransportListener& operator=(const TcpTransportListener&) = delete;
 
   // "host:port" (IPv6 hosts in brackets).
-  std::string address() const { return address_; }
+  std::string address() const override { return address_; }
   // The listening descriptor, still owned by this object.
   int fd() const { return fd_; }
 
