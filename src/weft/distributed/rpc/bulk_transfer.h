@@ -25,11 +25,11 @@
 #include <vector>
 
 #include "weft/core/mutex.h"
+#include "weft/core/net/connection_thread.h"
 #include "weft/core/status.h"
 #include "weft/core/statusor.h"
 #include "weft/core/tensor.h"
 #include "weft/core/thread_pool.h"
-#include "weft/distributed/rpc/connection_thread.h"
 
 namespace weft {
 

@@ -1,4 +1,4 @@
-#include "weft/distributed/rpc/coordinator.h"
+#include "weft/distributed/cluster/address_exchange.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -125,7 +125,7 @@ StatusOr<int> Connect(const std::string& host, int port) {
 }
 
 // One exchange on a connected socket.
-StatusOr<std::vector<std::string>> Exchange(int fd, const RegistrationOptions& options,
+StatusOr<std::vector<std::string>> Exchange(int fd, const AddressExchangeOptions& options,
                                             Clock::time_point deadline) {
   RequestHeader request{kRequestMagic, static_cast<uint32_t>(options.rank),
                         static_cast<uint32_t>(options.world_size),
@@ -162,9 +162,10 @@ StatusOr<std::vector<std::string>> Exchange(int fd, const RegistrationOptions& o
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
-// CoordinatorServer
+// AddressExchangeServer
 
-StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Create(const Options& options) {
+StatusOr<std::unique_ptr<AddressExchangeServer>> AddressExchangeServer::Create(
+    const Options& options) {
   const std::string where = StrCat(options.host, ":", options.port);
   if (options.world_size < 1) {
     return InvalidArgument("coordinator at ", where, ": world size ", options.world_size);
@@ -199,10 +200,10 @@ StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Create(const Opt
   const int port = bound.ss_family == AF_INET6
                        ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
                        : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  return std::unique_ptr<CoordinatorServer>(new CoordinatorServer(fd, port, options));
+  return std::unique_ptr<AddressExchangeServer>(new AddressExchangeServer(fd, port, options));
 }
 
-CoordinatorServer::CoordinatorServer(int listen_fd, int port, const Options& options)
+AddressExchangeServer::AddressExchangeServer(int listen_fd, int port, const Options& options)
     : listen_fd_(listen_fd),
       port_(port),
       options_(options),
@@ -214,9 +215,9 @@ CoordinatorServer::CoordinatorServer(int listen_fd, int port, const Options& opt
   accept_thread_ = std::thread([this] { AcceptLoop(); });
 }
 
-CoordinatorServer::~CoordinatorServer() { Shutdown(); }
+AddressExchangeServer::~AddressExchangeServer() { Shutdown(); }
 
-void CoordinatorServer::Shutdown() {
+void AddressExchangeServer::Shutdown() {
   {
     MutexLock lock(mu_);
     if (shut_down_) return;
@@ -235,9 +236,9 @@ void CoordinatorServer::Shutdown() {
   JoinAndCloseConnections(&connections);
 }
 
-void CoordinatorServer::ReapFinishedLocked() { ReapFinishedConnections(&connections_); }
+void AddressExchangeServer::ReapFinishedLocked() { ReapFinishedConnections(&connections_); }
 
-void CoordinatorServer::AcceptLoop() {
+void AddressExchangeServer::AcceptLoop() {
   while (!stopping_) {
     pollfd waiting{listen_fd_, POLLIN, 0};
     if (::poll(&waiting, 1, kPollIntervalMs) <= 0) continue;
@@ -258,7 +259,7 @@ void CoordinatorServer::AcceptLoop() {
   }
 }
 
-void CoordinatorServer::Serve(Connection* connection) {
+void AddressExchangeServer::Serve(Connection* connection) {
   const int fd = connection->fd;
   const Clock::time_point read_deadline =
       Clock::now() + std::chrono::milliseconds(kRequestTimeoutMs);
@@ -297,7 +298,7 @@ void CoordinatorServer::Serve(Connection* connection) {
   ::shutdown(fd, SHUT_RDWR);
 }
 
-StatusOr<std::string> CoordinatorServer::Register(int rank, const std::string& address) {
+StatusOr<std::string> AddressExchangeServer::Register(int rank, const std::string& address) {
   if (address.find('\n') != std::string::npos) {
     return InvalidArgument("rank ", rank, " sends an address with a line break");
   }
@@ -327,7 +328,7 @@ StatusOr<std::string> CoordinatorServer::Register(int rank, const std::string& a
 // ---------------------------------------------------------------------------------------------
 // Workers
 
-StatusOr<std::vector<std::string>> RegisterWithCoordinator(const RegistrationOptions& options) {
+StatusOr<std::vector<std::string>> ExchangeAddresses(const AddressExchangeOptions& options) {
   const std::string what =
       StrCat("rank ", options.rank, " registering with the coordinator at ", options.coordinator);
   StatusOr<std::pair<std::string, int>> target = SplitAddress(options.coordinator);
@@ -357,24 +358,24 @@ StatusOr<std::vector<std::string>> RegisterWithCoordinator(const RegistrationOpt
 
 StatusOr<ClusterSpec> RendezvousCluster(const ResolvedCluster& resolved,
                                         const std::string& own_address, int64_t timeout_ms,
-                                        std::unique_ptr<CoordinatorServer>* hosted) {
+                                        std::unique_ptr<AddressExchangeServer>* hosted) {
   WEFT_ASSIGN_OR_RETURN(auto target, SplitAddress(resolved.coordinator));
   if (resolved.rank == 0) {
-    CoordinatorServer::Options options;
+    AddressExchangeServer::Options options;
     const bool loopback = target.first == "127.0.0.1" || target.first == "localhost";
     options.host = loopback ? "127.0.0.1" : "0.0.0.0";
     options.port = target.second;
     options.world_size = resolved.world_size;
     options.timeout_ms = timeout_ms;
-    WEFT_ASSIGN_OR_RETURN(*hosted, CoordinatorServer::Create(options));
+    WEFT_ASSIGN_OR_RETURN(*hosted, AddressExchangeServer::Create(options));
   }
-  RegistrationOptions registration;
+  AddressExchangeOptions registration;
   registration.coordinator = resolved.coordinator;
   registration.rank = resolved.rank;
   registration.world_size = resolved.world_size;
   registration.address = own_address;
   registration.timeout_ms = timeout_ms;
-  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> addresses, RegisterWithCoordinator(registration));
+  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> addresses, ExchangeAddresses(registration));
   return ClusterSpec::FromJobs({{"worker", std::move(addresses)}});
 }
 

@@ -1,7 +1,7 @@
 // ConnectionThread: one accepted socket served by a thread of its own, the way the bulk data
-// server and the coordinator serve their connections, and the bookkeeping both need: joining the
-// threads that have finished and, at shutdown, all of them. The list belongs to its server, which
-// guards it with its own lock; these functions take no lock.
+// server and the address exchange serve their connections, and the bookkeeping both need: joining
+// the threads that have finished and, at shutdown, all of them. The list belongs to its server,
+// which guards it with its own lock; these functions take no lock.
 #pragma once
 
 #include <atomic>
