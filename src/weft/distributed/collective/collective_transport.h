@@ -29,6 +29,10 @@ struct TransportOp {
   int64_t instance_key = 0;
   int64_t sequence = 0;  // how many times this group ran this instance before, on every member
   std::string label;     // "collective instance (group_key 1, instance_key 2)", for errors
+  // Waited beyond TransportOptions::timeout. A transport built from others sets it on a later
+  // stage's call, so that an earlier stage's verdict (naming the member that never arrived)
+  // reaches the later stage before that stage times out on its own peer.
+  std::chrono::milliseconds extra_wait{0};
 };
 
 struct TransportOptions {
