@@ -5,12 +5,7 @@
 #include <cstring>
 #include <utility>
 
-#include <netdb.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
+#include "weft/core/net/socket.h"
 #include "weft/core/str_util.h"
 
 namespace weft {
@@ -22,11 +17,14 @@ constexpr uint64_t kRequestMagic = 0x5745465443524551ULL;  // "WEFTCREQ"
 constexpr uint64_t kReplyMagic = 0x574546544352504cULL;    // "WEFTCRPL"
 constexpr uint32_t kMaxAddressBytes = 1024;
 constexpr uint32_t kMaxPayloadBytes = 16 << 20;
-constexpr int kPollIntervalMs = 100;
+// How often the accept loop looks at the stopping flag.
+constexpr std::chrono::milliseconds kAcceptSlice{100};
 // A connected peer must send its whole request within this.
-constexpr int64_t kRequestTimeoutMs = 10000;
+constexpr std::chrono::milliseconds kRequestTimeout{10000};
+// How long a reply may take to leave (a peer that stopped reading is not waited on for ever).
+constexpr std::chrono::milliseconds kReplySendTimeout{10000};
 // How much longer than its own timeout a worker waits for the coordinator's reply.
-constexpr int64_t kReplyGraceMs = 2000;
+constexpr std::chrono::milliseconds kReplyGrace{2000};
 
 struct RequestHeader {
   uint64_t magic;
@@ -42,107 +40,42 @@ struct ReplyHeader {
 };
 static_assert(sizeof(RequestHeader) == 24 && sizeof(ReplyHeader) == 16);
 
-int RemainingMs(Clock::time_point deadline) {
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-  return static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(left.count(), kPollIntervalMs)));
-}
-
-// Reads exactly `size` bytes before `deadline` (polling, so `stopping` is seen within 100 ms).
-Status RecvUntil(int fd, void* data, size_t size, Clock::time_point deadline,
-                 const std::atomic<bool>* stopping) {
-  char* next = static_cast<char*>(data);
-  size_t done = 0;
-  while (done < size) {
-    if (stopping != nullptr && *stopping) return Cancelled("stopping");
-    if (Clock::now() >= deadline) return DeadlineExceeded("timed out after ", done, " bytes");
-    pollfd waiting{fd, POLLIN, 0};
-    const int ready = ::poll(&waiting, 1, RemainingMs(deadline));
-    if (ready < 0 && errno != EINTR) return Unavailable("poll: ", std::strerror(errno));
-    if (ready <= 0) continue;
-    const ssize_t got = ::recv(fd, next + done, size - done, 0);
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) return Unavailable("recv: ", std::strerror(errno));
-    if (got == 0) return Unavailable("connection closed after ", done, " of ", size, " bytes");
-    done += static_cast<size_t>(got);
-  }
-  return Status::OK();
-}
-
-bool SendAll(int fd, const void* data, size_t size) {
-  const char* next = static_cast<const char*>(data);
-  while (size > 0) {
-    const ssize_t sent = ::send(fd, next, size, MSG_NOSIGNAL);
-    if (sent < 0 && errno == EINTR) continue;
-    if (sent < 0) return false;
-    next += sent;
-    size -= static_cast<size_t>(sent);
-  }
-  return true;
-}
-
-void SendReply(int fd, Code code, const std::string& payload) {
+void SendReply(const net::Socket& socket, Code code, const std::string& payload) {
   ReplyHeader reply{kReplyMagic, static_cast<uint32_t>(code),
                     static_cast<uint32_t>(payload.size())};
-  if (SendAll(fd, &reply, sizeof(reply))) SendAll(fd, payload.data(), payload.size());
+  std::string message(sizeof(reply), '\0');
+  std::memcpy(message.data(), &reply, sizeof(reply));
+  message += payload;
+  // The peer may be gone; it then gets nothing, and there is nobody else to tell.
+  socket.WriteFull(message.data(), message.size(), net::DeadlineIn(kReplySendTimeout), "the reply")
+      .IgnoreError();
 }
 
-StatusOr<std::pair<std::string, int>> SplitAddress(const std::string& address) {
-  const size_t colon = address.rfind(':');
-  if (colon == std::string::npos || colon == 0) {
-    return InvalidArgument("coordinator address '", address, "' is not HOST:PORT");
-  }
-  const std::string port_text = address.substr(colon + 1);
-  char* end = nullptr;
-  const long port = std::strtol(port_text.c_str(), &end, 10);
-  if (port_text.empty() || *end != '\0' || port < 0 || port > 65535) {
-    return InvalidArgument("coordinator address '", address, "' has a bad port");
-  }
-  return std::make_pair(address.substr(0, colon), static_cast<int>(port));
-}
-
-// One connection attempt; Unavailable when nobody listens yet.
-StatusOr<int> Connect(const std::string& host, int port) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  const int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
-  if (rc != 0 || found == nullptr)
-    return Unavailable("cannot resolve ", host, ": ", gai_strerror(rc));
-  Status last = Unavailable("no address for ", host);
-  for (addrinfo* candidate = found; candidate != nullptr; candidate = candidate->ai_next) {
-    const int fd = ::socket(candidate->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) continue;
-    if (::connect(fd, candidate->ai_addr, candidate->ai_addrlen) == 0) {
-      freeaddrinfo(found);
-      return fd;
-    }
-    last = Unavailable("connect: ", std::strerror(errno));
-    ::close(fd);
-  }
-  freeaddrinfo(found);
-  return last;
+StatusOr<net::HostPort> SplitAddress(const std::string& address) {
+  StatusOr<net::HostPort> target = net::SplitHostPort(address);
+  if (!target.ok()) return target.status().WithContext("coordinator address");
+  return target;
 }
 
 // One exchange on a connected socket.
-StatusOr<std::vector<std::string>> Exchange(int fd, const AddressExchangeOptions& options,
+StatusOr<std::vector<std::string>> Exchange(const net::Socket& socket,
+                                            const AddressExchangeOptions& options,
                                             Clock::time_point deadline) {
   RequestHeader request{kRequestMagic, static_cast<uint32_t>(options.rank),
                         static_cast<uint32_t>(options.world_size),
                         static_cast<uint32_t>(options.address.size()), 0};
-  if (!SendAll(fd, &request, sizeof(request)) ||
-      !SendAll(fd, options.address.data(), options.address.size())) {
-    return Unavailable("send: ", std::strerror(errno));
-  }
+  std::string message(sizeof(request), '\0');
+  std::memcpy(message.data(), &request, sizeof(request));
+  message += options.address;
+  WEFT_RETURN_IF_ERROR(socket.WriteFull(message.data(), message.size(), deadline, "the request"));
   ReplyHeader reply{};
-  WEFT_RETURN_IF_ERROR(RecvUntil(fd, &reply, sizeof(reply), deadline, nullptr));
+  WEFT_RETURN_IF_ERROR(socket.ReadFull(&reply, sizeof(reply), deadline, "the reply"));
   if (reply.magic != kReplyMagic) return DataLoss("the reply is not the coordinator protocol");
-  if (reply.code > static_cast<uint32_t>(Code::kUnauthenticated) ||
-      reply.payload_bytes > kMaxPayloadBytes) {
+  if (reply.code > static_cast<uint32_t>(Code::kUnauthenticated)) {
     return DataLoss("malformed reply (code ", reply.code, ", ", reply.payload_bytes, " bytes)");
   }
-  std::string payload(reply.payload_bytes, '\0');
-  WEFT_RETURN_IF_ERROR(RecvUntil(fd, payload.data(), payload.size(), deadline, nullptr));
+  WEFT_ASSIGN_OR_RETURN(std::string payload, socket.ReadSized(reply.payload_bytes, kMaxPayloadBytes,
+                                                              deadline, "the reply's payload"));
   if (reply.code != 0) return Status(static_cast<Code>(reply.code), payload);
   std::vector<std::string> addresses;
   size_t start = 0;
@@ -170,42 +103,14 @@ StatusOr<std::unique_ptr<AddressExchangeServer>> AddressExchangeServer::Create(
   if (options.world_size < 1) {
     return InvalidArgument("coordinator at ", where, ": world size ", options.world_size);
   }
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE;
-  addrinfo* found = nullptr;
-  const int rc =
-      getaddrinfo(options.host.c_str(), std::to_string(options.port).c_str(), &hints, &found);
-  if (rc != 0 || found == nullptr) {
-    return InvalidArgument("coordinator cannot resolve ", where, ": ", gai_strerror(rc));
-  }
-  const int fd = ::socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    freeaddrinfo(found);
-    return Unavailable("coordinator at ", where, ": socket: ", std::strerror(errno));
-  }
-  int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (::bind(fd, found->ai_addr, found->ai_addrlen) != 0 || ::listen(fd, 1024) != 0) {
-    const int error = errno;
-    freeaddrinfo(found);
-    ::close(fd);
-    return Unavailable("coordinator cannot listen at ", where, ": ", std::strerror(error));
-  }
-  freeaddrinfo(found);
-  sockaddr_storage bound{};
-  socklen_t length = sizeof(bound);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length);
-  const int port = bound.ss_family == AF_INET6
-                       ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
-                       : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  return std::unique_ptr<AddressExchangeServer>(new AddressExchangeServer(fd, port, options));
+  StatusOr<net::Listener> listener = net::Listener::Listen(options.host, options.port, 1024);
+  if (!listener.ok()) return listener.status().WithContext("coordinator");
+  return std::unique_ptr<AddressExchangeServer>(
+      new AddressExchangeServer(std::move(listener).value(), options));
 }
 
-AddressExchangeServer::AddressExchangeServer(int listen_fd, int port, const Options& options)
-    : listen_fd_(listen_fd),
-      port_(port),
+AddressExchangeServer::AddressExchangeServer(net::Listener listener, const Options& options)
+    : listener_(std::move(listener)),
       options_(options),
       deadline_(Clock::now() + std::chrono::milliseconds(options.timeout_ms)) {
   {
@@ -225,9 +130,8 @@ void AddressExchangeServer::Shutdown() {
     stopping_ = true;
     changed_.NotifyAll();
   }
-  ::shutdown(listen_fd_, SHUT_RDWR);
+  listener_.Shutdown();
   if (accept_thread_.joinable()) accept_thread_.join();
-  ::close(listen_fd_);
   ConnectionThreads connections;
   {
     MutexLock lock(mu_);
@@ -240,19 +144,17 @@ void AddressExchangeServer::ReapFinishedLocked() { ReapFinishedConnections(&conn
 
 void AddressExchangeServer::AcceptLoop() {
   while (!stopping_) {
-    pollfd waiting{listen_fd_, POLLIN, 0};
-    if (::poll(&waiting, 1, kPollIntervalMs) <= 0) continue;
-    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;
+    // Wakes every poll slice to look at stopping_; no deadline of its own.
+    StatusOr<net::Socket> socket = listener_.Accept(net::DeadlineIn(kAcceptSlice), &stopping_);
+    if (!socket.ok()) continue;
     MutexLock lock(mu_);
     ReapFinishedLocked();
     // Each rank holds one connection; a few more allow for retries and strays.
     if (stopping_ || static_cast<int>(connections_.size()) >= 2 * options_.world_size + 16) {
-      ::close(fd);
-      continue;
+      continue;  // refused: the socket closes here
     }
     auto connection = std::make_unique<Connection>();
-    connection->fd = fd;
+    connection->socket = std::move(socket).value();
     Connection* raw = connection.get();
     connection->thread = std::thread([this, raw] { Serve(raw); });
     connections_.push_back(std::move(connection));
@@ -260,11 +162,11 @@ void AddressExchangeServer::AcceptLoop() {
 }
 
 void AddressExchangeServer::Serve(Connection* connection) {
-  const int fd = connection->fd;
-  const Clock::time_point read_deadline =
-      Clock::now() + std::chrono::milliseconds(kRequestTimeoutMs);
+  const net::Socket& socket = connection->socket;
+  const Clock::time_point read_deadline = net::DeadlineIn(kRequestTimeout);
   RequestHeader request{};
-  Status read = RecvUntil(fd, &request, sizeof(request), read_deadline, &stopping_);
+  Status read =
+      socket.ReadFull(&request, sizeof(request), read_deadline, "the request", &stopping_);
   StatusOr<std::string> reply = Unavailable("no request");
   if (!read.ok()) {
     reply = read;
@@ -282,20 +184,21 @@ void AddressExchangeServer::Serve(Connection* connection) {
                               " bytes");
     } else {
       std::string address(request.address_bytes, '\0');
-      read = RecvUntil(fd, address.data(), address.size(), read_deadline, &stopping_);
+      read =
+          socket.ReadFull(address.data(), address.size(), read_deadline, "the address", &stopping_);
       reply = read.ok() ? Register(static_cast<int>(request.rank), address) : read;
     }
   }
   // A peer that sent too little or went away gets nothing; any request that arrived is answered.
   if (read.ok() || IsInvalidArgument(reply.status())) {
     if (reply.ok()) {
-      SendReply(fd, Code::kOk, *reply);
+      SendReply(socket, Code::kOk, *reply);
     } else {
-      SendReply(fd, reply.status().code(), reply.status().message());
+      SendReply(socket, reply.status().code(), reply.status().message());
     }
   }
   connection->finished = true;
-  ::shutdown(fd, SHUT_RDWR);
+  socket.Shutdown();
 }
 
 StatusOr<std::string> AddressExchangeServer::Register(int rank, const std::string& address) {
@@ -331,40 +234,33 @@ StatusOr<std::string> AddressExchangeServer::Register(int rank, const std::strin
 StatusOr<std::vector<std::string>> ExchangeAddresses(const AddressExchangeOptions& options) {
   const std::string what =
       StrCat("rank ", options.rank, " registering with the coordinator at ", options.coordinator);
-  StatusOr<std::pair<std::string, int>> target = SplitAddress(options.coordinator);
+  StatusOr<net::HostPort> target = SplitAddress(options.coordinator);
   if (!target.ok()) return target.status().WithContext(what);
   const Clock::time_point connect_deadline =
       Clock::now() + std::chrono::milliseconds(options.timeout_ms);
-  // The coordinator may not listen yet: retry, backing off from 20 ms to 500 ms, until the
-  // deadline (so the loop is bounded in time).
-  std::chrono::milliseconds backoff(20);
-  while (true) {
-    StatusOr<int> fd = Connect(target->first, target->second);
-    if (fd.ok()) {
-      StatusOr<std::vector<std::string>> addresses =
-          Exchange(*fd, options, connect_deadline + std::chrono::milliseconds(kReplyGraceMs));
-      ::close(*fd);
-      if (!addresses.ok()) return addresses.status().WithContext(what);
-      return addresses;
-    }
-    if (Clock::now() + backoff >= connect_deadline) {
-      return DeadlineExceeded(what, ": nobody answered within ", options.timeout_ms,
-                              " ms (last error: ", fd.status().message(), ")");
-    }
-    std::this_thread::sleep_for(backoff);
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(500));
+  // The coordinator may not listen yet: connecting retries until the deadline.
+  StatusOr<net::Socket> socket =
+      net::ConnectWithDeadline(target->host, target->port, connect_deadline);
+  if (IsDeadlineExceeded(socket.status())) {
+    return DeadlineExceeded(what, ": nobody answered within ", options.timeout_ms,
+                            " ms (last error: ", socket.status().message(), ")");
   }
+  if (!socket.ok()) return socket.status().WithContext(what);
+  StatusOr<std::vector<std::string>> addresses =
+      Exchange(*socket, options, connect_deadline + kReplyGrace);
+  if (!addresses.ok()) return addresses.status().WithContext(what);
+  return addresses;
 }
 
 StatusOr<ClusterSpec> RendezvousCluster(const ResolvedCluster& resolved,
                                         const std::string& own_address, int64_t timeout_ms,
                                         std::unique_ptr<AddressExchangeServer>* hosted) {
-  WEFT_ASSIGN_OR_RETURN(auto target, SplitAddress(resolved.coordinator));
+  WEFT_ASSIGN_OR_RETURN(net::HostPort target, SplitAddress(resolved.coordinator));
   if (resolved.rank == 0) {
     AddressExchangeServer::Options options;
-    const bool loopback = target.first == "127.0.0.1" || target.first == "localhost";
+    const bool loopback = target.host == "127.0.0.1" || target.host == "localhost";
     options.host = loopback ? "127.0.0.1" : "0.0.0.0";
-    options.port = target.second;
+    options.port = target.port;
     options.world_size = resolved.world_size;
     options.timeout_ms = timeout_ms;
     WEFT_ASSIGN_OR_RETURN(*hosted, AddressExchangeServer::Create(options));

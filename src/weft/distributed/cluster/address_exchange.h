@@ -22,6 +22,7 @@
 
 #include "weft/core/mutex.h"
 #include "weft/core/net/connection_thread.h"
+#include "weft/core/net/socket.h"
 #include "weft/core/statusor.h"
 #include "weft/distributed/cluster/cluster_resolver.h"
 
@@ -44,7 +45,7 @@ class AddressExchangeServer {
   AddressExchangeServer(const AddressExchangeServer&) = delete;
   AddressExchangeServer& operator=(const AddressExchangeServer&) = delete;
 
-  int port() const { return port_; }
+  int port() const { return listener_.port(); }
   // Closes the listener, tells waiting workers the coordinator stopped, joins the threads.
   // Idempotent.
   void Shutdown();
@@ -52,15 +53,14 @@ class AddressExchangeServer {
  private:
   using Connection = ConnectionThread;
 
-  AddressExchangeServer(int listen_fd, int port, const Options& options);
+  AddressExchangeServer(net::Listener listener, const Options& options);
   void AcceptLoop();
   void Serve(Connection* connection);
   // The reply for one well-formed request: the list, or why not.
   StatusOr<std::string> Register(int rank, const std::string& address);
   void ReapFinishedLocked() WEFT_REQUIRES(mu_);
 
-  const int listen_fd_;
-  const int port_;
+  const net::Listener listener_;
   const Options options_;
   const std::chrono::steady_clock::time_point deadline_;
   std::atomic<bool> stopping_{false};

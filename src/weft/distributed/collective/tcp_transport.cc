@@ -327,13 +327,10 @@ Status TcpTransport::RunAllGather(const std::string& label, const OpIdentity& id
 
 StatusOr<std::unique_ptr<TcpTransportListener>> TcpTransportListener::Listen(
     const std::string& host) {
-  WEFT_ASSIGN_OR_RETURN(auto socket, internal::ListenOn(host));
+  StatusOr<net::Listener> listener = net::Listener::Listen(host, 0);
+  if (!listener.ok()) return listener.status().WithContext("TCP transport listener");
   return std::unique_ptr<TcpTransportListener>(
-      new TcpTransportListener(socket.fd, std::move(socket.address)));
-}
-
-TcpTransportListener::~TcpTransportListener() {
-  if (fd_ >= 0) ::close(fd_);
+      new TcpTransportListener(std::move(listener).value()));
 }
 
 StatusOr<std::unique_ptr<CollectiveTransport>> CreateTcpTransport(
@@ -364,7 +361,7 @@ StatusOr<std::unique_ptr<CollectiveTransport>> CreateTcpTransport(
                        "': eventfd: ", internal::ErrnoText(errno));
   }
   const Deadline deadline(options.timeout);
-  auto fds = internal::ConnectMesh(options, listener->fd(), member_addresses, deadline);
+  auto fds = internal::ConnectMesh(options, listener->listener(), member_addresses, deadline);
   if (!fds.ok()) {
     ::close(abort_fd);
     return fds.status();

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "weft/core/net/socket.h"
 #include "weft/core/statusor.h"
 #include "weft/distributed/collective/collective_transport.h"
 
@@ -22,19 +23,18 @@ class TcpTransportListener final : public TransportListener {
  public:
   // Listens on `host` ("127.0.0.1", "::1", a host name) at a port the system picks.
   static StatusOr<std::unique_ptr<TcpTransportListener>> Listen(const std::string& host);
-  ~TcpTransportListener() override;
   TcpTransportListener(const TcpTransportListener&) = delete;
   TcpTransportListener& operator=(const TcpTransportListener&) = delete;
 
   // "host:port" (IPv6 hosts in brackets).
-  std::string address() const override { return address_; }
+  std::string address() const override { return listener_.address(); }
   // The listening descriptor, still owned by this object.
-  int fd() const { return fd_; }
+  int fd() const { return listener_.fd(); }
+  const net::Listener& listener() const { return listener_; }
 
  private:
-  TcpTransportListener(int fd, std::string address) : fd_(fd), address_(std::move(address)) {}
-  int fd_;
-  std::string address_;
+  explicit TcpTransportListener(net::Listener listener) : listener_(std::move(listener)) {}
+  net::Listener listener_;
 };
 
 struct TcpTransportTuning {
