@@ -2,9 +2,10 @@
 // processes (forked from this program), through the shared-memory and the TCP transport, and on
 // request the hierarchical one with the processes as 2 "hosts" of N/2 (all really on this machine).
 // Prints `METRIC allreduce<size>_<n>proc[_tcp|_hier] <median_us> us` (shm without suffix), the
-// median of rank 0's timed calls after warm-up. Usage: collective_bench [--transport shm|tcp|hier]
-// [--procs N] [--size 4kb|256kb|4mb|64mb] (each may repeat; shm and tcp, 2 and 4, all sizes when
-// absent) [--shm-small BYTES] [--tcp-small BYTES] [--tcp-chunk BYTES].
+// median of rank 0's timed calls after warm-up. Usage: collective_bench [--transport NAME]
+// (a registered transport; "hier": hierarchical) [--procs N] [--size 4kb|256kb|4mb|64mb] (each may
+// repeat; shm and tcp, 2 and 4, all sizes when absent) [--shm-small BYTES] [--tcp-small BYTES]
+// [--tcp-chunk BYTES].
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -16,10 +17,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "weft/core/str_util.h"
 #include "weft/core/tensor.h"
-#include "weft/distributed/collective/hierarchical_transport.h"
-#include "weft/distributed/collective/shm_transport.h"
-#include "weft/distributed/collective/tcp_transport.h"
+#include "weft/distributed/collective/collective_transport_registry.h"
 
 namespace weft {
 namespace {
@@ -35,35 +35,35 @@ struct Config {
   std::vector<std::string> transports;
   std::vector<int> procs;
   std::vector<Size> sizes;
-  ShmTransportTuning shm;
-  TcpTransportTuning tcp;
+  CollectiveTransportTuning tuning;
 };
 
+// The metric suffix of a registered transport ("hier" for the hierarchical one, as it always was).
+std::string MetricSuffix(const std::string& transport) {
+  if (transport == "shm") return "";
+  return "_" + std::string(transport == "hierarchical" ? "hier" : transport);
+}
+
 // Runs in member `rank`: returns rank 0's median per size in microseconds (others return empty).
-std::vector<double> RunMember(const Config& config, const std::string& transport_name, int rank,
-                              int n, const std::string& token,
-                              std::vector<std::unique_ptr<TcpTransportListener>>& listeners,
+std::vector<double> RunMember(const Config& config, const CollectiveTransportFactory& factory,
+                              int rank, int n, const std::string& token,
+                              std::vector<std::unique_ptr<TransportListener>>& listeners,
                               const std::vector<std::string>& addresses, std::string* error) {
-  TransportOptions options;
-  options.rank = rank;
-  options.world_size = n;
-  options.group_token = token;
-  options.timeout = std::chrono::seconds(60);
-  StatusOr<std::unique_ptr<CollectiveTransport>> transport = Internal("no transport");
-  if (transport_name == "shm") {
-    transport = CreateShmTransport(options, config.shm);
-  } else if (transport_name == "tcp") {
-    transport = CreateTcpTransport(options, std::move(listeners[rank]), addresses, config.tcp);
-  } else {
-    // Two "hosts" of n/2 contiguous ranks each (n/2 rounded up on the first).
-    std::vector<std::string> hosts;
-    for (int r = 0; r < n; ++r) hosts.push_back(r < (n + 1) / 2 ? "host-a" : "host-b");
-    // The "hosts" share this machine's cores: the shared-memory stages must know how many wait.
-    HierarchicalTransportTuning tuning{config.shm, config.tcp};
-    tuning.shm.host_processes = n;
-    transport =
-        CreateHierarchicalTransport(options, hosts, std::move(listeners[rank]), addresses, tuning);
-  }
+  TransportConnection connection;
+  connection.options.rank = rank;
+  connection.options.world_size = n;
+  connection.options.group_token = token;
+  connection.options.timeout = std::chrono::seconds(60);
+  // Two "hosts" of n/2 contiguous ranks each (n/2 rounded up on the first); only the hierarchical
+  // transport looks.
+  for (int r = 0; r < n; ++r)
+    connection.member_hosts.push_back(r < (n + 1) / 2 ? "host-a" : "host-b");
+  connection.member_addresses = addresses;
+  connection.listener = std::move(listeners[rank]);
+  connection.tuning = config.tuning;
+  // The "hosts" share this machine's cores: the shared-memory stages must know how many wait.
+  if (factory.name == "hierarchical") connection.tuning.shm.host_processes = n;
+  StatusOr<std::unique_ptr<CollectiveTransport>> transport = factory.connect(std::move(connection));
   if (!transport.ok()) {
     *error = transport.status().ToString();
     return {};
@@ -97,18 +97,21 @@ bool RunGroup(const Config& config, const std::string& transport_name, int n) {
   static int groups = 0;
   const std::string token =
       "collective-bench-" + std::to_string(getpid()) + "-" + std::to_string(groups++);
-  std::vector<std::unique_ptr<TcpTransportListener>> listeners;
-  std::vector<std::string> addresses;
-  if (transport_name != "shm") {
-    for (int r = 0; r < n; ++r) {
-      auto listener = TcpTransportListener::Listen("127.0.0.1");
-      if (!listener.ok()) {
-        std::fprintf(stderr, "%s\n", listener.status().ToString().c_str());
-        return false;
-      }
-      addresses.push_back((*listener)->address());
-      listeners.push_back(std::move(listener).value());
+  auto factory = CollectiveTransportRegistry::Global().Find(transport_name);
+  if (!factory.ok()) {
+    std::fprintf(stderr, "%s\n", factory.status().ToString().c_str());
+    return false;
+  }
+  std::vector<std::unique_ptr<TransportListener>> listeners(n);
+  std::vector<std::string> addresses(n);
+  for (int r = 0; r < n && (*factory)->listen; ++r) {
+    auto listener = (*factory)->listen("127.0.0.1");
+    if (!listener.ok()) {
+      std::fprintf(stderr, "%s\n", listener.status().ToString().c_str());
+      return false;
     }
+    addresses[r] = (*listener)->address();
+    listeners[r] = std::move(listener).value();
   }
   int report[2];
   if (pipe(report) != 0) return false;
@@ -120,14 +123,14 @@ bool RunGroup(const Config& config, const std::string& transport_name, int n) {
       close(report[0]);
       std::string error;
       std::vector<double> medians =
-          RunMember(config, transport_name, rank, n, token, listeners, addresses, &error);
+          RunMember(config, **factory, rank, n, token, listeners, addresses, &error);
       std::string text;
       if (!error.empty()) {
         text = "ERROR rank " + std::to_string(rank) + ": " + error + "\n";
       } else if (rank == 0) {
         for (size_t i = 0; i < medians.size(); ++i) {
           text += "METRIC allreduce" + config.sizes[i].name + "_" + std::to_string(n) + "proc" +
-                  (transport_name == "shm" ? "" : "_" + transport_name) + " " +
+                  MetricSuffix(transport_name) + " " +
                   std::to_string(static_cast<int64_t>(medians[i] + 0.5)) + " us\n";
         }
       }
@@ -168,11 +171,14 @@ int main(int argc, char** argv) {
     const std::string flag = argv[i];
     const std::string value = argv[i + 1];
     if (flag == "--transport") {
-      if (value != "shm" && value != "tcp" && value != "hier") {
-        std::fprintf(stderr, "unknown transport %s (shm, tcp or hier)\n", value.c_str());
+      // "hier" is the hierarchical transport's old short name.
+      const std::string name = value == "hier" ? "hierarchical" : value;
+      auto found = weft::CollectiveTransportRegistry::Global().Find(name);
+      if (!found.ok()) {
+        std::fprintf(stderr, "%s\n", found.status().ToString().c_str());
         return 2;
       }
-      config.transports.push_back(value);
+      config.transports.push_back(name);
     } else if (flag == "--procs") {
       config.procs.push_back(std::atoi(value.c_str()));
     } else if (flag == "--size") {
@@ -180,11 +186,11 @@ int main(int argc, char** argv) {
         if (size.name == value) config.sizes.push_back(size);
       }
     } else if (flag == "--shm-small") {
-      config.shm.small_bytes = std::strtoull(value.c_str(), nullptr, 10);
+      config.tuning.shm.small_bytes = std::strtoull(value.c_str(), nullptr, 10);
     } else if (flag == "--tcp-small") {
-      config.tcp.small_bytes = std::strtoull(value.c_str(), nullptr, 10);
+      config.tuning.tcp.small_bytes = std::strtoull(value.c_str(), nullptr, 10);
     } else if (flag == "--tcp-chunk") {
-      config.tcp.chunk_bytes = std::strtoull(value.c_str(), nullptr, 10);
+      config.tuning.tcp.chunk_bytes = std::strtoull(value.c_str(), nullptr, 10);
     } else {
       std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
       return 2;

@@ -309,7 +309,7 @@ std::string CompleteGroup(int64_t group_key, int32_t group_size) {
   member->set_task(kTask);
   member->set_device(kCpu0);
   member->set_hostname("h0");
-  member->set_transport_address("127.0.0.1:1");
+  (*member->mutable_transport_addresses())["tcp"] = "127.0.0.1:1";
   member->set_incarnation(5);
   return Record(WorkerMethod::kCompleteGroup, request);
 }

@@ -13,8 +13,8 @@
 #include "weft/cli/metrics_endpoint.h"
 #include "weft/cli/worker_cluster.h"
 #include "weft/core/str_util.h"
+#include "weft/distributed/cluster/address_exchange.h"
 #include "weft/distributed/cluster/cluster_resolver.h"
-#include "weft/distributed/rpc/coordinator.h"
 #include "weft/distributed/rpc/grpc_server.h"
 
 namespace weft::cli {
@@ -32,7 +32,7 @@ struct ServerSetup {
   ServerConfig config;
   int devices = 1;
   std::string bind_host;
-  std::unique_ptr<CoordinatorServer> coordinator;  // rank 0 of a rendezvous hosts it
+  std::unique_ptr<AddressExchangeServer> coordinator;  // rank 0 of a rendezvous hosts it
 };
 
 // A Slurm / Open MPI rank: the cluster comes from the coordinator.

@@ -11,7 +11,7 @@ namespace weft::cli {
 
 StatusOr<ServerConfig> MeetAtCoordinator(const ResolvedCluster& resolved, int64_t timeout_ms,
                                          const char* program,
-                                         std::unique_ptr<CoordinatorServer>* coordinator) {
+                                         std::unique_ptr<AddressExchangeServer>* coordinator) {
   // Free on every interface, so free on the one bound. The port could be taken before the server
   // binds it; the server then fails to start, naming it.
   WEFT_ASSIGN_OR_RETURN(std::vector<int> ports, PickFreePorts(1, "0.0.0.0"));

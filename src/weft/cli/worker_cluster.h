@@ -9,8 +9,8 @@
 #include <string>
 
 #include "weft/core/statusor.h"
+#include "weft/distributed/cluster/address_exchange.h"
 #include "weft/distributed/cluster/cluster_resolver.h"
-#include "weft/distributed/rpc/coordinator.h"
 
 namespace weft::cli {
 
@@ -19,12 +19,12 @@ namespace weft::cli {
 // progress line on stderr. Rank 0 keeps the coordinator it hosts in `*coordinator`.
 StatusOr<ServerConfig> MeetAtCoordinator(const ResolvedCluster& resolved, int64_t timeout_ms,
                                          const char* program,
-                                         std::unique_ptr<CoordinatorServer>* coordinator);
+                                         std::unique_ptr<AddressExchangeServer>* coordinator);
 
 struct WorkerCluster {
   ServerConfig config;
   int devices_per_worker = 0;  // WEFT_DEVICES_PER_WORKER; 0 when unset
-  std::unique_ptr<CoordinatorServer> coordinator;
+  std::unique_ptr<AddressExchangeServer> coordinator;
 };
 
 // This worker's cluster from the process environment; FailedPrecondition naming the variables to

@@ -120,7 +120,7 @@ StatusOr<std::unique_ptr<MultiWorkerMirroredStrategy>> MultiWorkerMirroredStrate
     const std::string host = address->substr(0, address->rfind(':'));
     collective.listen_host = host == "localhost" ? "127.0.0.1" : host;
   }
-  collective.force_tcp = strategy->options_.force_tcp_collectives;
+  if (strategy->options_.force_tcp_collectives) collective.transport = "tcp";
   collective.hostname = strategy->options_.hostname;
   collective.collective_timeout = strategy->options_.collective_timeout;
   collective.heartbeat_timeout_ms = strategy->options_.heartbeat_timeout_ms;

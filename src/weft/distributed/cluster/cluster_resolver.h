@@ -36,7 +36,7 @@ struct ResolvedCluster {
   int devices_per_worker = 0;
 
   // Slurm and Open MPI: this worker's rank among `world_size`; the cluster itself comes from the
-  // coordinator (rpc/coordinator.h), where every rank registers its own address.
+  // coordinator (address_exchange.h), where every rank registers its own address.
   int rank = 0;
   int world_size = 0;
   int local_rank = 0;       // SLURM_LOCALID, OMPI_COMM_WORLD_LOCAL_RANK; 0 when unset

@@ -2,12 +2,9 @@
 // thread on the first operation, since making it waits for every member process.
 #include "weft/distributed/collective/collective_group.h"
 
-#include <set>
 #include <utility>
 
 #include "weft/core/str_util.h"
-#include "weft/distributed/collective/hierarchical_transport.h"
-#include "weft/distributed/collective/shm_transport.h"
 
 namespace weft {
 
@@ -40,33 +37,23 @@ StatusOr<std::shared_ptr<CollectiveGroup>> CollectiveGroup::Create(Options optio
     if (member.task() == last_task) continue;
     last_task = member.task();
     group->task_hosts_.push_back(member.hostname());
-    group->task_addresses_.push_back(member.transport_address());
   }
-  const std::set<std::string> hosts(group->task_hosts_.begin(), group->task_hosts_.end());
-  if (group->options_.force_tcp || hosts.size() == group->task_hosts_.size()) {
-    group->transport_kind_ = TransportKind::kTcp;  // also when every host runs one task
-  } else if (hosts.size() == 1) {
-    group->transport_kind_ = TransportKind::kSharedMemory;
-  } else {
-    group->transport_kind_ = TransportKind::kHierarchical;
+  WEFT_ASSIGN_OR_RETURN(group->factory_,
+                        group->options_.registry->Choose(
+                            group->options_.transport, group->options_.policy, group->task_hosts_));
+  last_task.clear();
+  for (const proto::CollectiveMember& member : resolved.members()) {
+    if (member.task() == last_task) continue;
+    last_task = member.task();
+    auto address = member.transport_addresses().find(group->factory_->name);
+    group->task_addresses_.push_back(
+        address == member.transport_addresses().end() ? std::string() : address->second);
   }
   if (group->spans_tasks()) group->thread_ = std::thread([raw = group.get()] { raw->Loop(); });
   return group;
 }
 
 CollectiveGroup::CollectiveGroup(Options options) : options_(std::move(options)) {}
-
-const char* CollectiveGroup::transport_name() const {
-  switch (transport_kind_) {
-    case TransportKind::kSharedMemory:
-      return "shared memory";
-    case TransportKind::kTcp:
-      return "TCP";
-    case TransportKind::kHierarchical:
-      return "shared memory in each host, TCP between hosts";
-  }
-  return "unknown";
-}
 
 CollectiveGroup::~CollectiveGroup() {
   std::deque<Queued> dropped;
@@ -135,17 +122,18 @@ Status CollectiveGroup::MakeTransport() {
   transport_options.member_names = tasks_;
   transport_options.group_token = options_.resolved.group_token();
   transport_options.timeout = options_.timeout;
-  StatusOr<std::unique_ptr<CollectiveTransport>> made = Internal("no transport");
-  if (transport_kind_ == TransportKind::kSharedMemory) {
-    made = CreateShmTransport(transport_options);
-  } else if (options_.listener == nullptr) {
-    made = Internal("collective group ", group_key_, " has no TCP listener");
-  } else if (transport_kind_ == TransportKind::kTcp) {
-    made = CreateTcpTransport(transport_options, std::move(options_.listener), task_addresses_);
-  } else {
-    made = CreateHierarchicalTransport(transport_options, task_hosts_, std::move(options_.listener),
-                                       task_addresses_);
+  TransportConnection connection;
+  connection.options = std::move(transport_options);
+  connection.member_hosts = task_hosts_;
+  connection.member_addresses = task_addresses_;
+  auto listener = options_.listeners.find(factory_->name);
+  if (listener != options_.listeners.end()) connection.listener = std::move(listener->second);
+  options_.listeners.clear();  // the other transports' listeners go unused
+  if (factory_->listen && connection.listener == nullptr) {
+    return Internal("collective group ", group_key_, " has no listener for transport '",
+                    factory_->name, "'");
   }
+  StatusOr<std::unique_ptr<CollectiveTransport>> made = factory_->connect(std::move(connection));
   if (!made.ok()) {
     return made.status().WithContext(StrCat("connecting collective group ", group_key_, " (",
                                             transport_name(), ", ", tasks_.size(), " tasks)"));

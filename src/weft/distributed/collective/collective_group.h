@@ -1,9 +1,9 @@
 // CollectiveGroup: one resolved collective group as this process sees it (its members in the
 // order every member agrees on, this task's rank among the group's tasks, how many members are
 // devices of this process), and the one thread that runs the group's operations across processes
-// in the order they are enqueued, through a CollectiveTransport it creates on the first operation:
-// shared memory when every member runs on this host; TCP when every host runs one task (or TCP is
-// forced); else hierarchical (shared memory inside each host, TCP between the hosts' leaders).
+// in the order they are enqueued, through a CollectiveTransport it connects on the first
+// operation: the registered transport that Options::transport names, else the one the policy
+// picks from the tasks' hosts (collective_transport_registry.h).
 // Every process enqueues the same operations in the same order (the graph orders its collectives),
 // so the n-th run of an instance here meets the n-th run of it everywhere; EnqueueAsync numbers
 // them. After a failure or StartAbort the group is poisoned: every later operation fails with the
@@ -23,7 +23,7 @@
 #include "weft/core/mutex.h"
 #include "weft/core/statusor.h"
 #include "weft/distributed/collective/collective_transport.h"
-#include "weft/distributed/collective/tcp_transport.h"
+#include "weft/distributed/collective/collective_transport_registry.h"
 #include "weft/worker.pb.h"
 
 namespace weft {
@@ -34,10 +34,13 @@ class CollectiveGroup {
     proto::CompleteGroupResponse resolved;  // the leader's answer
     std::string task_name;                  // this process's task
     std::string hostname;                   // this process's host
-    bool force_tcp = false;
+    // A registered transport's name; empty: what `policy` picks.
+    std::string transport;
+    TransportPolicy policy = DefaultTransportPolicy;
     std::chrono::milliseconds timeout{std::chrono::minutes(5)};
-    // The listener whose address this process sent to the leader (used when TCP is chosen).
-    std::unique_ptr<TcpTransportListener> listener;
+    // The listeners whose addresses this process sent to the leader, by transport name.
+    std::map<std::string, std::unique_ptr<TransportListener>> listeners;
+    const CollectiveTransportRegistry* registry = &CollectiveTransportRegistry::Global();
   };
   // An operation across processes: runs on the group's thread with the transport and the
   // sequence number of this run of its instance.
@@ -57,8 +60,8 @@ class CollectiveGroup {
   bool spans_tasks() const { return tasks_.size() > 1; }
   // Members that are devices of this process.
   int local_size() const { return local_size_; }
-  // "shared memory", "TCP" or the hierarchical mix: how the processes talk.
-  const char* transport_name() const;
+  // The chosen transport's description ("shared memory", "TCP", ...): how the processes talk.
+  const char* transport_name() const { return factory_->description.c_str(); }
 
   // Runs `op` after every operation enqueued before it, then `done` (on the group's thread) with
   // its status; `label` names the instance in errors. Fails at once when the group is poisoned.
@@ -83,10 +86,9 @@ class CollectiveGroup {
   std::vector<std::string> tasks_;
   int task_rank_ = 0;
   int local_size_ = 0;
-  enum class TransportKind { kSharedMemory, kTcp, kHierarchical };
-  TransportKind transport_kind_ = TransportKind::kTcp;
-  std::vector<std::string> task_hosts_;      // by task rank
-  std::vector<std::string> task_addresses_;  // each task's TCP listener, by task rank
+  const CollectiveTransportFactory* factory_ = nullptr;  // the chosen transport
+  std::vector<std::string> task_hosts_;                  // by task rank
+  std::vector<std::string> task_addresses_;  // each task's address for the chosen transport
 
   Mutex mu_;
   CondVar changed_;

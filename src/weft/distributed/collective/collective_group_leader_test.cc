@@ -35,7 +35,7 @@ proto::CompleteGroupRequest Request(int64_t key, int size, int task, int device,
   member->set_task("/job:worker/replica:0/task:" + std::to_string(task));
   member->set_device(member->task() + "/device:CPU:" + std::to_string(device));
   member->set_hostname("host");
-  member->set_transport_address("127.0.0.1:" + std::to_string(1000 + task));
+  (*member->mutable_transport_addresses())["tcp"] = "127.0.0.1:" + std::to_string(1000 + task);
   member->set_incarnation(incarnation + task);
   return request;
 }

@@ -7,8 +7,8 @@
 // the timeout fails the others with DeadlineExceeded naming the members that never arrived and the
 // last operation each member completed.
 //
-// Implementations: shared memory between the processes of one host (shm_transport.h) and TCP
-// (tcp_transport.h). Calls block; one thread at a time may call the operations. StartAbort may be
+// Implementations are registered by name in collective_transport_registry.h (shared memory, TCP,
+// hierarchical). Calls block; one thread at a time may call the operations. StartAbort may be
 // called from any thread, and wakes a blocked call. After any failure the transport is poisoned:
 // every later call fails with the first error (members may disagree about what happened next).
 #pragma once
@@ -29,6 +29,10 @@ struct TransportOp {
   int64_t instance_key = 0;
   int64_t sequence = 0;  // how many times this group ran this instance before, on every member
   std::string label;     // "collective instance (group_key 1, instance_key 2)", for errors
+  // Waited beyond TransportOptions::timeout. A transport built from others sets it on a later
+  // stage's call, so that an earlier stage's verdict (naming the member that never arrived)
+  // reaches the later stage before that stage times out on its own peer.
+  std::chrono::milliseconds extra_wait{0};
 };
 
 struct TransportOptions {
@@ -41,6 +45,15 @@ struct TransportOptions {
   std::string group_token;
   // How long one operation (or the connection of the group) waits for the other members.
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};
+};
+
+// What a transport made while its group was being resolved (a listening socket), kept by its
+// member until the transport connects with it; closed when destroyed. Not shared between threads.
+class TransportListener {
+ public:
+  virtual ~TransportListener() = default;
+  // What the other members dial: "host:port" for a TCP listener.
+  virtual std::string address() const = 0;
 };
 
 class CollectiveTransport {

@@ -9,6 +9,7 @@
 
 #include "weft/core/metrics.h"
 #include "weft/core/str_util.h"
+#include "weft/distributed/collective/device_staging.h"
 #include "weft/distributed/collective/distributed_collective_executor_mgr.h"
 #include "weft/framework/device_base.h"
 
@@ -169,21 +170,17 @@ void DistributedCollectiveExecutor::WithGroupAsync(
     done(InvalidArgument(InstanceLabel(params), ": a member needs a device"));
     return;
   }
-  mgr_->GetGroupAsync(
-      params, device,
-      [params, device, done = std::move(done), spanning = std::move(spanning),
-       local = std::move(local)](StatusOr<std::shared_ptr<CollectiveGroup>> group) {
-        if (!group.ok()) {
-          done(group.status().WithContext(InstanceLabel(params)));
-        } else if (!(*group)->spans_tasks()) {
-          local();
-        } else if (!device->HasHostMemory()) {
-          done(Unimplemented(InstanceLabel(params), ": device '", device->name(),
-                             "' has memory of its own; collectives across tasks need host memory"));
-        } else {
-          spanning(std::move(group).value());
-        }
-      });
+  mgr_->GetGroupAsync(params, device,
+                      [params, device, done = std::move(done), spanning = std::move(spanning),
+                       local = std::move(local)](StatusOr<std::shared_ptr<CollectiveGroup>> group) {
+                        if (!group.ok()) {
+                          done(group.status().WithContext(InstanceLabel(params)));
+                        } else if (!(*group)->spans_tasks()) {
+                          local();
+                        } else {
+                          spanning(std::move(group).value());
+                        }
+                      });
 }
 
 void DistributedCollectiveExecutor::AllReduceAsync(const CollectiveParams& params,
@@ -213,7 +210,7 @@ void DistributedCollectiveExecutor::AllReduceAsync(const CollectiveParams& param
               member.values = std::move(*local_sum);
               member.outputs = outputs;
               member.done = done;
-              Join(group, params, Kind::kAllReduce, std::move(member));
+              JoinStaged(group, params, Kind::kAllReduce, std::move(member));
             });
       },
       [this, params, device, shared_inputs, outputs, done] {
@@ -238,7 +235,7 @@ void DistributedCollectiveExecutor::BroadcastAsync(const CollectiveParams& param
         if (is_source) member.values.push_back(*value);
         member.target = value;
         member.done = done;
-        Join(group, params, Kind::kBroadcast, std::move(member));
+        JoinStaged(group, params, Kind::kBroadcast, std::move(member));
       },
       [=, this] {
         local_.BroadcastAsync(params, device, is_source, expected_dtype, expected_shape, value,
@@ -265,9 +262,54 @@ void DistributedCollectiveExecutor::AllGatherAsync(const CollectiveParams& param
         member.values.push_back(input);
         member.target = output;
         member.done = done;
-        Join(group, params, Kind::kAllGather, std::move(member));
+        JoinStaged(group, params, Kind::kAllGather, std::move(member));
       },
       [=, this] { local_.AllGatherAsync(params, device, input, output, done); }, done);
+}
+
+void DistributedCollectiveExecutor::JoinStaged(const std::shared_ptr<CollectiveGroup>& group,
+                                               const CollectiveParams& params, Kind kind,
+                                               Member member) {
+  if (member.device->HasHostMemory()) {
+    Join(group, params, kind, std::move(member));
+    return;
+  }
+  DeviceBase* device = member.device;
+  const std::vector<Tensor> device_values = std::move(member.values);
+  CopyToHostAsync(
+      device, device_values,
+      [this, group, params, kind, member](const Status& status, std::vector<Tensor> values) {
+        if (!status.ok()) {
+          // The other tasks would wait for this one in vain; stop the group.
+          group->StartAbort(status);
+          member.done(status.WithContext(InstanceLabel(params)));
+          return;
+        }
+        // The transport leaves host results in `results`; they reach the device before `done`.
+        auto results = std::make_shared<std::vector<Tensor>>(member.outputs != nullptr ? 0 : 1);
+        Member staged = member;
+        staged.values = std::move(values);
+        if (member.outputs != nullptr) {
+          staged.outputs = results.get();
+        } else {
+          staged.target = results->data();
+        }
+        staged.done = [device = member.device, results, outputs = member.outputs,
+                       target = member.target, done = member.done, params](const Status& status) {
+          if (!status.ok()) {
+            done(status);
+            return;
+          }
+          CopyToDeviceAsync(device, *results,
+                            [results, outputs, target, done, params](const Status& copied,
+                                                                     std::vector<Tensor> copies) {
+                              if (copied.ok() && outputs != nullptr) *outputs = std::move(copies);
+                              if (copied.ok() && outputs == nullptr) *target = std::move(copies[0]);
+                              done(copied.WithContext(InstanceLabel(params)));
+                            });
+        };
+        Join(group, params, kind, std::move(staged));
+      });
 }
 
 void DistributedCollectiveExecutor::Join(const std::shared_ptr<CollectiveGroup>& group,

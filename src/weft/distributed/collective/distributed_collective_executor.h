@@ -3,9 +3,10 @@
 // group spanning tasks the collective is hierarchical: the members that are devices of this
 // process meet first (the all-reduce sums them in memory through the LocalCollectiveExecutor;
 // broadcast and all-gather gather them here), then one operation per process runs on the group's
-// thread through its transport (shared memory or TCP), and every local member gets the result. A
-// mean divides once, by the whole group's size, after the sum across processes. Members must live
-// in host memory (Unimplemented otherwise). StartAbort fails the members still waiting; when an
+// thread through its transport (host memory only: a member on a device with memory of its own is
+// copied to host memory and back through the device's DeviceContext, device_staging.h), and every
+// local member gets the result. A mean divides once, by the whole group's size, after the sum
+// across processes. StartAbort fails the members still waiting; when an
 // operation of the step is already queued or running across processes it also aborts that group,
 // since the other processes cannot be told to skip it. With a StepStatsCollector (a traced step)
 // each operation across processes is recorded there with its bytes and the other tasks as peers.
@@ -72,6 +73,9 @@ class DistributedCollectiveExecutor final : public CollectiveExecutor {
   void WithGroupAsync(const CollectiveParams& params, DeviceBase* device,
                       std::function<void(std::shared_ptr<CollectiveGroup>)> spanning,
                       std::function<void()> local, StatusCallback done);
+  // Join, with a member whose device has memory of its own staged through host memory.
+  void JoinStaged(const std::shared_ptr<CollectiveGroup>& group, const CollectiveParams& params,
+                  Kind kind, Member member);
   // Adds `member` to its instance; the member that completes the local part runs the operation.
   void Join(const std::shared_ptr<CollectiveGroup>& group, const CollectiveParams& params,
             Kind kind, Member member);

@@ -138,7 +138,7 @@ void DistributedCollectiveExecutorMgr::StartAbort(const Status& status) {
 void DistributedCollectiveExecutorMgr::GetGroupAsync(const CollectiveParams& params,
                                                      DeviceBase* device, GroupCallback done) {
   const int64_t key = params.group_key;
-  std::string listener_address;
+  std::map<std::string, std::string> addresses;
   bool ask = false;
   StatusOr<std::shared_ptr<CollectiveGroup>> ready = Internal("unset");
   bool answer_now = false;
@@ -169,17 +169,11 @@ void DistributedCollectiveExecutorMgr::GetGroupAsync(const CollectiveParams& par
       }
       if (!asked) {
         resolving.devices.push_back(device->name());
-        if (resolving.listener == nullptr && resolving.listener_address.empty()) {
-          StatusOr<std::unique_ptr<TcpTransportListener>> listener =
-              TcpTransportListener::Listen(options_.listen_host);
-          if (listener.ok()) {
-            resolving.listener = std::move(listener).value();
-            resolving.listener_address = resolving.listener->address();
-          } else {
-            resolving.status = listener.status().WithContext(GroupLabel(key));
-          }
+        if (!resolving.listening) {
+          resolving.listening = true;
+          resolving.status = Listen(resolving).WithContext(GroupLabel(key));
         }
-        listener_address = resolving.listener_address;
+        addresses = resolving.addresses;
         ask = resolving.status.ok();
       }
       if (!resolving.status.ok()) {
@@ -196,11 +190,30 @@ void DistributedCollectiveExecutorMgr::GetGroupAsync(const CollectiveParams& par
     done(std::move(ready));
     return;
   }
-  if (ask) AskLeader(params, device, listener_address);
+  if (ask) AskLeader(params, device, addresses);
 }
 
-void DistributedCollectiveExecutorMgr::AskLeader(const CollectiveParams& params, DeviceBase* device,
-                                                 const std::string& listener_address) {
+Status DistributedCollectiveExecutorMgr::Listen(Resolving& resolving) const {
+  const CollectiveTransportRegistry& registry = CollectiveTransportRegistry::Global();
+  // A transport named in the options is the only one the group can take.
+  std::vector<std::string> names = registry.Names();
+  if (!options_.transport.empty()) names = {options_.transport};
+  for (const std::string& name : names) {
+    WEFT_ASSIGN_OR_RETURN(const CollectiveTransportFactory* factory, registry.Find(name));
+    if (!factory->listen) continue;
+    StatusOr<std::unique_ptr<TransportListener>> listener = factory->listen(options_.listen_host);
+    if (!listener.ok()) {
+      return listener.status().WithContext(StrCat("listening for transport '", name, "'"));
+    }
+    resolving.addresses[name] = (*listener)->address();
+    resolving.listeners[name] = std::move(listener).value();
+  }
+  return Status::OK();
+}
+
+void DistributedCollectiveExecutorMgr::AskLeader(
+    const CollectiveParams& params, DeviceBase* device,
+    const std::map<std::string, std::string>& addresses) {
   auto call = std::make_shared<Call>();
   call->request.set_group_key(params.group_key);
   call->request.set_group_size(params.group_size);
@@ -209,7 +222,7 @@ void DistributedCollectiveExecutorMgr::AskLeader(const CollectiveParams& params,
   member->set_task(options_.task_name);
   member->set_device(MemberDeviceName(options_.task_name, *device));
   member->set_hostname(options_.hostname);
-  member->set_transport_address(listener_address);
+  member->mutable_transport_addresses()->insert(addresses.begin(), addresses.end());
   member->set_incarnation(incarnation_);
   const int64_t timeout_ms = options_.collective_timeout.count();
   call->request.set_timeout_ms(timeout_ms);
@@ -274,9 +287,9 @@ void DistributedCollectiveExecutorMgr::OnAnswer(int64_t group_key, const Status&
       group_options.resolved = response;
       group_options.task_name = options_.task_name;
       group_options.hostname = options_.hostname;
-      group_options.force_tcp = options_.force_tcp;
+      group_options.transport = options_.transport;
       group_options.timeout = options_.collective_timeout;
-      group_options.listener = std::move(resolving.listener);
+      group_options.listeners = std::move(resolving.listeners);
       result = CollectiveGroup::Create(std::move(group_options));
       if (result.ok()) {
         resolving.group = *result;

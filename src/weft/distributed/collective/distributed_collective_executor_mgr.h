@@ -37,8 +37,9 @@ struct DistributedCollectiveOptions {
   // The job's other tasks, watched by the heartbeat and named when a group does not form.
   std::vector<std::string> peer_tasks;
   std::string hostname;                   // empty: gethostname()
-  std::string listen_host = "127.0.0.1";  // where this task's TCP collective listener binds
-  bool force_tcp = false;                 // TCP even between processes of one host
+  std::string listen_host = "127.0.0.1";  // where this task's transport listeners bind
+  // A registered transport's name ("tcp" even between processes of one host); empty: the policy.
+  std::string transport;
   // One collective (or the forming of a group) waiting longer than this for other members fails.
   std::chrono::milliseconds collective_timeout{std::chrono::minutes(5)};
   // A peer that does not answer the heartbeat within this long aborts the collectives (0: none).
@@ -77,15 +78,18 @@ class DistributedCollectiveExecutorMgr final : public CollectiveExecutorMgrInter
     int32_t group_size = 0;
     std::vector<std::string> devices;  // that asked the leader
     std::vector<GroupCallback> waiting;
-    std::unique_ptr<TcpTransportListener> listener;
-    std::string listener_address;
-    std::shared_ptr<CollectiveGroup> group;  // once resolved
-    Status status;                           // once failed
+    bool listening = false;  // once the listeners below were made
+    std::map<std::string, std::unique_ptr<TransportListener>> listeners;  // by transport name
+    std::map<std::string, std::string> addresses;                         // theirs, by name
+    std::shared_ptr<CollectiveGroup> group;                               // once resolved
+    Status status;                                                        // once failed
   };
   explicit DistributedCollectiveExecutorMgr(DistributedCollectiveOptions options);
   // Sends `device`'s CompleteGroup to the leader.
   void AskLeader(const CollectiveParams& params, DeviceBase* device,
-                 const std::string& listener_address);
+                 const std::map<std::string, std::string>& addresses);
+  // Listens for every transport the group may take; the first error names the transport.
+  Status Listen(Resolving& resolving) const;
   void OnAnswer(int64_t group_key, const Status& status,
                 const proto::CompleteGroupResponse& response);
   // `status` with the job's tasks that have no member in its list of joined devices.

@@ -21,6 +21,7 @@
 #include "weft/distributed/worker/local_worker_cache.h"
 #include "weft/distributed/worker/worker.h"
 #include "weft/runtime/device_mgr.h"
+#include "weft/testing/test_arena_device.h"
 
 namespace weft {
 namespace {
@@ -38,12 +39,12 @@ struct Task {
 
 class Cluster {
  public:
-  // kHierarchical puts even tasks on "host-a" and odd ones on "host-b" (interleaved ranks); with
-  // two tasks that is one task per host, which takes the TCP transport.
-  enum class Mode { kSharedMemory, kTcp, kHierarchical };
-
-  Cluster(int tasks, int devices_per_task, Mode mode,
-          std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
+  // Every task takes the registered transport `transport`. For "hierarchical" even tasks are on
+  // "host-a" and odd ones on "host-b" (interleaved ranks); otherwise all on "host-a".
+  // With `arena_devices` each task's devices are TEST_ARENA devices (memory of their own).
+  Cluster(int tasks, int devices_per_task, const std::string& transport,
+          std::chrono::milliseconds timeout = std::chrono::seconds(20),
+          bool arena_devices = false) {
     std::map<std::string, WorkerInterface*> workers;
     for (int t = 0; t < tasks; ++t) {
       auto task = std::make_unique<Task>();
@@ -57,14 +58,23 @@ class Cluster {
       Task& task = *tasks_[t];
       proto::ConfigProto config;
       (*config.mutable_device_count())["CPU"] = devices_per_task;
-      task.devices = CreateLocalDevices(config, devices_per_task).value();
+      if (arena_devices) {
+        std::vector<std::unique_ptr<Device>> devices;
+        for (int d = 0; d < devices_per_task; ++d) {
+          devices.push_back(testing::NewTestArenaDevice(
+              StrCat(TaskName(t), "/device:", testing::kTestArenaDeviceType, ":", d)));
+        }
+        task.devices = std::make_unique<DeviceMgr>(std::move(devices));
+      } else {
+        task.devices = CreateLocalDevices(config, devices_per_task).value();
+      }
       DistributedCollectiveOptions options;
       options.task_name = TaskName(t);
       options.leader_task = TaskName(0);
       options.worker_cache = cache_.get();
       options.hostname =
-          mode == Mode::kHierarchical ? (t % 2 == 0 ? "host-a" : "host-b") : "host-a";
-      options.force_tcp = mode == Mode::kTcp;
+          transport == "hierarchical" ? (t % 2 == 0 ? "host-a" : "host-b") : "host-a";
+      options.transport = transport;
       options.collective_timeout = timeout;
       options.heartbeat_timeout_ms = 0;
       task.collectives = DistributedCollectiveExecutorMgr::Create(std::move(options)).value();
@@ -120,9 +130,7 @@ CollectiveParams Params(int group_size, int64_t instance, const std::string& fin
   return params;
 }
 
-using Mode = Cluster::Mode;
-
-class DistributedCollectiveExecutorTest : public ::testing::TestWithParam<Mode> {};
+class DistributedCollectiveExecutorTest : public ::testing::TestWithParam<std::string> {};
 
 // The collective seconds of every all-reduce across tasks, whatever its transport.
 int64_t AllReduceCount() {
@@ -188,7 +196,7 @@ TEST_P(DistributedCollectiveExecutorTest, AllReduceMatchesAPlainSumOnEveryMember
   }
   // Each task's group ran one operation per step, and each is in the process's metrics.
   EXPECT_EQ(AllReduceCount() - all_reduces_before, 3 * cluster.num_tasks());
-  if (GetParam() != Mode::kSharedMemory) {
+  if (GetParam() != "shm") {
     // Over TCP every other member sent task 1 at least its share of 1001 floats per step.
     EXPECT_GE(SentTo(TaskName(1)) - sent_to_task1_before, 3 * 1001 * 4 / 3);
   }
@@ -280,21 +288,11 @@ TEST_P(DistributedCollectiveExecutorTest, AGroupThatNeverFormsNamesTheMissingTas
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, DistributedCollectiveExecutorTest,
-                         ::testing::Values(Mode::kSharedMemory, Mode::kTcp, Mode::kHierarchical),
-                         [](const auto& info) -> std::string {
-                           switch (info.param) {
-                             case Mode::kSharedMemory:
-                               return "SharedMemory";
-                             case Mode::kTcp:
-                               return "Tcp";
-                             case Mode::kHierarchical:
-                               return "Hierarchical";
-                           }
-                           return "Unknown";
-                         });
+                         ::testing::ValuesIn(CollectiveTransportRegistry::Global().Names()),
+                         [](const auto& info) { return info.param; });
 
 TEST(DistributedCollectiveExecutorLocalTest, AGroupOfOneTaskStaysInProcess) {
-  Cluster cluster(1, 2, Mode::kSharedMemory);
+  Cluster cluster(1, 2, "");
   auto executor = cluster.collectives(0).NewStepExecutor(1, nullptr);
   std::vector<std::unique_ptr<Result>> results;
   for (int d = 0; d < 2; ++d) {
@@ -310,6 +308,41 @@ TEST(DistributedCollectiveExecutorLocalTest, AGroupOfOneTaskStaysInProcess) {
     ASSERT_TRUE(result->status.ok()) << result->status;
     EXPECT_FLOAT_EQ(result->outputs[0].data<float>()[0], 0.5f);
   }
+}
+
+// Members whose devices have memory of their own: the transports see host copies, and each member
+// gets its result in its device's memory.
+TEST(DistributedCollectiveExecutorDeviceTest, DeviceMembersAreStagedThroughHostMemory) {
+  Cluster cluster(2, 1, "tcp", std::chrono::seconds(20), /*arena_devices=*/true);
+  testing::ResetArenaCopyStats();
+  const TensorShape shape({1001});
+  std::vector<std::unique_ptr<CollectiveExecutor>> executors;
+  std::vector<std::unique_ptr<Result>> results;
+  for (int t = 0; t < 2; ++t) {
+    executors.push_back(cluster.collectives(t).NewStepExecutor(1, nullptr));
+    Device* device = cluster.device(t, 0);
+    ASSERT_FALSE(device->HasHostMemory());
+    Tensor input = Tensor::Allocate(device->GetAllocator(), DataType::kFloat, shape).value();
+    for (int64_t i = 0; i < shape.num_elements(); ++i) input.data<float>()[i] = t + 0.5f * i;
+    auto result = std::make_unique<Result>();
+    Result* raw = result.get();
+    executors[t]->AllReduceAsync(Params(2, 1), device, {input}, &raw->outputs, raw->Callback());
+    results.push_back(std::move(result));
+  }
+  for (int t = 0; t < 2; ++t) {
+    ASSERT_TRUE(results[t]->Wait());
+    ASSERT_TRUE(results[t]->status.ok()) << results[t]->status;
+    ASSERT_EQ(results[t]->outputs.size(), 1u);
+    const Tensor& output = results[t]->outputs[0];
+    EXPECT_EQ(output.allocator(), cluster.device(t, 0)->GetAllocator()) << "task " << t;
+    for (int64_t i = 0; i < shape.num_elements(); ++i) {
+      ASSERT_FLOAT_EQ(output.data<float>()[i], 1.0f + 1.0f * i) << "element " << i;
+    }
+  }
+  // Each member's input went to host memory and its result came back.
+  const testing::ArenaCopyStats copies = testing::GetArenaCopyStats();
+  EXPECT_GE(copies.device_to_host, 2);
+  EXPECT_GE(copies.host_to_device, 2);
 }
 
 }  // namespace

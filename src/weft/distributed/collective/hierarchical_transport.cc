@@ -1,10 +1,13 @@
 // HierarchicalTransport (see the header): per operation (1) a stage inside each host over shared
 // memory, (2) one among the leaders over TCP, (3) one from each leader to its host. Stage 2 opens
 // with the leaders all-gathering status blocks and stage 3 with the leader broadcasting one, so a
-// failure seen on one host reaches every member promptly, with its code and text.
+// failure seen on one host reaches every member promptly, with its code and text. Each stage waits
+// a little longer than the one before, so that the verdict naming a member that never arrived wins
+// over a later stage's own timeout on a peer that was itself waiting.
 #include "weft/distributed/collective/hierarchical_transport.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <utility>
 
@@ -24,6 +27,9 @@ constexpr int64_t kStatusBytes = 1024;
 constexpr size_t kTextAt = 8 + sizeof(OpIdentity);
 // Payloads up to this size travel in one message with the status (a copy is cheaper than a round).
 constexpr size_t kMergeBytes = size_t{64} << 10;
+// The most each stage waits beyond the one before it (half the timeout when that is less): enough
+// for a verdict to cross a host or the network, little against any timeout.
+constexpr std::chrono::milliseconds kMaxStageGrace{2000};
 
 // The status block followed by `payload_bytes` (copied from `payload` when given).
 Tensor EncodeStatus(const Status& status, const OpIdentity* identity = nullptr,
@@ -90,6 +96,7 @@ class HierarchicalTransport final : public CollectiveTransport {
         layout_(std::move(layout)),
         my_host_(layout_.host_of[options.rank]),
         is_leader_(layout_.local_rank[options.rank] == 0),
+        stage_grace_(std::min(options.timeout / 2, kMaxStageGrace)),
         host_(std::move(host)),
         leaders_(std::move(leaders)) {}
 
@@ -112,6 +119,15 @@ class HierarchicalTransport final : public CollectiveTransport {
     return layout_.max_local == 1 ? leaders_.get() : nullptr;
   }
   std::string Name(int rank) const { return MemberName(options_, rank); }
+  // `op` as stage 2 (among the leaders) or 3 (leader to host) calls it: each stage waits longer
+  // than the one before, so that a member waiting in a later stage hears the verdict of an earlier
+  // one, which names the member that never arrived, instead of timing out on its own peer (a
+  // leader) at the same moment and naming that peer.
+  TransportOp Stage(const TransportOp& op, int stage) const {
+    TransportOp staged = op;
+    staged.extra_wait = op.extra_wait + (stage - 1) * stage_grace_;
+    return staged;
+  }
   std::string HostName() const { return member_hosts_[options_.rank]; }
   Status InHost(const Status& status) const {
     return status.WithContext(
@@ -173,6 +189,7 @@ class HierarchicalTransport final : public CollectiveTransport {
   const Layout layout_;
   const int my_host_;
   const bool is_leader_;
+  const std::chrono::milliseconds stage_grace_;  // how much longer each stage waits than the last
   const std::unique_ptr<CollectiveTransport> host_;     // null when alone on the host
   const std::unique_ptr<CollectiveTransport> leaders_;  // null unless a leader of several hosts
   bool told_peers_ = false;                             // touched by the calling thread only
@@ -197,7 +214,7 @@ Status HierarchicalTransport::Poison(const Status& status) {
 
 Status HierarchicalTransport::AgreeAmongLeaders(const TransportOp& op, const Status& mine) {
   Tensor all;
-  Status status = leaders_->AllGather(op, EncodeStatus(mine), &all);
+  Status status = leaders_->AllGather(Stage(op, 2), EncodeStatus(mine), &all);
   if (!mine.ok()) return mine;
   if (!status.ok()) return AmongLeaders(status);
   const char* blocks = static_cast<const char*>(all.raw_data());
@@ -226,7 +243,7 @@ Status HierarchicalTransport::SmallAmongLeaders(const TransportOp& op, const Sta
     next += sums[i].TotalBytes();
   }
   Tensor all;
-  Status status = leaders_->AllGather(op, block, &all);
+  Status status = leaders_->AllGather(Stage(op, 2), block, &all);
   if (!mine.ok()) return mine;
   if (!status.ok()) return AmongLeaders(status);
   const char* blocks = static_cast<const char*>(all.raw_data());
@@ -252,7 +269,7 @@ Status HierarchicalTransport::ShareInHost(const TransportOp& op, const Status& s
   const bool send = is_leader_ && status.ok() && merged && bytes > 0;
   Tensor block =
       EncodeStatus(status, nullptr, merged ? bytes : 0, send ? data->raw_data() : nullptr);
-  Status shared = host_->Broadcast(op, 0, &block);
+  Status shared = host_->Broadcast(Stage(op, 3), 0, &block);
   if (!status.ok()) return status;
   if (!shared.ok()) return InHost(shared);
   if (!is_leader_) {
@@ -262,7 +279,7 @@ Status HierarchicalTransport::ShareInHost(const TransportOp& op, const Status& s
     if (merged && bytes > 0) std::memcpy(data->raw_data(), got + kStatusBytes, bytes);
   }
   if (merged) return Status::OK();
-  return InHost(host_->Broadcast(op, 0, data));
+  return InHost(host_->Broadcast(Stage(op, 3), 0, data));
 }
 
 Status HierarchicalTransport::AllReduce(const TransportOp& op, const std::vector<Tensor>& inputs,
@@ -294,7 +311,8 @@ Status HierarchicalTransport::AllReduce(const TransportOp& op, const std::vector
     status = SmallAmongLeaders(op, status, sums, divisor, bytes, &flat);
   } else if (is_leader_) {
     status = AgreeAmongLeaders(op, status);
-    if (status.ok()) status = AmongLeaders(leaders_->AllReduce(op, sums, divisor, &reduced));
+    if (status.ok())
+      status = AmongLeaders(leaders_->AllReduce(Stage(op, 2), sums, divisor, &reduced));
     if (status.ok() && host_ != nullptr) {
       if (reduced.size() == 1) {
         flat = reduced[0];
@@ -337,7 +355,7 @@ Status HierarchicalTransport::Broadcast(const TransportOp& op, int root, Tensor*
   const bool host_failed = !status.ok();
   if (is_leader_) {
     status = AgreeAmongLeaders(op, status);
-    if (status.ok()) status = AmongLeaders(leaders_->Broadcast(op, root_host, value));
+    if (status.ok()) status = AmongLeaders(leaders_->Broadcast(Stage(op, 2), root_host, value));
   }
   // The root's host hears only the outcome (it has the value); every other host gets the value.
   if (!host_failed) {
@@ -379,7 +397,7 @@ Status HierarchicalTransport::AllGather(const TransportOp& op, const Tensor& inp
       std::memset(to + local * bytes, 0, (layout_.max_local - local) * bytes);
     }
     Tensor all;
-    if (status.ok()) status = AmongLeaders(leaders_->AllGather(op, padded, &all));
+    if (status.ok()) status = AmongLeaders(leaders_->AllGather(Stage(op, 2), padded, &all));
     if (status.ok()) {
       result = Tensor(input.dtype(), shape);
       const char* from = static_cast<const char*>(all.raw_data());

@@ -21,7 +21,6 @@ using testing::BroadcastDigest;
 using testing::Case;
 using testing::ExpectAllOkAndIdentical;
 using testing::Group;
-using testing::Kind;
 using testing::MemberBody;
 using testing::MemberContext;
 using testing::MemberResult;
@@ -45,7 +44,7 @@ std::vector<MemberResult> RunOnHosts(Group& group, const Hosts& hosts,
   tuning.shm.host_processes = static_cast<int>(hosts.size());
   auto create = [&](int rank) {
     return CreateHierarchicalTransport(group.Options(rank, timeout), hosts,
-                                       std::move(group.listener(rank)), group.addresses(), tuning);
+                                       group.TakeTcpListener(rank), group.addresses(), tuning);
   };
   return RunOnTransports(static_cast<int>(hosts.size()), create, body);
 }
@@ -76,7 +75,7 @@ TEST(HierarchicalTransportTest, AllReduceMatchesPlainSumBitwiseOnEveryMember) {
   };
   for (const Hosts& hosts : kLayouts) {
     const int n = static_cast<int>(hosts.size());
-    Group group(Kind::kTcp, n);
+    Group group("tcp", n);
     auto results = RunOnHosts(group, hosts, [&](const MemberContext& member) -> std::string {
       return RunCases(member.transport(), cases, 7);
     });
@@ -89,7 +88,7 @@ TEST(HierarchicalTransportTest, AllReduceMatchesPlainSumBitwiseOnEveryMember) {
 TEST(HierarchicalTransportTest, BroadcastFromEveryRootAndAllGatherInRankOrder) {
   for (const Hosts& hosts : kLayouts) {
     const int n = static_cast<int>(hosts.size());
-    Group group(Kind::kTcp, n);
+    Group group("tcp", n);
     auto results = RunOnHosts(group, hosts, [&](const MemberContext& member) -> std::string {
       std::string report = "OK ";
       int64_t sequence = 0;
@@ -114,7 +113,7 @@ TEST(HierarchicalTransportTest, BroadcastFromEveryRootAndAllGatherInRankOrder) {
 // with InvalidArgument, and the error names `named` (an odd member the stage that saw it names).
 void ExpectMismatchEverywhere(const Hosts& hosts, const std::vector<int>& odd, int named) {
   const int n = static_cast<int>(hosts.size());
-  Group group(Kind::kTcp, n);
+  Group group("tcp", n);
   auto results = RunOnHosts(group, hosts, [&](const MemberContext& member) -> std::string {
     const bool is_odd = std::find(odd.begin(), odd.end(), member.rank()) != odd.end();
     const Case c{DataType::kFloat, {TensorShape({is_odd ? 1001 : 1000})}, false};
@@ -142,7 +141,7 @@ TEST(HierarchicalTransportTest, MismatchIsInvalidArgumentOnEveryMember) {
 // equal byte counts, so only the operations it carries tell the difference.
 TEST(HierarchicalTransportTest, OtherDtypeOfEqualBytesOnAnotherHostIsInvalidArgument) {
   const Hosts hosts = {"A", "A", "B", "B"};
-  Group group(Kind::kTcp, 4);
+  Group group("tcp", 4);
   auto results = RunOnHosts(group, hosts, [&](const MemberContext& member) -> std::string {
     if (member.rank() < 2) {
       return RunCase<float>(member.transport(), {DataType::kFloat, {TensorShape({2000})}, false}, 5,
@@ -163,7 +162,7 @@ TEST(HierarchicalTransportTest, StartAbortWakesABlockedCallAndReachesTheHost) {
   // Member 0 blocks in its host's stage (member 1 idles); member 2 blocks among the leaders
   // (member 0 never gets there) while member 3 waits for member 2 inside host B.
   for (int aborter : {0, 2}) {
-    Group group(Kind::kTcp, 4);
+    Group group("tcp", 4);
     auto results = RunOnHosts(
         group, hosts, std::chrono::seconds(30), [&](const MemberContext& member) -> std::string {
           const bool works = member.rank() == aborter || (aborter == 2 && member.rank() == 3);
@@ -199,7 +198,7 @@ TEST(HierarchicalTransportTest, StartAbortWakesABlockedCallAndReachesTheHost) {
 
 TEST(HierarchicalTransportTest, MemberThatNeverArrivesFailsEveryoneWithinTheTimeout) {
   const Hosts hosts = {"A", "B", "A", "B"};
-  Group group(Kind::kTcp, 4);
+  Group group("tcp", 4);
   auto results =
       RunOnHosts(group, hosts, std::chrono::milliseconds(700),
                  [&](const MemberContext& member) -> std::string {
@@ -225,9 +224,9 @@ TEST(HierarchicalTransportTest, MemberThatNeverArrivesFailsEveryoneWithinTheTime
 }
 
 TEST(HierarchicalTransportTest, WrongNumberOfHostsIsInvalidArgument) {
-  Group group(Kind::kTcp, 2);
+  Group group("tcp", 2);
   auto transport = CreateHierarchicalTransport(group.Options(0, std::chrono::seconds(1)), {"A"},
-                                               std::move(group.listener(0)), group.addresses());
+                                               group.TakeTcpListener(0), group.addresses());
   ASSERT_FALSE(transport.ok());
   EXPECT_THAT(transport.status().ToString(), StartsWith("INVALID_ARGUMENT"));
   EXPECT_THAT(transport.status().message(), HasSubstr("1 member hosts for a group of 2"));

@@ -20,6 +20,7 @@
 #endif
 
 #include "weft/distributed/collective/internal/shm_segment.h"
+#include "weft/distributed/collective/internal/transport_skeleton.h"
 #include "weft/distributed/collective/internal/transport_util.h"
 
 namespace weft {
@@ -40,11 +41,11 @@ inline void CpuRelax() {
 #endif
 }
 
-class ShmTransport final : public CollectiveTransport {
+class ShmTransport final : public internal::TransportSkeleton {
  public:
   ShmTransport(const TransportOptions& options, const ShmTransportTuning& tuning,
                std::unique_ptr<ShmSegments> segments)
-      : options_(options),
+      : TransportSkeleton(options),
         tuning_(tuning),
         segments_(std::move(segments)),
         mine_(segments_->control(options.rank)) {
@@ -55,30 +56,24 @@ class ShmTransport final : public CollectiveTransport {
     spin_limit_ = static_cast<unsigned>(waiters) <= cores ? 20000 : 64;
   }
 
-  int rank() const override { return options_.rank; }
-  int world_size() const override { return options_.world_size; }
+ private:
+  Status RunAllReduce(const std::string& label, const FlatAllReduce& flat,
+                      const Deadline& deadline) override;
+  Status RunBroadcast(const std::string& label, const OpIdentity& identity, int root, Tensor* value,
+                      const Deadline& deadline) override;
+  Status RunAllGather(const std::string& label, const OpIdentity& identity, const Tensor& input,
+                      Tensor* output, const Deadline& deadline) override;
 
-  Status AllReduce(const TransportOp& op, const std::vector<Tensor>& inputs, double divisor,
-                   std::vector<Tensor>* outputs) override;
-  Status Broadcast(const TransportOp& op, int root, Tensor* value) override;
-  Status AllGather(const TransportOp& op, const Tensor& input, Tensor* output) override;
-
-  void StartAbort(const Status& status) override {
-    poison_.StartAbort(status);
+  void WakeBlockedCall() override {
     // Wakes this member's blocked call, which tells the peers.
     mine_->doorbell.fetch_add(1);
     internal::FutexWakeAll(&mine_->doorbell);
   }
 
- private:
   ShmControl* control(int rank) const { return segments_->control(rank); }
   char* slot(int rank, uint64_t epoch) const { return segments_->slot(rank, epoch); }
-  std::string Name(int rank) const { return internal::MemberName(options_, rank); }
-
-  // The first error, when the transport is poisoned (publishing it to the peers once).
-  Status CheckPoisoned();
   // Poisons the transport with `status` (unless it already is) and tells the peers.
-  Status Fail(const Status& status);
+  Status Fail(const Status& status) override;
   void PublishFailure(const Status& status);
 
   // Waits until ready(peer) holds for every peer, spinning briefly and then sleeping on this
@@ -124,7 +119,6 @@ class ShmTransport final : public CollectiveTransport {
   Status AllReduceChunked(const FlatAllReduce& flat, const std::string& label,
                           const Deadline& deadline);
 
-  const TransportOptions options_;
   const ShmTransportTuning tuning_;
   const std::unique_ptr<ShmSegments> segments_;
   ShmControl* const mine_;
@@ -133,15 +127,7 @@ class ShmTransport final : public CollectiveTransport {
   uint64_t ops_ = 0;    // operations completed
   uint64_t epoch_ = 0;  // the last epoch used
   bool failure_published_ = false;
-
-  internal::TransportPoison poison_;
 };
-
-Status ShmTransport::CheckPoisoned() {
-  Status status = poison_.status();
-  if (!status.ok()) PublishFailure(status);
-  return status;
-}
 
 Status ShmTransport::Fail(const Status& status) {
   Status first = poison_.Poison(status);
@@ -262,20 +248,11 @@ Status ShmTransport::PostAndCheck(const OpIdentity& identity, const std::string&
   return Status::OK();
 }
 
-Status ShmTransport::AllReduce(const TransportOp& op, const std::vector<Tensor>& inputs,
-                               double divisor, std::vector<Tensor>* outputs) {
-  WEFT_RETURN_IF_ERROR(CheckPoisoned());
-  const std::string label = internal::OpLabel(op);
-  auto flat = internal::PrepareAllReduce(op, inputs, divisor);
-  if (!flat.ok()) return Fail(flat.status());
-  const Deadline deadline(options_.timeout);
-  const size_t bytes = flat->identity.num_elements * flat->element_size;
+Status ShmTransport::RunAllReduce(const std::string& label, const FlatAllReduce& flat,
+                                  const Deadline& deadline) {
+  const size_t bytes = flat.identity.num_elements * flat.element_size;
   const bool small = bytes <= std::min(tuning_.small_bytes, segments_->slot_bytes());
-  Status status =
-      small ? AllReduceSmall(*flat, label, deadline) : AllReduceChunked(*flat, label, deadline);
-  if (!status.ok()) return Fail(status);
-  internal::FinishAllReduce(inputs, *flat, outputs);
-  return Status::OK();
+  return small ? AllReduceSmall(flat, label, deadline) : AllReduceChunked(flat, label, deadline);
 }
 
 // One exchange: every member posts its whole input, then sums all of them in rank order.
@@ -350,13 +327,8 @@ Status ShmTransport::AllReduceChunked(const FlatAllReduce& flat, const std::stri
   return Status::OK();
 }
 
-Status ShmTransport::Broadcast(const TransportOp& op, int root, Tensor* value) {
-  WEFT_RETURN_IF_ERROR(CheckPoisoned());
-  const std::string label = internal::OpLabel(op);
-  auto prepared = internal::PrepareBroadcast(op, root, options_.world_size, *value);
-  if (!prepared.ok()) return Fail(prepared.status());
-  const OpIdentity identity = *prepared;
-  const Deadline deadline(options_.timeout);
+Status ShmTransport::RunBroadcast(const std::string& label, const OpIdentity& identity, int root,
+                                  Tensor* value, const Deadline& deadline) {
   const int64_t bytes = static_cast<int64_t>(value->TotalBytes());
   const int64_t chunk = static_cast<int64_t>(segments_->slot_bytes());
   const int64_t chunks = std::max<int64_t>(1, (bytes + chunk - 1) / chunk);
@@ -384,17 +356,13 @@ Status ShmTransport::Broadcast(const TransportOp& op, int root, Tensor* value) {
     }
     if (status.ok()) Publish(mine_->consumed, epoch);
   }
-  if (!status.ok()) return Fail(status);
+  if (!status.ok()) return status;
   Complete(identity, static_cast<uint64_t>(chunks));
   return Status::OK();
 }
 
-Status ShmTransport::AllGather(const TransportOp& op, const Tensor& input, Tensor* output) {
-  WEFT_RETURN_IF_ERROR(CheckPoisoned());
-  const std::string label = internal::OpLabel(op);
-  auto identity = internal::PrepareAllGather(op, input, options_.world_size, output);
-  if (!identity.ok()) return Fail(identity.status());
-  const Deadline deadline(options_.timeout);
+Status ShmTransport::RunAllGather(const std::string& label, const OpIdentity& identity,
+                                  const Tensor& input, Tensor* output, const Deadline& deadline) {
   const int64_t bytes = static_cast<int64_t>(input.TotalBytes());
   const int64_t chunk = static_cast<int64_t>(segments_->slot_bytes());
   const int64_t chunks = std::max<int64_t>(1, (bytes + chunk - 1) / chunk);
@@ -410,7 +378,7 @@ Status ShmTransport::AllGather(const TransportOp& op, const Tensor& input, Tenso
     if (length > 0) std::memcpy(slot(options_.rank, epoch), in + first, length);
     if (k == 0) {
       mine_->copied.store(epoch);
-      status = PostAndCheck(*identity, label, deadline);
+      status = PostAndCheck(identity, label, deadline);
     } else {
       Publish(mine_->copied, epoch);
       status = AwaitCopied(epoch, label, deadline);
@@ -422,8 +390,8 @@ Status ShmTransport::AllGather(const TransportOp& op, const Tensor& input, Tenso
     }
     Publish(mine_->consumed, epoch);
   }
-  if (!status.ok()) return Fail(status);
-  Complete(*identity, static_cast<uint64_t>(chunks));
+  if (!status.ok()) return status;
+  Complete(identity, static_cast<uint64_t>(chunks));
   return Status::OK();
 }
 

@@ -23,7 +23,6 @@ using testing::Case;
 using testing::ExpectAllOkAndIdentical;
 using testing::Group;
 using testing::IsFailure;
-using testing::Kind;
 using testing::MemberContext;
 using testing::RunCase;
 using testing::RunCases;
@@ -39,7 +38,7 @@ bool SegmentExists(const std::string& token, int rank) {
 }
 
 TEST(ShmTransportTest, ConnectedGroupLeavesNothingInDevShm) {
-  Group group(Kind::kShm, 3);
+  Group group("shm", 3);
   auto results = group.Run([&](const MemberContext& member) -> std::string {
     return RunCase<float>(member.transport(), {DataType::kFloat, {TensorShape({10})}, false}, 1, 0);
   });
@@ -50,7 +49,7 @@ TEST(ShmTransportTest, ConnectedGroupLeavesNothingInDevShm) {
 }
 
 TEST(ShmTransportTest, MemberThatNeverAppearsIsDeadlineExceededAndLeavesNothing) {
-  Group group(Kind::kShm, 3);
+  Group group("shm", 3);
   auto transport = group.Create(0, std::chrono::milliseconds(200));
   ASSERT_FALSE(transport.ok());
   EXPECT_THAT(transport.status().ToString(), StartsWith("DEADLINE_EXCEEDED"));
@@ -60,8 +59,8 @@ TEST(ShmTransportTest, MemberThatNeverAppearsIsDeadlineExceededAndLeavesNothing)
 }
 
 TEST(ShmTransportTest, FullDevShmIsResourceExhausted) {
-  Group group(Kind::kShm, 1);
-  group.shm_tuning.slot_bytes = size_t{1} << 44;  // 32 TiB: more than any /dev/shm holds
+  Group group("shm", 1);
+  group.tuning.shm.slot_bytes = size_t{1} << 44;  // 32 TiB: more than any /dev/shm holds
   auto transport = group.Create(0, std::chrono::milliseconds(200));
   ASSERT_FALSE(transport.ok());
   EXPECT_THAT(transport.status().ToString(), StartsWith("RESOURCE_EXHAUSTED"));
@@ -71,9 +70,9 @@ TEST(ShmTransportTest, FullDevShmIsResourceExhausted) {
 
 TEST(ShmTransportTest, TensorsOfManySlotsGoThroughInChunks) {
   const int n = 3;
-  Group group(Kind::kShm, n);
-  group.shm_tuning.slot_bytes = 4096;
-  group.shm_tuning.small_bytes = 1024;
+  Group group("shm", n);
+  group.tuning.shm.slot_bytes = 4096;
+  group.tuning.shm.small_bytes = 1024;
   const std::vector<Case> cases = {
       {DataType::kFloat, {TensorShape({100003})}, false, false},
       {DataType::kDouble, {TensorShape({5001}), TensorShape({7})}, true},

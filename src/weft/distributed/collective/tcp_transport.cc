@@ -15,6 +15,7 @@
 
 #include "weft/distributed/collective/internal/tcp_exchange.h"
 #include "weft/distributed/collective/internal/tcp_socket.h"
+#include "weft/distributed/collective/internal/transport_skeleton.h"
 #include "weft/distributed/collective/internal/transport_util.h"
 
 namespace weft {
@@ -44,11 +45,11 @@ void CloseGracefully(int fd) {
   ::close(fd);
 }
 
-class TcpTransport final : public CollectiveTransport {
+class TcpTransport final : public internal::TransportSkeleton {
  public:
   TcpTransport(const TransportOptions& options, const TcpTransportTuning& tuning,
                std::vector<int> fds, int abort_fd)
-      : options_(options), tuning_(tuning), fds_(std::move(fds)), abort_fd_(abort_fd) {}
+      : TransportSkeleton(options), tuning_(tuning), fds_(std::move(fds)), abort_fd_(abort_fd) {}
   ~TcpTransport() override {
     for (int fd : fds_) {
       if (fd >= 0) CloseGracefully(fd);
@@ -56,38 +57,29 @@ class TcpTransport final : public CollectiveTransport {
     ::close(abort_fd_);
   }
 
-  int rank() const override { return options_.rank; }
-  int world_size() const override { return options_.world_size; }
+ private:
+  Status RunAllReduce(const std::string& label, const FlatAllReduce& flat,
+                      const Deadline& deadline) override;
+  Status RunBroadcast(const std::string& label, const OpIdentity& identity, int root, Tensor* value,
+                      const Deadline& deadline) override;
+  Status RunAllGather(const std::string& label, const OpIdentity& identity, const Tensor& input,
+                      Tensor* output, const Deadline& deadline) override;
 
-  Status AllReduce(const TransportOp& op, const std::vector<Tensor>& inputs, double divisor,
-                   std::vector<Tensor>* outputs) override;
-  Status Broadcast(const TransportOp& op, int root, Tensor* value) override;
-  Status AllGather(const TransportOp& op, const Tensor& input, Tensor* output) override;
-
-  void StartAbort(const Status& status) override {
-    poison_.StartAbort(status);
+  void WakeBlockedCall() override {
     const uint64_t one = 1;
     // Wakes the blocked call's poll; the eventfd stays readable, which is harmless once poisoned.
     [[maybe_unused]] ssize_t ignored = ::write(abort_fd_, &one, sizeof(one));
   }
 
- private:
-  std::string Name(int rank) const { return internal::MemberName(options_, rank); }
-  // The first error once poisoned (then the peers are told, as by Fail).
-  Status CheckPoisoned() {
-    Status status = poison_.status();
-    return status.ok() ? status : Fail(status);
-  }
   // Poisons the transport. Unless the peers see the problem themselves (they disagree about the
   // operation: each member checks every hello), the connections are shut down so that peers
   // blocked on this member fail at once instead of at their deadline.
-  Status Fail(const Status& status);
-  // Fails with `status`, adding to a deadline error how far each member got.
-  Status FailOp(const Status& status);
-  Status Succeed(const OpIdentity& identity) {
+  Status Fail(const Status& status) override;
+  // Adds to a deadline error how far each member got.
+  Status Explain(const Status& status) override;
+  void Completed(const OpIdentity& identity) override {
     last_completed_ =
         StrCat("instance_key ", identity.instance_key, " sequence ", identity.sequence);
-    return Status::OK();
   }
   Exchange MakeExchange(const std::string& label, const Deadline& deadline) {
     return Exchange(options_, fds_, abort_fd_, label, deadline, [this]() -> Status {
@@ -116,7 +108,6 @@ class TcpTransport final : public CollectiveTransport {
   size_t BuildRing(int64_t total, size_t element_size, std::vector<RingItem>* sends,
                    std::vector<RingItem>* receives) const;
 
-  const TransportOptions options_;
   const TcpTransportTuning tuning_;
   const std::vector<int> fds_;  // by rank; -1 at this member
   const int abort_fd_;
@@ -125,8 +116,6 @@ class TcpTransport final : public CollectiveTransport {
   // was seen to start (its hello).
   std::string last_completed_ = "none";
   std::vector<std::string> last_started_ = std::vector<std::string>(options_.world_size, "none");
-
-  internal::TransportPoison poison_;
 };
 
 Status TcpTransport::Fail(const Status& status) {
@@ -140,15 +129,15 @@ Status TcpTransport::Fail(const Status& status) {
   return first;
 }
 
-Status TcpTransport::FailOp(const Status& status) {
-  if (!IsDeadlineExceeded(status)) return Fail(status);
+Status TcpTransport::Explain(const Status& status) {
+  if (!IsDeadlineExceeded(status)) return status;
   std::string progress =
       StrCat("; last operation completed by member ", Name(options_.rank), ": ", last_completed_);
   for (int p = 0; p < options_.world_size; ++p) {
     if (p != options_.rank)
       progress += StrCat("; last started by ", Name(p), ": ", last_started_[p]);
   }
-  return Fail(DeadlineExceeded(status.message(), progress));
+  return DeadlineExceeded(status.message(), progress);
 }
 
 Status TcpTransport::CheckHello(const std::string& label, int peer, const MessageHeader& header,
@@ -168,23 +157,13 @@ Status TcpTransport::CheckHello(const std::string& label, int peer, const Messag
   return Status::OK();
 }
 
-Status TcpTransport::AllReduce(const TransportOp& op, const std::vector<Tensor>& inputs,
-                               double divisor, std::vector<Tensor>* outputs) {
-  WEFT_RETURN_IF_ERROR(CheckPoisoned());
-  const std::string label = internal::OpLabel(op);
-  auto flat = internal::PrepareAllReduce(op, inputs, divisor);
-  if (!flat.ok()) return Fail(flat.status());
-  const Deadline deadline(options_.timeout);
-  const size_t bytes = flat->identity.num_elements * flat->element_size;
-  Status status;
+Status TcpTransport::RunAllReduce(const std::string& label, const FlatAllReduce& flat,
+                                  const Deadline& deadline) {
+  const size_t bytes = flat.identity.num_elements * flat.element_size;
   if (options_.world_size == 1 || bytes <= tuning_.small_bytes) {
-    status = AllReduceSmall(label, *flat, deadline);
-  } else {
-    status = AllReduceRing(label, *flat, deadline);
+    return AllReduceSmall(label, flat, deadline);
   }
-  if (!status.ok()) return FailOp(status);
-  internal::FinishAllReduce(inputs, *flat, outputs);
-  return Succeed(flat->identity);
+  return AllReduceRing(label, flat, deadline);
 }
 
 // Every member sends its whole input to every peer and sums all of them in rank order.
@@ -305,13 +284,8 @@ Status TcpTransport::AllReduceRing(const std::string& label, const FlatAllReduce
       });
 }
 
-Status TcpTransport::Broadcast(const TransportOp& op, int root, Tensor* value) {
-  WEFT_RETURN_IF_ERROR(CheckPoisoned());
-  const std::string label = internal::OpLabel(op);
-  auto prepared = internal::PrepareBroadcast(op, root, options_.world_size, *value);
-  if (!prepared.ok()) return Fail(prepared.status());
-  const OpIdentity identity = *prepared;
-  const Deadline deadline(options_.timeout);
+Status TcpTransport::RunBroadcast(const std::string& label, const OpIdentity& identity, int root,
+                                  Tensor* value, const Deadline& deadline) {
   const uint64_t bytes = value->TotalBytes();
   const bool is_root = options_.rank == root;
   char* data = static_cast<char*>(value->raw_data());
@@ -321,21 +295,16 @@ Status TcpTransport::Broadcast(const TransportOp& op, int root, Tensor* value) {
     exchange.Send(p, Header(identity, internal::kHello, 0, is_root ? bytes : 0), data);
     exchange.Expect(p, 1);
   }
-  Status status = exchange.Run(
+  return exchange.Run(
       [&](int peer, const MessageHeader& header) -> StatusOr<char*> {
         WEFT_RETURN_IF_ERROR(CheckHello(label, peer, header, identity, peer == root ? bytes : 0));
         return peer == root ? data : nullptr;
       },
       [](int, const MessageHeader&) { return Status::OK(); });
-  return status.ok() ? Succeed(identity) : FailOp(status);
 }
 
-Status TcpTransport::AllGather(const TransportOp& op, const Tensor& input, Tensor* output) {
-  WEFT_RETURN_IF_ERROR(CheckPoisoned());
-  const std::string label = internal::OpLabel(op);
-  auto identity = internal::PrepareAllGather(op, input, options_.world_size, output);
-  if (!identity.ok()) return Fail(identity.status());
-  const Deadline deadline(options_.timeout);
+Status TcpTransport::RunAllGather(const std::string& label, const OpIdentity& identity,
+                                  const Tensor& input, Tensor* output, const Deadline& deadline) {
   const uint64_t bytes = input.TotalBytes();
   const char* in = static_cast<const char*>(input.raw_data());
   char* out = static_cast<char*>(output->raw_data());
@@ -343,29 +312,25 @@ Status TcpTransport::AllGather(const TransportOp& op, const Tensor& input, Tenso
   Exchange exchange = MakeExchange(label, deadline);
   for (int p = 0; p < options_.world_size; ++p) {
     if (p == options_.rank) continue;
-    exchange.Send(p, Header(*identity, internal::kHello, 0, bytes), in);
+    exchange.Send(p, Header(identity, internal::kHello, 0, bytes), in);
     exchange.Expect(p, 1);
   }
-  Status status = exchange.Run(
+  return exchange.Run(
       [&](int peer, const MessageHeader& header) -> StatusOr<char*> {
-        WEFT_RETURN_IF_ERROR(CheckHello(label, peer, header, *identity, bytes));
+        WEFT_RETURN_IF_ERROR(CheckHello(label, peer, header, identity, bytes));
         return bytes > 0 ? out + peer * bytes : nullptr;
       },
       [](int, const MessageHeader&) { return Status::OK(); });
-  return status.ok() ? Succeed(*identity) : FailOp(status);
 }
 
 }  // namespace
 
 StatusOr<std::unique_ptr<TcpTransportListener>> TcpTransportListener::Listen(
     const std::string& host) {
-  WEFT_ASSIGN_OR_RETURN(auto socket, internal::ListenOn(host));
+  StatusOr<net::Listener> listener = net::Listener::Listen(host, 0);
+  if (!listener.ok()) return listener.status().WithContext("TCP transport listener");
   return std::unique_ptr<TcpTransportListener>(
-      new TcpTransportListener(socket.fd, std::move(socket.address)));
-}
-
-TcpTransportListener::~TcpTransportListener() {
-  if (fd_ >= 0) ::close(fd_);
+      new TcpTransportListener(std::move(listener).value()));
 }
 
 StatusOr<std::unique_ptr<CollectiveTransport>> CreateTcpTransport(
@@ -396,7 +361,7 @@ StatusOr<std::unique_ptr<CollectiveTransport>> CreateTcpTransport(
                        "': eventfd: ", internal::ErrnoText(errno));
   }
   const Deadline deadline(options.timeout);
-  auto fds = internal::ConnectMesh(options, listener->fd(), member_addresses, deadline);
+  auto fds = internal::ConnectMesh(options, listener->listener(), member_addresses, deadline);
   if (!fds.ok()) {
     ::close(abort_fd);
     return fds.status();

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "weft/core/net/socket.h"
 #include "weft/core/statusor.h"
 #include "weft/distributed/collective/collective_transport.h"
 
@@ -18,23 +19,22 @@ namespace weft {
 
 // A listening socket on an ephemeral port, made before the group is known so that its address can
 // be exchanged while the group is resolved. Closed when destroyed unless a transport took it.
-class TcpTransportListener {
+class TcpTransportListener final : public TransportListener {
  public:
   // Listens on `host` ("127.0.0.1", "::1", a host name) at a port the system picks.
   static StatusOr<std::unique_ptr<TcpTransportListener>> Listen(const std::string& host);
-  ~TcpTransportListener();
   TcpTransportListener(const TcpTransportListener&) = delete;
   TcpTransportListener& operator=(const TcpTransportListener&) = delete;
 
   // "host:port" (IPv6 hosts in brackets).
-  std::string address() const { return address_; }
+  std::string address() const override { return listener_.address(); }
   // The listening descriptor, still owned by this object.
-  int fd() const { return fd_; }
+  int fd() const { return listener_.fd(); }
+  const net::Listener& listener() const { return listener_; }
 
  private:
-  TcpTransportListener(int fd, std::string address) : fd_(fd), address_(std::move(address)) {}
-  int fd_;
-  std::string address_;
+  explicit TcpTransportListener(net::Listener listener) : listener_(std::move(listener)) {}
+  net::Listener listener_;
 };
 
 struct TcpTransportTuning {

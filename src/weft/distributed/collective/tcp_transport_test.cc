@@ -20,7 +20,6 @@ namespace {
 using testing::Case;
 using testing::ExpectAllOkAndIdentical;
 using testing::Group;
-using testing::Kind;
 using testing::MemberContext;
 using testing::RunCase;
 using testing::RunCases;
@@ -44,7 +43,7 @@ int ConnectAndSend(const std::string& address, const std::string& bytes) {
 const std::string kGarbage(64, 'x');
 
 TEST(TcpTransportTest, GarbageConnectionIsDroppedAndTheRightPeerStillConnects) {
-  Group group(Kind::kTcp, 2);
+  Group group("tcp", 2);
   const int stranger = ConnectAndSend(group.addresses()[0], kGarbage);
   auto results = group.Run([&](const MemberContext& member) -> std::string {
     return RunCase<float>(member.transport(), {DataType::kFloat, {TensorShape({10})}, false}, 1, 0);
@@ -55,7 +54,7 @@ TEST(TcpTransportTest, GarbageConnectionIsDroppedAndTheRightPeerStillConnects) {
 }
 
 TEST(TcpTransportTest, OnlyGarbageIsDeadlineExceededNamingTheRejectedConnection) {
-  Group group(Kind::kTcp, 2);
+  Group group("tcp", 2);
   const int stranger = ConnectAndSend(group.addresses()[0], kGarbage);
   auto transport = group.Create(0, std::chrono::milliseconds(500));
   ::close(stranger);
@@ -66,9 +65,9 @@ TEST(TcpTransportTest, OnlyGarbageIsDeadlineExceededNamingTheRejectedConnection)
 }
 
 TEST(TcpTransportTest, GarbageHandshakeReplyIsDataLossNamingThePeer) {
-  Group group(Kind::kTcp, 2);
+  Group group("tcp", 2);
   // Member 1 dials member 0's listener, where a stranger answers with garbage.
-  const int listen_fd = group.listener(0)->fd();
+  const int listen_fd = group.TcpListener(0)->fd();
   std::thread stranger([listen_fd] {
     const int fd = ::accept(listen_fd, nullptr, nullptr);
     if (fd < 0) return;
@@ -86,12 +85,12 @@ TEST(TcpTransportTest, GarbageHandshakeReplyIsDataLossNamingThePeer) {
 }
 
 TEST(TcpTransportTest, WrongGroupTokenIsRejectedOnBothSides) {
-  Group group(Kind::kTcp, 2);
+  Group group("tcp", 2);
   auto results = RunMembers(2, [&](const MemberContext& member) -> std::string {
     TransportOptions options = group.Options(member.rank(), std::chrono::milliseconds(700));
     if (member.rank() == 1) options.group_token += "-other";
     auto transport =
-        CreateTcpTransport(options, std::move(group.listener(member.rank())), group.addresses());
+        CreateTcpTransport(options, group.TakeTcpListener(member.rank()), group.addresses());
     return transport.ok() ? "OK" : transport.status().ToString();
   });
   EXPECT_THAT(results[1].report, StartsWith("UNAVAILABLE"));
@@ -106,9 +105,9 @@ TEST(TcpTransportTest, RingInManySmallChunksIsBitwiseIdentical) {
                                    {DataType::kDouble, {TensorShape({1}), TensorShape({5})}, false},
                                    {DataType::kFloat, {TensorShape({0})}, false}};
   for (int n : {3, 4}) {
-    Group group(Kind::kTcp, n);
-    group.tcp_tuning.small_bytes = 0;
-    group.tcp_tuning.chunk_bytes = 4096;
+    Group group("tcp", n);
+    group.tuning.tcp.small_bytes = 0;
+    group.tuning.tcp.chunk_bytes = 4096;
     auto results = group.Run([&](const MemberContext& member) -> std::string {
       return RunCases(member.transport(), cases, 1);
     });

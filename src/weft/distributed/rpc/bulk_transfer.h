@@ -14,6 +14,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <list>
@@ -25,11 +26,12 @@
 #include <vector>
 
 #include "weft/core/mutex.h"
+#include "weft/core/net/connection_thread.h"
+#include "weft/core/net/socket.h"
 #include "weft/core/status.h"
 #include "weft/core/statusor.h"
 #include "weft/core/tensor.h"
 #include "weft/core/thread_pool.h"
-#include "weft/distributed/rpc/connection_thread.h"
 
 namespace weft {
 
@@ -57,7 +59,7 @@ class BulkTransferServer {
   BulkTransferServer(const BulkTransferServer&) = delete;
   BulkTransferServer& operator=(const BulkTransferServer&) = delete;
 
-  int port() const { return port_; }
+  int port() const { return listener_.port(); }
 
   // Keeps a reference to `tensor`'s buffer (no copy) until fetched or the step is released;
   // returns the ticket to fetch it with.
@@ -76,17 +78,16 @@ class BulkTransferServer {
   };
   using Connection = ConnectionThread;
 
-  BulkTransferServer(int listen_fd, int port, const Options& options);
+  BulkTransferServer(net::Listener listener, const Options& options);
   void AcceptLoop();
   void ServeConnection(Connection* connection);
   // Joins connection threads that have ended.
   void ReapFinishedLocked() WEFT_REQUIRES(mu_);
   bool Claim(uint64_t ticket, Tensor* tensor);
   // Reads a hello (its magic already read) and answers it; false when the token is wrong.
-  bool Authenticate(int fd);
+  bool Authenticate(const net::Socket& socket);
 
-  const int listen_fd_;
-  const int port_;
+  const net::Listener listener_;
   const int max_connections_;
   const std::string token_;
   std::atomic<bool> stopping_{false};
@@ -103,7 +104,8 @@ class BulkTransferClient {
  public:
   struct Options {
     int num_threads = 4;
-    // Longest wait for any single socket read or write before the fetch fails.
+    // Longest wait for connecting, or for any one read or write (a header, a whole tensor), before
+    // the fetch fails.
     int io_timeout_ms = 60000;
     int max_idle_connections_per_peer = 8;
     std::string token;  // sent in each new connection's hello when not empty
@@ -125,16 +127,19 @@ class BulkTransferClient {
   Status Fetch(const std::string& host, int port, uint64_t ticket, void* destination,
                size_t num_bytes);
   // One attempt on `fd`; `transport_failed` says whether the connection is unusable afterwards.
-  Status FetchOn(int fd, const std::string& peer, uint64_t ticket, void* destination,
-                 size_t num_bytes, bool* transport_failed);
-  StatusOr<int> Connect(const std::string& host, int port);
-  Status SendHello(int fd, const std::string& peer);
-  int TakeIdle(const std::string& peer);
-  void ReturnIdle(const std::string& peer, int fd);
+  Status FetchOn(const net::Socket& socket, uint64_t ticket, void* destination, size_t num_bytes,
+                 bool* transport_failed);
+  Status SendHello(const net::Socket& socket);
+  // A pooled connection to `peer`, or an invalid socket when none is idle.
+  net::Socket TakeIdle(const std::string& peer);
+  void ReturnIdle(const std::string& peer, net::Socket socket);
+  std::chrono::milliseconds IoTimeout() const {
+    return std::chrono::milliseconds(options_.io_timeout_ms);
+  }
 
   const Options options_;
   Mutex mu_;
-  std::map<std::string, std::vector<int>> idle_ WEFT_GUARDED_BY(mu_);
+  std::map<std::string, std::vector<net::Socket>> idle_ WEFT_GUARDED_BY(mu_);
   std::unique_ptr<ThreadPool> pool_;  // last: its destructor runs pending fetches
 };
 

@@ -2,10 +2,10 @@
 // process into N member processes, each running a body that returns a text report, and collects
 // the reports and exit codes with a bounded deadline (stragglers are SIGKILLed; every child is
 // reaped). Children leave with _exit, never returning into the test framework. Group sets up a
-// shared-memory or TCP group before the fork; RunCase runs one all-reduce and checks it, RunCases a
-// list of them; BroadcastDigest and AllGatherDigest run one of those and check it. The checks
-// return text rather than fail the test: they run in member processes that the framework never
-// hears of.
+// group of any registered transport before the fork; RunCase runs one all-reduce and checks it,
+// RunCases a list of them; BroadcastDigest and AllGatherDigest run one of those and check it. The
+// checks return text rather than fail the test: they run in member processes that the framework
+// never hears of.
 #pragma once
 
 #include <atomic>
@@ -26,8 +26,7 @@
 #include <unistd.h>
 
 #include "weft/core/tensor.h"
-#include "weft/distributed/collective/shm_transport.h"
-#include "weft/distributed/collective/tcp_transport.h"
+#include "weft/distributed/collective/collective_transport_registry.h"
 
 namespace weft::testing {
 
@@ -181,23 +180,29 @@ inline std::string Digest(const Tensor& tensor) {
   return text;
 }
 
-enum class Kind { kShm, kTcp };
-
-// One group's setup, made in the parent before forking (TCP listeners must exist first); each
-// member process builds its transport with Create.
+// One group's setup for the registered transport `transport`, made in the parent before forking
+// (listeners must exist first); each member process builds its transport with Create. Members are
+// on two "hosts" of contiguous ranks (the first half rounded up on "host-a"), which only the
+// hierarchical transport looks at.
 class Group {
  public:
-  Group(Kind kind, int n) : kind_(kind), n_(n) {
+  Group(std::string transport, int n) : transport_(std::move(transport)), n_(n) {
     static std::atomic<int> counter{0};
     token_ = StrCat("transport-test-", getpid(), "-", counter++);
-    if (kind == Kind::kTcp) {
-      for (int r = 0; r < n; ++r) {
-        auto listener = TcpTransportListener::Listen("127.0.0.1");
-        WEFT_CHECK(listener.ok()) << listener.status();
-        addresses_.push_back((*listener)->address());
-        listeners_.push_back(std::move(listener).value());
-      }
+    auto factory = CollectiveTransportRegistry::Global().Find(transport_);
+    WEFT_CHECK(factory.ok()) << factory.status();
+    factory_ = *factory;
+    for (int r = 0; r < n && factory_->listen; ++r) {
+      auto listener = factory_->listen("127.0.0.1");
+      WEFT_CHECK(listener.ok()) << listener.status();
+      addresses_.push_back((*listener)->address());
+      listeners_.push_back(std::move(listener).value());
     }
+    addresses_.resize(n);
+    listeners_.resize(n);
+    for (int r = 0; r < n; ++r) hosts_.push_back(r < (n + 1) / 2 ? "host-a" : "host-b");
+    // The "hosts" share this machine's cores: the shared-memory stages must know how many wait.
+    tuning.shm.host_processes = n;
   }
   TransportOptions Options(int rank, std::chrono::milliseconds timeout) const {
     TransportOptions options;
@@ -211,9 +216,13 @@ class Group {
   // Called in the member process.
   StatusOr<std::unique_ptr<CollectiveTransport>> Create(
       int rank, std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
-    if (kind_ == Kind::kShm) return CreateShmTransport(Options(rank, timeout), shm_tuning);
-    return CreateTcpTransport(Options(rank, timeout), std::move(listeners_[rank]), addresses_,
-                              tcp_tuning);
+    TransportConnection connection;
+    connection.options = Options(rank, timeout);
+    connection.member_hosts = hosts_;
+    connection.member_addresses = addresses_;
+    connection.listener = std::move(listeners_[rank]);
+    connection.tuning = tuning;
+    return factory_->connect(std::move(connection));
   }
   // RunOnTransports over every member of the group, each with the transport Create makes.
   std::vector<MemberResult> Run(std::chrono::milliseconds timeout, const MemberBody& body) {
@@ -225,17 +234,26 @@ class Group {
   }
   const std::string& token() const { return token_; }
   const std::vector<std::string>& addresses() const { return addresses_; }
-  std::unique_ptr<TcpTransportListener>& listener(int rank) { return listeners_[rank]; }
+  // Member `rank`'s listener, for transports that listen over TCP.
+  TcpTransportListener* TcpListener(int rank) {
+    return dynamic_cast<TcpTransportListener*>(listeners_[rank].get());
+  }
+  std::unique_ptr<TcpTransportListener> TakeTcpListener(int rank) {
+    WEFT_CHECK(TcpListener(rank) != nullptr) << transport_ << " has no TCP listener";
+    return std::unique_ptr<TcpTransportListener>(
+        static_cast<TcpTransportListener*>(listeners_[rank].release()));
+  }
 
-  ShmTransportTuning shm_tuning;
-  TcpTransportTuning tcp_tuning;
+  CollectiveTransportTuning tuning;
 
  private:
-  Kind kind_;
+  std::string transport_;
+  const CollectiveTransportFactory* factory_ = nullptr;
   int n_;
   std::string token_;
-  std::vector<std::unique_ptr<TcpTransportListener>> listeners_;
+  std::vector<std::unique_ptr<TransportListener>> listeners_;
   std::vector<std::string> addresses_;
+  std::vector<std::string> hosts_;
 };
 
 // Member inputs. Small integers: every summation order gives the same exact sum.

@@ -1,7 +1,7 @@
 // ConnectionThread: one accepted socket served by a thread of its own, the way the bulk data
-// server and the coordinator serve their connections, and the bookkeeping both need: joining the
-// threads that have finished and, at shutdown, all of them. The list belongs to its server, which
-// guards it with its own lock; these functions take no lock.
+// server and the address exchange serve their connections, and the bookkeeping both need: joining
+// the threads that have finished and, at shutdown, all of them. The list belongs to its server,
+// which guards it with its own lock; these functions take no lock.
 #pragma once
 
 #include <atomic>
@@ -9,12 +9,12 @@
 #include <memory>
 #include <thread>
 
-#include <unistd.h>
+#include "weft/core/net/socket.h"
 
 namespace weft {
 
 struct ConnectionThread {
-  int fd = -1;
+  net::Socket socket;  // closed after the join, so no thread touches a reused descriptor number
   std::thread thread;
   std::atomic<bool> finished{false};  // set by the thread as its last act
 };
@@ -26,7 +26,6 @@ inline void ReapFinishedConnections(ConnectionThreads* connections) {
   for (auto it = connections->begin(); it != connections->end();) {
     if ((*it)->finished) {
       (*it)->thread.join();
-      ::close((*it)->fd);
       it = connections->erase(it);
     } else {
       ++it;
@@ -37,10 +36,7 @@ inline void ReapFinishedConnections(ConnectionThreads* connections) {
 // Joins every thread and closes every socket; the caller has made the threads return (shut their
 // sockets down).
 inline void JoinAndCloseConnections(ConnectionThreads* connections) {
-  for (auto& connection : *connections) {
-    connection->thread.join();
-    ::close(connection->fd);
-  }
+  for (auto& connection : *connections) connection->thread.join();
   connections->clear();
 }
 

@@ -1,4 +1,4 @@
-#include "weft/distributed/rpc/coordinator.h"
+#include "weft/distributed/cluster/address_exchange.h"
 
 #include <cstring>
 #include <thread>
@@ -12,20 +12,21 @@
 namespace weft {
 namespace {
 
-std::unique_ptr<CoordinatorServer> StartCoordinator(int world_size, int64_t timeout_ms = 20000,
-                                                    int port = 0) {
-  CoordinatorServer::Options options;
+std::unique_ptr<AddressExchangeServer> StartServer(int world_size, int64_t timeout_ms = 20000,
+                                                   int port = 0) {
+  AddressExchangeServer::Options options;
   options.port = port;
   options.world_size = world_size;
   options.timeout_ms = timeout_ms;
-  StatusOr<std::unique_ptr<CoordinatorServer>> server = CoordinatorServer::Create(options);
+  StatusOr<std::unique_ptr<AddressExchangeServer>> server = AddressExchangeServer::Create(options);
   EXPECT_TRUE(server.ok()) << server.status();
   if (!server.ok()) return nullptr;
   return std::move(server).value();
 }
 
-RegistrationOptions Registration(int port, int rank, int world_size, int64_t timeout_ms = 20000) {
-  RegistrationOptions options;
+AddressExchangeOptions Registration(int port, int rank, int world_size,
+                                    int64_t timeout_ms = 20000) {
+  AddressExchangeOptions options;
   options.coordinator = "127.0.0.1:" + std::to_string(port);
   options.rank = rank;
   options.world_size = world_size;
@@ -42,7 +43,7 @@ std::vector<StatusOr<std::vector<std::string>>> RegisterAll(int port, std::vecto
   std::vector<std::thread> threads;
   for (size_t i = 0; i < ranks.size(); ++i) {
     threads.emplace_back([&, i] {
-      results[i] = RegisterWithCoordinator(Registration(port, ranks[i], world_size, timeout_ms));
+      results[i] = ExchangeAddresses(Registration(port, ranks[i], world_size, timeout_ms));
     });
   }
   for (std::thread& thread : threads) thread.join();
@@ -85,8 +86,8 @@ std::string SendRaw(int port, const std::string& bytes) {
   return reply;
 }
 
-TEST(CoordinatorTest, EveryRankLearnsEveryAddressInRankOrder) {
-  auto server = StartCoordinator(4);
+TEST(AddressExchangeTest, EveryRankLearnsEveryAddressInRankOrder) {
+  auto server = StartServer(4);
   ASSERT_NE(server, nullptr);
   auto results = RegisterAll(server->port(), {3, 1, 0, 2}, 4);
   const std::vector<std::string> expected = {"host0:1000", "host1:1001", "host2:1002",
@@ -97,8 +98,8 @@ TEST(CoordinatorTest, EveryRankLearnsEveryAddressInRankOrder) {
   }
 }
 
-TEST(CoordinatorTest, MissingRanksAreNamedAtTheDeadline) {
-  auto server = StartCoordinator(4, /*timeout_ms=*/300);
+TEST(AddressExchangeTest, MissingRanksAreNamedAtTheDeadline) {
+  auto server = StartServer(4, /*timeout_ms=*/300);
   ASSERT_NE(server, nullptr);
   const auto start = std::chrono::steady_clock::now();
   auto results = RegisterAll(server->port(), {0, 2}, 4);
@@ -113,11 +114,11 @@ TEST(CoordinatorTest, MissingRanksAreNamedAtTheDeadline) {
   }
 }
 
-TEST(CoordinatorTest, WorkersWaitForACoordinatorThatStartsLate) {
+TEST(AddressExchangeTest, WorkersWaitForACoordinatorThatStartsLate) {
   const int port = FreePort();
   std::vector<StatusOr<std::vector<std::string>>> results;
   std::thread workers([&] { results = RegisterAll(port, {0, 1}, 2); });
-  auto server = StartCoordinator(2, 20000, port);
+  auto server = StartServer(2, 20000, port);
   workers.join();
   ASSERT_NE(server, nullptr);
   for (const auto& result : results) {
@@ -126,17 +127,17 @@ TEST(CoordinatorTest, WorkersWaitForACoordinatorThatStartsLate) {
   }
 }
 
-TEST(CoordinatorTest, NobodyListeningIsADeadlineNamingTheCoordinator) {
+TEST(AddressExchangeTest, NobodyListeningIsADeadlineNamingTheCoordinator) {
   const int port = FreePort();
   StatusOr<std::vector<std::string>> result =
-      RegisterWithCoordinator(Registration(port, 0, 2, /*timeout_ms=*/200));
+      ExchangeAddresses(Registration(port, 0, 2, /*timeout_ms=*/200));
   ASSERT_FALSE(result.ok());
   EXPECT_TRUE(IsDeadlineExceeded(result.status())) << result.status();
   EXPECT_NE(result.status().message().find("127.0.0.1:" + std::to_string(port)), std::string::npos);
 }
 
-TEST(CoordinatorTest, BadRequestsGetAStatusAndTheCoordinatorKeepsServing) {
-  auto server = StartCoordinator(1);
+TEST(AddressExchangeTest, BadRequestsGetAStatusAndTheCoordinatorKeepsServing) {
+  auto server = StartServer(1);
   ASSERT_NE(server, nullptr);
   // Garbage of a whole header: answered with InvalidArgument (code 3 after the 8-byte magic).
   std::string reply = SendRaw(server->port(), std::string(24, 'x'));
@@ -149,26 +150,25 @@ TEST(CoordinatorTest, BadRequestsGetAStatusAndTheCoordinatorKeepsServing) {
   EXPECT_EQ(SendRaw(server->port(), "abc").size(), 0u);
 
   StatusOr<std::vector<std::string>> wrong_size =
-      RegisterWithCoordinator(Registration(server->port(), 0, 3));
+      ExchangeAddresses(Registration(server->port(), 0, 3));
   EXPECT_TRUE(IsInvalidArgument(wrong_size.status())) << wrong_size.status();
   EXPECT_NE(wrong_size.status().message().find("expects 1"), std::string::npos);
-  RegistrationOptions empty = Registration(server->port(), 0, 1);
+  AddressExchangeOptions empty = Registration(server->port(), 0, 1);
   empty.address.clear();
-  EXPECT_TRUE(IsInvalidArgument(RegisterWithCoordinator(empty).status()));
+  EXPECT_TRUE(IsInvalidArgument(ExchangeAddresses(empty).status()));
 
-  StatusOr<std::vector<std::string>> ok =
-      RegisterWithCoordinator(Registration(server->port(), 0, 1));
+  StatusOr<std::vector<std::string>> ok = ExchangeAddresses(Registration(server->port(), 0, 1));
   ASSERT_TRUE(ok.ok()) << ok.status();
   // The same rank again: the same address is answered again, another one refused.
-  EXPECT_TRUE(RegisterWithCoordinator(Registration(server->port(), 0, 1)).ok());
-  RegistrationOptions moved = Registration(server->port(), 0, 1);
+  EXPECT_TRUE(ExchangeAddresses(Registration(server->port(), 0, 1)).ok());
+  AddressExchangeOptions moved = Registration(server->port(), 0, 1);
   moved.address = "elsewhere:1";
-  StatusOr<std::vector<std::string>> twice = RegisterWithCoordinator(moved);
+  StatusOr<std::vector<std::string>> twice = ExchangeAddresses(moved);
   EXPECT_EQ(twice.status().code(), Code::kAlreadyExists) << twice.status();
   EXPECT_NE(twice.status().message().find("registered twice"), std::string::npos);
 }
 
-TEST(CoordinatorTest, AGarbageReplyIsAStatus) {
+TEST(AddressExchangeTest, AGarbageReplyIsAStatus) {
   const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in address{};
   address.sin_family = AF_INET;
@@ -192,17 +192,17 @@ TEST(CoordinatorTest, AGarbageReplyIsAStatus) {
     ::close(fd);
   });
   StatusOr<std::vector<std::string>> result =
-      RegisterWithCoordinator(Registration(ntohs(address.sin_port), 0, 1, 2000));
+      ExchangeAddresses(Registration(ntohs(address.sin_port), 0, 1, 2000));
   fake.join();
   ::close(listener);
   ASSERT_FALSE(result.ok());
   EXPECT_TRUE(IsDataLoss(result.status())) << result.status();
 }
 
-TEST(CoordinatorTest, RendezvousClusterHasRankZeroHostTheCoordinator) {
+TEST(AddressExchangeTest, RendezvousClusterHasRankZeroHostTheCoordinator) {
   const int port = FreePort();
   std::vector<StatusOr<ClusterSpec>> clusters(3, Internal("not run"));
-  std::vector<std::unique_ptr<CoordinatorServer>> hosted(3);
+  std::vector<std::unique_ptr<AddressExchangeServer>> hosted(3);
   std::vector<std::thread> threads;
   for (int rank = 0; rank < 3; ++rank) {
     threads.emplace_back([&, rank] {
