@@ -58,7 +58,8 @@ fi
 echo "== ThreadSanitizer: the concurrent targets (build-tsan/, clang -Wthread-safety -Werror)"
 tsan_targets=(core_test io_test data_test framework_rendezvous_test kernels_sendrecv_test
               kernels_nn_test kernels_io_test runtime_test runtime_rendezvous_test
-              runtime_collective_test runtime_multi_device_test distribute_test distributed_test
+              runtime_collective_test runtime_multi_device_test distribute_test
+              distribute_parameter_server_test distributed_test
               distributed_worker_test distributed_master_test distributed_rpc_test
               distributed_collective_test distributed_collective_transport_test checkpoint_test
               cli_metrics_test cluster_test trace_test multi_worker_test weft)

@@ -45,6 +45,8 @@ expect "server worker timeout defaults to 30 s" 0 "--worker-timeout-ms INT:POSIT
 expect "train help lists --worker-timeout-ms" 0 "--worker-timeout-ms" -- "$weft" train --help
 expect "server bad cluster" 2 "nonsense" -- "$weft" server --cluster "worker=nonsense"
 expect "server task not in cluster" 2 "task 3" -- "$weft" server --cluster "worker=127.0.0.1:0" --task 3
+expect "server unknown device type" 2 "unknown device type 'NOPE'" -- \
+  timeout 20 "$weft" server --cluster "worker=127.0.0.1:0" --device-type NOPE
 expect "server bad WEFT_CONFIG" 2 "WEFT_CONFIG" -- env WEFT_CONFIG='{"cluster": 3}' "$weft" server
 expect "multi-worker without a cluster" 2 "weft launch" -- \
   env -u WEFT_CONFIG -u TF_CONFIG -u SLURM_PROCID -u OMPI_COMM_WORLD_RANK \
@@ -91,7 +93,7 @@ for _ in $(seq 100); do  # at most 10 s
 done
 kill -TERM $devices_server
 wait $devices_server
-expect "server takes WEFT_DEVICES_PER_WORKER" 0 "" -- grep -q "with 3 device(s)" "$devices_log"
+expect "server takes WEFT_DEVICES_PER_WORKER" 0 "" -- grep -q "with 3 CPU device(s)" "$devices_log"
 rm -f "$devices_log"
 
 # `weft launch`: each worker sees its own task of one cluster, its output prefixed.

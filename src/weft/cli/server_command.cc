@@ -96,9 +96,13 @@ CLI::App* AddServerCommand(CLI::App& app, ServerFlags& flags) {
       ->check(CLI::NonNegativeNumber);
   server
       ->add_option("--devices", flags.devices,
-                   "CPU devices of this task (default: WEFT_DEVICES_PER_WORKER, else 1)")
+                   "Compute devices of this task (default: WEFT_DEVICES_PER_WORKER, else 1)")
       ->each([&flags](const std::string&) { flags.devices_given = true; })
       ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  server
+      ->add_option("--device-type", flags.device_type,
+                   "The type of those devices (CPU, or a type a device factory registers)")
       ->capture_default_str();
   server->add_option("--bind", flags.bind_host,
                      "Interface to listen on (default: 127.0.0.1; 0.0.0.0 for Slurm and Open MPI "
@@ -154,6 +158,7 @@ int RunServerCommand(const ServerFlags& flags) {
   options.server = setup->config;
   options.bind_host = setup->bind_host;
   options.devices = setup->devices;
+  options.device_type = flags.device_type;
   options.intra_op_threads = flags.intra_op_threads;
   options.inter_op_threads = flags.inter_op_threads;
   options.worker_timeout_ms = flags.worker_timeout_ms;
@@ -187,8 +192,8 @@ int RunServerCommand(const ServerFlags& flags) {
     // A refused configuration (an unsecured public bind) is bad input.
     return IsInvalidArgument(server.status()) ? 2 : 1;
   }
-  std::fprintf(stderr, "weft server: task %s with %d device(s) in cluster %s\n",
-               (*server)->task_name().c_str(), setup->devices,
+  std::fprintf(stderr, "weft server: task %s with %d %s device(s) in cluster %s\n",
+               (*server)->task_name().c_str(), setup->devices, flags.device_type.c_str(),
                setup->config.cluster.ToFlag().c_str());
   std::fprintf(stdout, "weft server listening on %s\n", (*server)->address().c_str());
   std::fflush(stdout);

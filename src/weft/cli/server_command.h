@@ -14,9 +14,10 @@ struct ServerFlags {
   std::string job;      // default "worker" (or WEFT_CONFIG's task.type)
   int task = -1;        // default 0 (or WEFT_CONFIG's task.index)
   int devices = 1;
-  bool devices_given = false;  // else WEFT_DEVICES_PER_WORKER, when set, gives the devices
-  std::string bind_host;       // "": 127.0.0.1, or 0.0.0.0 for Slurm / Open MPI ranks
-  std::string coordinator;     // "HOST:PORT" for Slurm / Open MPI ranks (else WEFT_COORDINATOR)
+  std::string device_type = "CPU";  // the type of the task's compute devices
+  bool devices_given = false;       // else WEFT_DEVICES_PER_WORKER, when set, gives the devices
+  std::string bind_host;            // "": 127.0.0.1, or 0.0.0.0 for Slurm / Open MPI ranks
+  std::string coordinator;  // "HOST:PORT" for Slurm / Open MPI ranks (else WEFT_COORDINATOR)
   int intra_op_threads = 0;
   int inter_op_threads = 0;
   int64_t worker_timeout_ms = 30000;

@@ -55,6 +55,7 @@ class GrpcServerImpl final : public GrpcServer {
     ServerOptions server_options;
     server_options.server = config;
     server_options.devices = options_.devices;
+    server_options.device_type = options_.device_type;
     server_options.intra_op_threads = options_.intra_op_threads;
     server_options.inter_op_threads = options_.inter_op_threads;
     server_options.worker_timeout_ms = options_.worker_timeout_ms;
@@ -142,6 +143,7 @@ void RegisterGrpcServerFactory() {
         GrpcServerOptions grpc_options;
         grpc_options.server = options.server;
         grpc_options.devices = options.devices;
+        grpc_options.device_type = options.device_type;
         grpc_options.intra_op_threads = options.intra_op_threads;
         grpc_options.inter_op_threads = options.inter_op_threads;
         grpc_options.worker_timeout_ms = options.worker_timeout_ms;

@@ -19,9 +19,10 @@ struct GrpcServerOptions {
   ServerConfig server;  // the cluster and this server's task in it
   // The interface to bind; the task's port comes from the cluster (0: ephemeral).
   std::string bind_host = "127.0.0.1";
-  int devices = 1;           // CPU devices of this task
-  int intra_op_threads = 0;  // 0: one per core, shared out between the devices
-  int inter_op_threads = 0;  // 0: one per core
+  int devices = 1;                  // compute devices of this task, of `device_type`
+  std::string device_type = "CPU";  // a type the device factories know (ServerOptions)
+  int intra_op_threads = 0;         // 0: one per core, shared out between the devices
+  int inter_op_threads = 0;         // 0: one per core
   // How long the master waits for any one worker to answer (ServerOptions::worker_timeout_ms).
   int64_t worker_timeout_ms = 30000;
   // Mutual TLS on the gRPC port and a token on both ports and on calls to other tasks.
