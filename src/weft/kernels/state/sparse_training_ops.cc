@@ -199,18 +199,12 @@ class SparseApplyAdamOp final : public OpKernel {
   using OpKernel::OpKernel;
 
   Status Compute(OpKernelContext* context) override {
-    WEFT_ASSIGN_OR_RETURN(T beta1_power, ScalarInput<T>(context, 3, "beta1_power"));
-    WEFT_ASSIGN_OR_RETURN(T beta2_power, ScalarInput<T>(context, 4, "beta2_power"));
-    WEFT_ASSIGN_OR_RETURN(T lr, ScalarInput<T>(context, 5, "lr"));
-    WEFT_ASSIGN_OR_RETURN(T beta1, ScalarInput<T>(context, 6, "beta1"));
-    WEFT_ASSIGN_OR_RETURN(T beta2, ScalarInput<T>(context, 7, "beta2"));
-    WEFT_ASSIGN_OR_RETURN(T epsilon, ScalarInput<T>(context, 8, "epsilon"));
-    const T lr_t = lr * std::sqrt(T(1) - beta2_power) / (T(1) - beta1_power);
+    WEFT_ASSIGN_OR_RETURN(const AdamHyperparameters<T> h, AdamHyperparameters<T>::Read(context));
     return ApplySparse<T>(context, {"var", "m", "v"}, 9, 20,
-                          [=](Row<T> w, Slots<T>& slots, GradRow<T> g) {
-                            slots[0] += (g - slots[0]) * (T(1) - beta1);
-                            slots[1] += (g.square() - slots[1]) * (T(1) - beta2);
-                            w -= slots[0] * lr_t / (slots[1].sqrt() + epsilon);
+                          [h](Row<T> w, Slots<T>& slots, GradRow<T> g) {
+                            slots[0] += (g - slots[0]) * (T(1) - h.beta1);
+                            slots[1] += (g.square() - slots[1]) * (T(1) - h.beta2);
+                            w -= slots[0] * h.lr_t / (slots[1].sqrt() + h.epsilon);
                           });
   }
 };

@@ -121,12 +121,8 @@ class ApplyAdamOp final : public OpKernel {
   }
 
   Status Compute(OpKernelContext* context) override {
-    WEFT_ASSIGN_OR_RETURN(T beta1_power, ScalarInput<T>(context, 3, "beta1_power"));
-    WEFT_ASSIGN_OR_RETURN(T beta2_power, ScalarInput<T>(context, 4, "beta2_power"));
-    WEFT_ASSIGN_OR_RETURN(T lr, ScalarInput<T>(context, 5, "lr"));
-    WEFT_ASSIGN_OR_RETURN(T beta1, ScalarInput<T>(context, 6, "beta1"));
-    WEFT_ASSIGN_OR_RETURN(T beta2, ScalarInput<T>(context, 7, "beta2"));
-    WEFT_ASSIGN_OR_RETURN(T epsilon, ScalarInput<T>(context, 8, "epsilon"));
+    WEFT_ASSIGN_OR_RETURN(const AdamHyperparameters<T> h, AdamHyperparameters<T>::Read(context));
+    const T beta1 = h.beta1, beta2 = h.beta2, epsilon = h.epsilon, lr_t = h.lr_t;
     const Tensor& grad = context->input(9);
     std::vector<std::shared_ptr<Var>> vars;
     std::unique_ptr<VarLocks> locks;
@@ -134,7 +130,6 @@ class ApplyAdamOp final : public OpKernel {
     Tensor* var = vars[0]->tensor();
     Tensor* m = vars[1]->tensor();
     Tensor* v = vars[2]->tensor();
-    const T lr_t = lr * std::sqrt(T(1) - beta2_power) / (T(1) - beta1_power);
     ForShards(context, var->NumElements(), 20, [&](int64_t begin, int64_t end) {
       auto w = Range<T>(var, begin, end);
       auto m_r = Range<T>(m, begin, end);

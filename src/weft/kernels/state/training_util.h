@@ -3,6 +3,7 @@
 // finding, locking and checking a variable with its slots. Kernels only; stateless helpers.
 #pragma once
 
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,6 +22,25 @@ StatusOr<T> ScalarInput(OpKernelContext* context, int index, const char* what) {
   }
   return *t.data<T>();
 }
+
+// Adam's scalar inputs (inputs 3-8 of ResourceApplyAdam and ResourceSparseApplyAdam) and its
+// bias-corrected step size lr_t = lr * sqrt(1 - beta2_power) / (1 - beta1_power).
+template <typename T>
+struct AdamHyperparameters {
+  T beta1, beta2, epsilon, lr_t;
+
+  static StatusOr<AdamHyperparameters> Read(OpKernelContext* context) {
+    WEFT_ASSIGN_OR_RETURN(T beta1_power, ScalarInput<T>(context, 3, "beta1_power"));
+    WEFT_ASSIGN_OR_RETURN(T beta2_power, ScalarInput<T>(context, 4, "beta2_power"));
+    WEFT_ASSIGN_OR_RETURN(T lr, ScalarInput<T>(context, 5, "lr"));
+    AdamHyperparameters h;
+    WEFT_ASSIGN_OR_RETURN(h.beta1, ScalarInput<T>(context, 6, "beta1"));
+    WEFT_ASSIGN_OR_RETURN(h.beta2, ScalarInput<T>(context, 7, "beta2"));
+    WEFT_ASSIGN_OR_RETURN(h.epsilon, ScalarInput<T>(context, 8, "epsilon"));
+    h.lr_t = lr * std::sqrt(T(1) - beta2_power) / (T(1) - beta1_power);
+    return h;
+  }
+};
 
 // Runs fn(begin, end) over [0, n): sharded on the intra-op threads when n * cost is large.
 template <typename Fn>
