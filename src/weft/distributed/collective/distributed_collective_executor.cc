@@ -171,7 +171,7 @@ void DistributedCollectiveExecutor::WithGroupAsync(
     return;
   }
   mgr_->GetGroupAsync(params, device,
-                      [params, device, done = std::move(done), spanning = std::move(spanning),
+                      [params, done = std::move(done), spanning = std::move(spanning),
                        local = std::move(local)](StatusOr<std::shared_ptr<CollectiveGroup>> group) {
                         if (!group.ok()) {
                           done(group.status().WithContext(InstanceLabel(params)));
