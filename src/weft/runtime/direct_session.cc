@@ -44,6 +44,12 @@ struct PreparedStep {
 };
 
 class DirectSession final : public Session {
+  // A callable's prepared step (owned by prepared_) and its options.
+  struct Callable {
+    const PreparedStep* step;
+    CallableOptions options;
+  };
+
  public:
   explicit DirectSession(const SessionOptions& options)
       : options_(options),
@@ -105,30 +111,34 @@ class DirectSession final : public Session {
     WEFT_ASSIGN_OR_RETURN(const PreparedStep* step, GetOrPrepare(signature));
     WEFT_ASSIGN_OR_RETURN(CallableHandle handle, Session::MakeCallable(options));
     MutexLock lock(mu_);
-    callable_steps_[handle] = step;
+    prepared_callables_[handle] = std::make_shared<const Callable>(Callable{step, options});
     return handle;
   }
 
+  // One lookup under the lock and no copy of the options: a callable is the hot path of a
+  // coordinator's scheduled functions.
   Status RunCallable(CallableHandle handle, const std::vector<Tensor>& feeds,
                      std::vector<Tensor>* fetches, proto::RunMetadata* run_metadata) override {
-    const PreparedStep* step = nullptr;
+    std::shared_ptr<const Callable> callable;
     {
       MutexLock lock(mu_);
       WEFT_RETURN_IF_ERROR(CheckOpen());
-      auto it = callable_steps_.find(handle);
-      if (it != callable_steps_.end()) step = it->second;
+      auto it = prepared_callables_.find(handle);
+      if (it != prepared_callables_.end()) callable = it->second;
     }
-    WEFT_ASSIGN_OR_RETURN(CallableOptions options, FindCallable(handle));
-    if (step == nullptr) return Internal("callable ", handle, " has no prepared step");
+    if (callable == nullptr) {
+      return InvalidArgument("callable ", handle, " does not exist (never made, or released)");
+    }
+    const CallableOptions& options = callable->options;
     WEFT_RETURN_IF_ERROR(CheckCallableFeeds(handle, options, feeds));
-    return RunPrepared(*step, options.run_options, options.feeds, feeds,
+    return RunPrepared(*callable->step, options.run_options, options.feeds, feeds,
                        static_cast<int>(options.fetches.size()), fetches, run_metadata);
   }
 
   Status ReleaseCallable(CallableHandle handle) override {
     WEFT_RETURN_IF_ERROR(Session::ReleaseCallable(handle));
     MutexLock lock(mu_);
-    callable_steps_.erase(handle);
+    prepared_callables_.erase(handle);
     return Status::OK();
   }
 
@@ -283,7 +293,8 @@ class DirectSession final : public Session {
   Mutex mu_;
   std::unique_ptr<Graph> graph_ WEFT_GUARDED_BY(mu_);
   std::map<std::string, std::unique_ptr<PreparedStep>> prepared_ WEFT_GUARDED_BY(mu_);
-  std::map<CallableHandle, const PreparedStep*> callable_steps_ WEFT_GUARDED_BY(mu_);
+  std::map<CallableHandle, std::shared_ptr<const Callable>> prepared_callables_
+      WEFT_GUARDED_BY(mu_);
   bool closed_ WEFT_GUARDED_BY(mu_) = false;
 };
 
