@@ -130,18 +130,23 @@ void ClusterCoordinator::WorkerLoop(int worker) {
                            ? options_.recover_worker(worker)
                            : Unavailable(WorkerName(worker), " was lost and no recovery is set up");
     if (recovered.ok()) continue;
-    MutexLock lock(mu_);
-    retired_[worker] = true;
-    if (std::find(retired_.begin(), retired_.end(), false) == retired_.end()) {
-      std::string names;
-      for (int w = 0; w < num_workers_; ++w) names += (w ? ", " : "") + WorkerName(w);
-      Status lost = Unavailable("every worker is lost (", names, "); the last, ",
-                                WorkerName(worker), ", could not recover: ", recovered.message());
-      if (first_error_.ok()) first_error_ = lost;
-      CancelQueued(lost);
-      all_done_.NotifyAll();
-    }
+    Retire(worker, recovered);
+    if (options_.on_retired) options_.on_retired(worker, recovered);
     return;
+  }
+}
+
+void ClusterCoordinator::Retire(int worker, const Status& recovered) {
+  MutexLock lock(mu_);
+  retired_[worker] = true;
+  if (std::find(retired_.begin(), retired_.end(), false) == retired_.end()) {
+    std::string names;
+    for (int w = 0; w < num_workers_; ++w) names += (w ? ", " : "") + WorkerName(w);
+    Status lost = Unavailable("every worker is lost (", names, "); the last, ", WorkerName(worker),
+                              ", could not recover: ", recovered.message());
+    if (first_error_.ok()) first_error_ = lost;
+    CancelQueued(lost);
+    all_done_.NotifyAll();
   }
 }
 

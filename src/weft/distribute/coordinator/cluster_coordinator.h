@@ -59,6 +59,9 @@ struct ClusterCoordinatorOptions {
   std::vector<std::string> worker_names;
   // Called (from a worker thread) each time a function is put back because its worker was lost.
   std::function<void(int worker, int64_t function_id, const Status& why)> on_rescheduled;
+  // Called (from the worker's thread, after retired_workers() includes it) when a lost worker
+  // could not recover and is retired; `why` is the recovery's error.
+  std::function<void(int worker, const Status& why)> on_retired;
 };
 
 class ClusterCoordinator {
@@ -94,6 +97,8 @@ class ClusterCoordinator {
   // Puts `closure` back at the head of the queue after its worker was lost.
   void PutBack(int worker, const std::shared_ptr<Closure>& closure, const Status& why)
       WEFT_EXCLUDES(mu_);
+  // Marks `worker` retired; when it was the last, fails Join and cancels the queue.
+  void Retire(int worker, const Status& recovered) WEFT_EXCLUDES(mu_);
   // Cancels every queued closure after a function error.
   void CancelQueued(const Status& why) WEFT_REQUIRES(mu_);
   std::string WorkerName(int worker) const;

@@ -71,9 +71,13 @@ TEST(TcpTransportTest, GarbageHandshakeReplyIsDataLossNamingThePeer) {
   std::thread stranger([listen_fd] {
     const int fd = ::accept(listen_fd, nullptr, nullptr);
     if (fd < 0) return;
-    char handshake[32];
-    (void)!::recv(fd, handshake, sizeof(handshake), MSG_WAITALL);
+    // Answer at once, then read until the dialer hangs up: closing with its hello or handshake
+    // still unread would reset the connection and the dialer could see the reset, not the garbage.
     (void)!::send(fd, kGarbage.data(), kGarbage.size(), MSG_NOSIGNAL);
+    ::shutdown(fd, SHUT_WR);
+    char drain[256];
+    for (int reads = 0; reads < 1000 && ::recv(fd, drain, sizeof(drain), 0) > 0; ++reads) {
+    }
     ::close(fd);
   });
   auto transport = group.Create(1, std::chrono::seconds(5));
