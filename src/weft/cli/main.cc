@@ -9,10 +9,15 @@
 #include "weft/cli/security_flags.h"
 #include "weft/cli/server_command.h"
 #include "weft/cli/train_command.h"
+#include "weft/core/cpu_support.h"
 #include "weft/distributed/rpc/grpc_server.h"
 #include "weft/distributed/rpc/grpc_session.h"
 
 int main(int argc, char** argv) {
+  if (weft::Status cpu = weft::CheckCpuSupportsBuild(); !cpu.ok()) {
+    std::fprintf(stderr, "weft: %s\n", cpu.ToString().c_str());
+    return 1;
+  }
   weft::cli::EnsureBlasCoreType(argv);
   CLI::App app{"Weft: a C++ training runtime after TensorFlow's distributed runtime", "weft"};
   app.require_subcommand(1);

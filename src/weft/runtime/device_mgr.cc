@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "weft/core/cpu_support.h"
 #include "weft/core/str_util.h"
 #include "weft/framework/device_name_utils.h"
 
@@ -40,6 +41,7 @@ StatusOr<std::unique_ptr<DeviceMgr>> CreateLocalDevices(const proto::ConfigProto
                                                         int intra_op_threads, std::string_view job,
                                                         int task,
                                                         const DeviceFactoryRegistry& factories) {
+  WEFT_RETURN_IF_ERROR(CheckCpuSupportsBuild());
   // CPU first (the default device), then the other types in name order.
   std::map<std::string, int> counts = {{"CPU", 1}};
   for (const auto& [type, count] : config.device_count()) {
