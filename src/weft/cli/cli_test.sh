@@ -67,6 +67,7 @@ expect "launch without --workers" 2 "--workers" -- "$weft" launch -- true
 expect "launch with zero workers" 2 "--workers" -- "$weft" launch --workers 0 -- true
 expect "launch without a command" 2 "command" -- "$weft" launch --workers 2
 expect "launch help" 0 "--devices-per-worker" -- "$weft" launch --help
+expect "launch help lists --ps and --restart-failed" 0 "--restart-failed" -- "$weft" launch --help
 expect "launch of a missing program is 127" 127 "cannot start" -- \
   "$weft" launch --workers 2 -- /nonexistent/weft-program
 expect "server reads TF_CONFIG, chief as worker 0" 2 "worker:2 is not in the cluster" -- \

@@ -2,7 +2,9 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
+#include <string_view>
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -55,19 +57,80 @@ StatusOr<std::vector<int>> PickFreePorts(int count, const std::string& host) {
 }
 
 std::string WeftConfigJson(const std::vector<std::string>& addresses, int index) {
+  return WeftConfigJson({{"worker", addresses}}, "worker", index);
+}
+
+std::string WeftConfigJson(const std::map<std::string, std::vector<std::string>>& jobs,
+                           const std::string& job, int index) {
   nlohmann::json config;
-  config["cluster"]["worker"] = addresses;
-  config["task"]["type"] = "worker";
+  for (const auto& [name, addresses] : jobs) config["cluster"][name] = addresses;
+  config["task"]["type"] = job;
   config["task"]["index"] = index;
   return config.dump();
 }
 
+PsLaunchPlan PlanPsLaunch(const LaunchFlags& flags, const std::vector<std::string>& addresses,
+                          const std::vector<std::string>& base_env,
+                          const std::string& server_binary) {
+  PsLaunchPlan plan;
+  using Addresses = std::vector<std::string>;
+  const auto workers = addresses.begin() + 1;
+  const auto ps = workers + flags.workers;
+  plan.cluster["chief"] = Addresses{addresses[0]};
+  plan.cluster["worker"] = Addresses(workers, ps);
+  plan.cluster["ps"] = Addresses(ps, ps + flags.ps);
+  const std::string devices = StrCat("WEFT_DEVICES_PER_WORKER=", flags.devices_per_worker);
+  for (const char* job : {"worker", "ps"}) {
+    for (int i = 0; i < static_cast<int>(plan.cluster[job].size()); ++i) {
+      ServiceSpec server;
+      server.child.argv = {server_binary, "server", "--job", job, "--task", std::to_string(i)};
+      server.child.env = base_env;
+      server.child.env.push_back("WEFT_CONFIG=" + WeftConfigJson(plan.cluster, job, i));
+      if (std::string_view(job) == "worker") server.child.env.push_back(devices);
+      server.child.prefix = StrCat("[", job, " ", i, "] ");
+      server.child.name = StrCat(job, ":", i);
+      server.max_restarts = flags.restart_failed ? flags.max_restarts : 0;
+      plan.tasks.push_back(server.child.name);
+      plan.addresses.push_back(plan.cluster[job][i]);
+      plan.servers.push_back(std::move(server));
+    }
+  }
+  plan.chief.argv = flags.command;
+  plan.chief.env = base_env;
+  plan.chief.env.push_back("WEFT_CONFIG=" + WeftConfigJson(plan.cluster, "chief", 0));
+  plan.chief.env.push_back(devices);
+  plan.chief.prefix = "[chief] ";
+  plan.chief.name = "chief:0";
+  plan.tasks.push_back(plan.chief.name);
+  plan.addresses.push_back(addresses[0]);
+  return plan;
+}
+
 CLI::App* AddLaunchCommand(CLI::App& app, LaunchFlags& flags) {
   CLI::App* launch = app.add_subcommand(
-      "launch", "Start N local workers of one cluster: weft launch --workers N -- weft train ...");
+      "launch",
+      "Start N local workers of one cluster: weft launch --workers N -- weft train ...; or, with "
+      "--ps M, N worker and M ps servers and the command once, as the chief");
   launch->add_option("--workers", flags.workers, "Number of worker processes")
       ->required()
       ->check(CLI::Range(1, 1024));
+  CLI::Option* ps =
+      launch
+          ->add_option("--ps", flags.ps,
+                       "Number of parameter servers: start the workers and these as `weft server` "
+                       "tasks and run the command once, as the chief")
+          ->check(CLI::Range(1, 1024));
+  CLI::Option* restart =
+      launch
+          ->add_flag("--restart-failed", flags.restart_failed,
+                     "Start a server that exits while the chief runs again, on the same address")
+          ->needs(ps);
+  launch
+      ->add_option("--max-restarts", flags.max_restarts,
+                   "With --restart-failed: how many times each server is started again")
+      ->check(CLI::Range(0, 1000))
+      ->needs(restart)
+      ->capture_default_str();
   launch
       ->add_option("--devices-per-worker", flags.devices_per_worker,
                    "Devices of each worker (WEFT_DEVICES_PER_WORKER)")
@@ -75,25 +138,21 @@ CLI::App* AddLaunchCommand(CLI::App& app, LaunchFlags& flags) {
       ->capture_default_str();
   launch
       ->add_option("--timeout-ms", flags.timeout_ms,
-                   "After a worker fails or a signal is forwarded: how long the others get to "
-                   "stop after SIGTERM before SIGKILL")
+                   "After a worker fails, the chief exits or a signal is forwarded: how long the "
+                   "others get to stop after SIGTERM before SIGKILL")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  launch->add_option("command", flags.command, "The command each worker runs, after --")
+  launch
+      ->add_option("command", flags.command,
+                   "The command each worker runs (with --ps: the chief), after --")
       ->required();
   return launch;
 }
 
-int RunLaunchCommand(const LaunchFlags& flags) {
-  StatusOr<std::vector<int>> ports = PickFreePorts(flags.workers);
-  if (!ports.ok()) {
-    std::fprintf(stderr, "weft launch: %s\n", ports.status().ToString().c_str());
-    return 1;
-  }
-  std::vector<std::string> addresses;
-  for (int port : *ports) addresses.push_back(StrCat("127.0.0.1:", port));
+namespace {
 
-  // The workers' environment: ours, less what would describe another cluster, plus theirs.
+// The children's environment: ours, less what would describe another cluster.
+std::vector<std::string> BaseEnvironment() {
   std::vector<std::string> base_env;
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
     const std::string_view text(*entry);
@@ -103,20 +162,15 @@ int RunLaunchCommand(const LaunchFlags& flags) {
     }
     base_env.emplace_back(text);
   }
-  std::vector<ChildSpec> children(flags.workers);
-  for (int i = 0; i < flags.workers; ++i) {
-    children[i].argv = flags.command;
-    children[i].env = base_env;
-    children[i].env.push_back("WEFT_CONFIG=" + WeftConfigJson(addresses, i));
-    children[i].env.push_back(StrCat("WEFT_DEVICES_PER_WORKER=", flags.devices_per_worker));
-    children[i].prefix = StrCat("[worker ", i, "] ");
-  }
+  return base_env;
+}
 
-  // A handler (not sigwait: OpenBLAS's threads exist before main and do not block signals) writes
-  // each signal's number to a pipe the supervising loop polls.
+// A handler (not sigwait: OpenBLAS's threads exist before main and do not block signals) writes
+// each signal's number to a pipe the supervising loop polls. Returns the pipe's read end, or -1.
+int CatchSignals() {
   if (pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
     std::fprintf(stderr, "weft launch: cannot create a pipe: %s\n", std::strerror(errno));
-    return 1;
+    return -1;
   }
   struct sigaction action {};
   action.sa_handler = OnSignal;
@@ -126,13 +180,61 @@ int RunLaunchCommand(const LaunchFlags& flags) {
   struct sigaction ignore {};
   ignore.sa_handler = SIG_IGN;
   sigaction(SIGPIPE, &ignore, nullptr);
+  return signal_pipe[0];
+}
 
+int RunWorkers(const LaunchFlags& flags, const std::vector<std::string>& addresses,
+               const RunChildrenOptions& options) {
+  const std::vector<std::string> base_env = BaseEnvironment();
+  std::vector<ChildSpec> children(flags.workers);
+  for (int i = 0; i < flags.workers; ++i) {
+    children[i].argv = flags.command;
+    children[i].env = base_env;
+    children[i].env.push_back("WEFT_CONFIG=" + WeftConfigJson(addresses, i));
+    children[i].env.push_back(StrCat("WEFT_DEVICES_PER_WORKER=", flags.devices_per_worker));
+    children[i].prefix = StrCat("[worker ", i, "] ");
+  }
   std::fprintf(stderr, "weft launch: %d worker(s): %s\n", flags.workers,
                StrJoin(addresses, ",").c_str());
+  return RunChildren(children, options);
+}
+
+int RunPsJob(const LaunchFlags& flags, const std::vector<std::string>& addresses,
+             RunChildrenOptions& options) {
+  // The servers are this very binary: /proc/self/exe still names it if the file was replaced.
+  const PsLaunchPlan plan = PlanPsLaunch(flags, addresses, BaseEnvironment(), "/proc/self/exe");
+  std::string cluster;
+  for (const auto& [job, tasks] : plan.cluster) {
+    cluster += StrCat(cluster.empty() ? "" : ";", job, "=", StrJoin(tasks, ","));
+  }
+  std::fprintf(stderr, "weft launch: chief, %d worker(s) and %d ps: %s\n", flags.workers, flags.ps,
+               cluster.c_str());
+  // On stdout, so that whoever runs the launch can find each process and its address.
+  options.on_start = [&plan](size_t child, pid_t pid, int restarts) {
+    std::fprintf(stdout, "weft launch: %s %s pid %d at %s\n",
+                 restarts == 0 ? "started" : "restarted", plan.tasks[child].c_str(),
+                 static_cast<int>(pid), plan.addresses[child].c_str());
+    std::fflush(stdout);
+  };
+  return RunWithServices(plan.chief, plan.servers, options);
+}
+
+}  // namespace
+
+int RunLaunchCommand(const LaunchFlags& flags) {
+  const int processes = flags.ps > 0 ? flags.workers + flags.ps + 1 : flags.workers;
+  StatusOr<std::vector<int>> ports = PickFreePorts(processes);
+  if (!ports.ok()) {
+    std::fprintf(stderr, "weft launch: %s\n", ports.status().ToString().c_str());
+    return 1;
+  }
+  std::vector<std::string> addresses;
+  for (int port : *ports) addresses.push_back(StrCat("127.0.0.1:", port));
   RunChildrenOptions options;
   options.grace_ms = flags.timeout_ms;
-  options.signal_fd = signal_pipe[0];
-  return RunChildren(children, options);
+  options.signal_fd = CatchSignals();
+  if (options.signal_fd < 0) return 1;
+  return flags.ps > 0 ? RunPsJob(flags, addresses, options) : RunWorkers(flags, addresses, options);
 }
 
 }  // namespace weft::cli

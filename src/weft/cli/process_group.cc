@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <utility>
 
 #include <fcntl.h>
 #include <poll.h>
@@ -50,10 +51,21 @@ struct Stream {
   std::unique_ptr<LinePrefixer> prefixer;
 };
 
+// What a child's exit means to its group.
+enum class Role {
+  kPeer,     // RunChildren's: the first failure ends the group with its code
+  kMain,     // its exit, any way, ends the group with its code
+  kService,  // runs for the main child: its exit is reported, and it may be started again
+};
+
 struct Child {
-  pid_t pid = -1;  // -1: never started
+  const ChildSpec* spec = nullptr;
+  Role role = Role::kPeer;
+  int max_restarts = 0;   // kService only
+  int restarts_left = 0;  // kService only
+  int starts = 0;         // how many times it was started
+  pid_t pid = -1;         // -1: never started
   bool running = false;
-  int code = 0;
   Stream out;
   Stream err;
 };
@@ -141,64 +153,96 @@ int ExitCode(int status) {
   return 1;
 }
 
-// The children of one RunChildren call, and what the call has decided about them: the first
-// failure, and when those still running get SIGKILL.
+// "code 3" or "signal 9 (Killed)": unlike ExitCode, tells an exit(137) from a SIGKILL.
+std::string DescribeExit(int status) {
+  if (WIFSIGNALED(status)) {
+    const int signal = WTERMSIG(status);
+    return "signal " + std::to_string(signal) + " (" + strsignal(signal) + ")";
+  }
+  return "code " + std::to_string(ExitCode(status));
+}
+
+std::string Name(const Child& child) {
+  return child.spec->name.empty() ? Label(child.spec->prefix) : child.spec->name;
+}
+
+// The children of one RunChildren or RunWithServices call, and what the call has decided about
+// them: its exit code so far, and when those still running get SIGKILL.
 class ChildGroup {
  public:
-  ChildGroup(const std::vector<ChildSpec>& specs, const RunChildrenOptions& options)
-      : specs_(specs), options_(options), children_(specs.size()), grace_(options.grace_ms) {}
+  ChildGroup(std::vector<Child> children, const RunChildrenOptions& options)
+      : options_(options), children_(std::move(children)), grace_(options.grace_ms) {}
 
   // Starts the children in order; one that cannot start (127) stops those already started.
   void StartAll();
   // Waits up to one poll interval and handles what came: output, a signal, exits. False once
   // every child has exited and its output is read (or the grace period for that ran out).
   bool Step();
-  int exit_code() const { return failure_.value_or(0); }
+  int exit_code() const { return result_.value_or(0); }
 
  private:
+  bool StartChild(Child& child);
   void StopOthers(int signal) {
     for (const Child& child : children_) SignalChild(child, signal);
     if (!kill_at_) kill_at_ = Clock::now() + grace_;
   }
+  // The output still open: every child's, then that of services since restarted.
+  std::vector<Stream*> OpenStreams();
   // Forwards a SIGINT or SIGTERM read from options.signal_fd to the children.
   void ForwardSignal();
-  // Reaps the children that exited; the first that failed stops the others.
+  // Reaps the children that exited and acts on each as its role says.
   void ReapExited();
+  // A service that exited while the group runs: reported, then restarted while it may be.
+  void ServiceExited(Child& child, int status);
 
-  const std::vector<ChildSpec>& specs_;
   const RunChildrenOptions& options_;
   std::vector<Child> children_;
+  std::vector<Stream> retired_;  // the output of services' earlier runs, read to its end
   const std::chrono::milliseconds grace_;
-  std::optional<int> failure_;  // the first failing child's code
+  std::optional<int> result_;  // the first failing peer's code, main's code, or 127
   std::optional<Clock::time_point> kill_at_;
   bool killed_ = false;
   std::optional<Clock::time_point> drain_until_;
 };
 
+bool ChildGroup::StartChild(Child& child) {
+  if (!Start(*child.spec, child)) return false;
+  if (options_.on_start) {
+    options_.on_start(static_cast<size_t>(&child - children_.data()), child.pid, child.starts);
+  }
+  ++child.starts;
+  return true;
+}
+
 void ChildGroup::StartAll() {
-  for (size_t i = 0; i < specs_.size(); ++i) {
-    if (!Start(specs_[i], children_[i])) {
-      Say(options_, "cannot start '" + specs_[i].argv[0] + "' for " + Label(specs_[i].prefix) +
-                        ": " + std::strerror(errno) + "; stopping the others");
-      failure_ = 127;
+  for (Child& child : children_) {
+    if (!StartChild(child)) {
+      Say(options_, "cannot start '" + child.spec->argv[0] + "' for " + Name(child) + ": " +
+                        std::strerror(errno) + "; stopping the others");
+      result_ = 127;
       StopOthers(SIGTERM);
       break;
     }
   }
 }
 
-bool ChildGroup::Step() {
-  const bool any_running =
-      std::any_of(children_.begin(), children_.end(), [](const Child& c) { return c.running; });
-  std::vector<pollfd> waiting;
+std::vector<Stream*> ChildGroup::OpenStreams() {
   std::vector<Stream*> streams;
   for (Child& child : children_) {
     for (Stream* stream : {&child.out, &child.err}) {
-      if (stream->fd < 0) continue;
-      waiting.push_back({stream->fd, POLLIN, 0});
-      streams.push_back(stream);
+      if (stream->fd >= 0) streams.push_back(stream);
     }
   }
+  for (Stream& stream : retired_) {
+    if (stream.fd >= 0) streams.push_back(&stream);
+  }
+  return streams;
+}
+
+bool ChildGroup::Step() {
+  const bool any_running =
+      std::any_of(children_.begin(), children_.end(), [](const Child& c) { return c.running; });
+  const std::vector<Stream*> streams = OpenStreams();
   if (!any_running && streams.empty()) return false;
   // Every child has exited but something it started still holds its output open: read for
   // the grace period, then stop reading.
@@ -209,6 +253,8 @@ bool ChildGroup::Step() {
       return false;
     }
   }
+  std::vector<pollfd> waiting;
+  for (const Stream* stream : streams) waiting.push_back({stream->fd, POLLIN, 0});
   if (options_.signal_fd >= 0) waiting.push_back({options_.signal_fd, POLLIN, 0});
   const int ready = ::poll(waiting.data(), waiting.size(), kPollIntervalMs);
   if (ready < 0 && errno != EINTR) {
@@ -231,39 +277,94 @@ void ChildGroup::ForwardSignal() {
   unsigned char signal = 0;
   if (::read(options_.signal_fd, &signal, 1) == 1 && (signal == SIGINT || signal == SIGTERM)) {
     Say(options_, std::string(signal == SIGINT ? "SIGINT" : "SIGTERM") +
-                      " received, forwarding it to the workers");
+                      " received, forwarding it to every child");
     StopOthers(signal);
   }
 }
 
 void ChildGroup::ReapExited() {
-  for (size_t i = 0; i < children_.size(); ++i) {
-    Child& child = children_[i];
+  for (Child& child : children_) {
     if (!child.running) continue;
     int status = 0;
-    const pid_t reaped = ::waitpid(child.pid, &status, WNOHANG);
-    if (reaped != child.pid) continue;
+    if (::waitpid(child.pid, &status, WNOHANG) != child.pid) continue;
     child.running = false;
-    child.code = ExitCode(status);
-    // Stray members of its group would hold the pipes open after a failure.
-    if (child.code != 0 || kill_at_) ::kill(-child.pid, SIGKILL);
-    if (child.code != 0 && !failure_) {
-      failure_ = child.code;
-      Say(options_, Label(specs_[i].prefix) + " exited with code " + std::to_string(child.code) +
-                        "; stopping the others");
-      StopOthers(SIGTERM);
+    const int code = ExitCode(status);
+    const bool stopping = kill_at_.has_value();
+    // Stray members of its group would hold the pipes open after a failure (or, for a service,
+    // beside its next run).
+    if (code != 0 || stopping || child.role == Role::kService) ::kill(-child.pid, SIGKILL);
+    switch (child.role) {
+      case Role::kPeer:
+        if (code != 0 && !result_) {
+          result_ = code;
+          Say(options_,
+              Name(child) + " exited with code " + std::to_string(code) + "; stopping the others");
+          StopOthers(SIGTERM);
+        }
+        break;
+      case Role::kMain:
+        result_ = code;
+        if (!stopping) {
+          Say(options_,
+              Name(child) + " exited with " + DescribeExit(status) + "; stopping the others");
+        }
+        StopOthers(SIGTERM);
+        break;
+      case Role::kService:
+        if (!stopping) ServiceExited(child, status);
+        break;
     }
   }
+}
+
+void ChildGroup::ServiceExited(Child& child, int status) {
+  Say(options_,
+      Name(child) + " (pid " + std::to_string(child.pid) + ") exited with " + DescribeExit(status));
+  if (child.restarts_left <= 0) {
+    if (child.max_restarts > 0) {
+      Say(options_, "giving up on " + Name(child) + " after " + std::to_string(child.max_restarts) +
+                        " restart(s)");
+    }
+    return;
+  }
+  --child.restarts_left;
+  // Its last lines may still be in the old pipes: they are read to their end beside the new run.
+  retired_.push_back(std::exchange(child.out, Stream{}));
+  retired_.push_back(std::exchange(child.err, Stream{}));
+  if (!StartChild(child)) {
+    Say(options_,
+        "cannot restart " + Name(child) + ": " + std::strerror(errno) + "; giving up on it");
+    child.restarts_left = 0;
+  }
+}
+
+int Run(std::vector<Child> children, const RunChildrenOptions& options) {
+  ChildGroup group(std::move(children), options);
+  group.StartAll();
+  while (group.Step()) {
+  }
+  return group.exit_code();
 }
 
 }  // namespace
 
 int RunChildren(const std::vector<ChildSpec>& specs, const RunChildrenOptions& options) {
-  ChildGroup group(specs, options);
-  group.StartAll();
-  while (group.Step()) {
+  std::vector<Child> children(specs.size());
+  for (size_t i = 0; i < specs.size(); ++i) children[i].spec = &specs[i];
+  return Run(std::move(children), options);
+}
+
+int RunWithServices(const ChildSpec& main, const std::vector<ServiceSpec>& services,
+                    const RunChildrenOptions& options) {
+  std::vector<Child> children(services.size() + 1);
+  for (size_t i = 0; i < services.size(); ++i) {
+    children[i].spec = &services[i].child;
+    children[i].role = Role::kService;
+    children[i].max_restarts = children[i].restarts_left = std::max(services[i].max_restarts, 0);
   }
-  return group.exit_code();
+  children.back().spec = &main;
+  children.back().role = Role::kMain;
+  return Run(std::move(children), options);
 }
 
 }  // namespace weft::cli

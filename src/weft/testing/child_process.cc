@@ -88,9 +88,9 @@ bool ChildProcess::ReadSome(int64_t timeout_ms) {
   return true;
 }
 
-Status ChildProcess::WaitForOutput(const std::string& text, int64_t timeout_ms) {
+Status ChildProcess::WaitForOutput(const std::string& text, int64_t timeout_ms, size_t from) {
   const int64_t deadline = NowMs() + timeout_ms;
-  while (output_.find(text) == std::string::npos) {
+  while (output_.find(text, from) == std::string::npos) {
     const int64_t left = deadline - NowMs();
     if (left <= 0 || !ReadSome(left)) {
       return DeadlineExceeded("'", text, "' did not appear within ", timeout_ms,

@@ -30,8 +30,9 @@ class ChildProcess {
   // Everything the child printed so far.
   const std::string& output() const { return output_; }
 
-  // Reads until `text` appears in the output; DeadlineExceeded quoting the output otherwise.
-  Status WaitForOutput(const std::string& text, int64_t timeout_ms);
+  // Reads until `text` appears in the output at or after byte `from` (so a caller can wait for a
+  // line's next occurrence); DeadlineExceeded quoting the output otherwise.
+  Status WaitForOutput(const std::string& text, int64_t timeout_ms, size_t from = 0);
   // Reads the output to its end and reaps the child: its exit code, or 128 + the signal that
   // killed it; DeadlineExceeded (child left running) when it does not exit in time.
   StatusOr<int> WaitForExit(int64_t timeout_ms);

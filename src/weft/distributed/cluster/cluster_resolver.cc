@@ -106,6 +106,47 @@ std::string FirstSlurmNode(const Environment& env) {
   return nodes.ok() && !nodes->empty() ? (*nodes)[0] : std::string();
 }
 
+using Jobs = std::map<std::string, std::vector<std::string>>;
+
+// TF_CONFIG's "cluster" as written. A job with an empty list is kept, so that
+// ClusterSpec::FromJobs names it rather than the job silently vanishing.
+StatusOr<Jobs> ReadTfJobs(const nlohmann::json& config) {
+  if (!config.is_object() || !config.contains("cluster") || !config["cluster"].is_object()) {
+    return InvalidArgument("TF_CONFIG needs an object \"cluster\": {\"worker\": [\"host:port\"]}");
+  }
+  Jobs jobs;
+  for (const auto& [job, addresses] : config["cluster"].items()) {
+    if (!addresses.is_array()) {
+      return InvalidArgument("TF_CONFIG: cluster job '", job, "' must be a list of addresses");
+    }
+    std::vector<std::string>& tasks = jobs[job];
+    for (const auto& address : addresses) {
+      if (!address.is_string()) {
+        return InvalidArgument("TF_CONFIG: cluster job '", job,
+                               "' has an address that is not a string: ", address.dump());
+      }
+      tasks.push_back(address.get<std::string>());
+    }
+  }
+  return jobs;
+}
+
+// Weft's task for TF_CONFIG's task `type`:`index` (see ParseTfConfig for the folded chief).
+StatusOr<TaskId> TfTask(const std::string& type, int index, int num_chiefs, bool fold_chief) {
+  if (type == "evaluator") {
+    return InvalidArgument("TF_CONFIG: task type 'evaluator' joins no cluster; Weft runs workers");
+  }
+  if (type == "chief") {
+    if (num_chiefs == 0) {
+      return InvalidArgument("TF_CONFIG: task type 'chief' but the cluster has no 'chief' job");
+    }
+    if (index != 0) return InvalidArgument("TF_CONFIG: chief task index ", index, "; only 0");
+    return TaskId{fold_chief ? "worker" : "chief", 0};
+  }
+  if (type == "worker") return TaskId{"worker", index + (fold_chief ? 1 : 0)};
+  return TaskId{type, index};
+}
+
 }  // namespace
 
 Environment ProcessEnvironment() {
@@ -139,28 +180,16 @@ StatusOr<ServerConfig> ParseTfConfig(std::string_view json_text) {
   nlohmann::json config = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (config.is_discarded())
     return InvalidArgument("TF_CONFIG is not valid JSON: '", json_text, "'");
-  if (!config.is_object() || !config.contains("cluster") || !config["cluster"].is_object()) {
-    return InvalidArgument("TF_CONFIG needs an object \"cluster\": {\"worker\": [\"host:port\"]}");
-  }
-  std::map<std::string, std::vector<std::string>> jobs;
-  for (const auto& [job, addresses] : config["cluster"].items()) {
-    if (!addresses.is_array()) {
-      return InvalidArgument("TF_CONFIG: cluster job '", job, "' must be a list of addresses");
-    }
-    for (const auto& address : addresses) {
-      if (!address.is_string()) {
-        return InvalidArgument("TF_CONFIG: cluster job '", job,
-                               "' has an address that is not a string: ", address.dump());
-      }
-      jobs[job].push_back(address.get<std::string>());
-    }
-  }
+  WEFT_ASSIGN_OR_RETURN(Jobs jobs, ReadTfJobs(config));
   const auto chief = jobs.find("chief");
   const int num_chiefs = chief == jobs.end() ? 0 : static_cast<int>(chief->second.size());
   if (num_chiefs > 1) {
     return InvalidArgument("TF_CONFIG: job 'chief' has ", num_chiefs, " tasks; at most one");
   }
-  if (num_chiefs == 1) {
+  // Under a ps job the chief coordinates and computes nothing (ParameterServerStrategy), so it
+  // keeps its job; otherwise it is one more worker (MultiWorkerMirroredStrategy).
+  const bool fold_chief = num_chiefs == 1 && jobs.count("ps") == 0;
+  if (fold_chief) {
     std::vector<std::string>& workers = jobs["worker"];
     workers.insert(workers.begin(), chief->second[0]);
     jobs.erase("chief");
@@ -177,18 +206,7 @@ StatusOr<ServerConfig> ParseTfConfig(std::string_view json_text) {
   }
   const std::string type = task["type"].get<std::string>();
   const int index = task.contains("index") ? task["index"].get<int>() : 0;
-  if (type == "evaluator") {
-    return InvalidArgument("TF_CONFIG: task type 'evaluator' joins no cluster; Weft runs workers");
-  }
-  if (type == "chief") {
-    if (num_chiefs == 0) return InvalidArgument("TF_CONFIG: task type 'chief' but no 'chief' job");
-    if (index != 0) return InvalidArgument("TF_CONFIG: chief task index ", index, "; only 0");
-    result.task = {"worker", 0};
-  } else if (type == "worker") {
-    result.task = {"worker", index + num_chiefs};
-  } else {
-    result.task = {type, index};
-  }
+  WEFT_ASSIGN_OR_RETURN(result.task, TfTask(type, index, num_chiefs, fold_chief));
   Status valid = ValidateTask(result.cluster, result.task);
   if (!valid.ok()) {
     return InvalidArgument("TF_CONFIG: task ", type, ":", index,

@@ -51,10 +51,14 @@ struct ResolvedCluster {
 StatusOr<ResolvedCluster> ResolveCluster(const Environment& env,
                                          const ResolveOptions& options = {});
 
-// The reference system's TF_CONFIG. Weft has no separate chief job: "chief" (at most one task)
-// becomes task 0 of the "worker" job and the reference's workers follow it (its worker i is
-// Weft's worker i+1), as the reference's multi-worker strategy treats the chief as one more worker.
-// Other jobs ("ps") keep their names; an "evaluator" task, which joins no cluster, is refused.
+// The reference system's TF_CONFIG, read with the reference's two meanings of "chief" (at most
+// one task; task type "chief" must have index 0 and a "chief" job to be in):
+// - With a "ps" job (ParameterServerStrategy) the chief is the coordinator, a job of its own:
+//   "chief" task 0, and workers keep their indices.
+// - Without one (MultiWorkerMirroredStrategy) the chief is one more worker: it becomes task 0 of
+//   the "worker" job and the reference's worker i is Weft's worker i+1.
+// Other jobs keep their names; a job with no tasks and an "evaluator" task (which joins no
+// cluster) are refused. WEFT_CONFIG (ParseWeftConfig) is taken as written: a chief stays "chief".
 StatusOr<ServerConfig> ParseTfConfig(std::string_view json_text);
 
 }  // namespace weft

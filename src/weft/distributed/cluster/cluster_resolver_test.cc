@@ -46,26 +46,97 @@ TEST(ClusterResolverTest, WeftConfigWinsOverTfConfigAndSlurm) {
   EXPECT_EQ(resolved->source, ClusterSource::kWeftConfig);
 }
 
-TEST(ClusterResolverTest, TfConfigChiefIsWorkerZero) {
+TEST(ClusterResolverTest, TfConfigChiefIsWorkerZeroWithoutPs) {
   const std::string tf_config =
-      R"({"cluster": {"chief": ["c:1"], "worker": ["w0:2", "w1:3"], "ps": ["p:4"]},
+      R"({"cluster": {"chief": ["c:1"], "worker": ["w0:2", "w1:3"]},
           "task": {"type": "worker", "index": 1}, "environment": "cloud"})";
   StatusOr<ResolvedCluster> resolved =
       ResolveCluster({{"TF_CONFIG", tf_config}, {"SLURM_PROCID", "3"}});
   ASSERT_TRUE(resolved.ok()) << resolved.status();
   EXPECT_EQ(resolved->source, ClusterSource::kTfConfig);
-  EXPECT_EQ(resolved->config.cluster.ToFlag(), "ps=p:4;worker=c:1,w0:2,w1:3");
+  EXPECT_EQ(resolved->config.cluster.ToFlag(), "worker=c:1,w0:2,w1:3");
   EXPECT_EQ(resolved->config.task.job, "worker");
   EXPECT_EQ(resolved->config.task.index, 2);
 
   StatusOr<ServerConfig> chief = ParseTfConfig(
       R"({"cluster": {"chief": ["c:1"], "worker": ["w0:2"]}, "task": {"type": "chief"}})");
   ASSERT_TRUE(chief.ok()) << chief.status();
+  EXPECT_EQ(chief->task.job, "worker");
   EXPECT_EQ(chief->task.index, 0);
-  StatusOr<ServerConfig> ps = ParseTfConfig(
-      R"({"cluster": {"worker": ["w0:2"], "ps": ["p:4"]}, "task": {"type": "ps", "index": 0}})");
+}
+
+TEST(ClusterResolverTest, TfConfigChiefIsItsOwnJobBesidePs) {
+  const std::string cluster =
+      R"("cluster": {"chief": ["c:1"], "worker": ["w0:2", "w1:3"], "ps": ["p0:4", "p1:5"]})";
+  const std::string expected = "chief=c:1;ps=p0:4,p1:5;worker=w0:2,w1:3";
+  StatusOr<ServerConfig> worker =
+      ParseTfConfig("{" + cluster + R"(, "task": {"type": "worker", "index": 1}})");
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  EXPECT_EQ(worker->cluster.ToFlag(), expected);
+  EXPECT_EQ(worker->task.job, "worker");
+  EXPECT_EQ(worker->task.index, 1);
+
+  StatusOr<ServerConfig> chief =
+      ParseTfConfig("{" + cluster + R"(, "task": {"type": "chief", "index": 0}})");
+  ASSERT_TRUE(chief.ok()) << chief.status();
+  EXPECT_EQ(chief->cluster.ToFlag(), expected);
+  EXPECT_EQ(chief->task.job, "chief");
+  EXPECT_EQ(chief->task.index, 0);
+
+  StatusOr<ServerConfig> ps =
+      ParseTfConfig("{" + cluster + R"(, "task": {"type": "ps", "index": 1}})");
   ASSERT_TRUE(ps.ok()) << ps.status();
   EXPECT_EQ(ps->task.job, "ps");
+  EXPECT_EQ(ps->task.index, 1);
+
+  // Workers and ps without a chief: nothing to fold, jobs as written.
+  StatusOr<ServerConfig> no_chief = ParseTfConfig(
+      R"({"cluster": {"worker": ["w0:2"], "ps": ["p:4"]}, "task": {"type": "ps", "index": 0}})");
+  ASSERT_TRUE(no_chief.ok()) << no_chief.status();
+  EXPECT_EQ(no_chief->cluster.ToFlag(), "ps=p:4;worker=w0:2");
+  EXPECT_EQ(no_chief->task.job, "ps");
+}
+
+TEST(ClusterResolverTest, BadPsClusterNamesTheJobOrTask) {
+  ExpectError({{"TF_CONFIG", R"({"cluster": {"chief": ["a:1", "b:2"], "worker": ["w:3"],
+                 "ps": ["p:4"]}, "task": {"type": "worker", "index": 0}})"}},
+              {"TF_CONFIG", "job 'chief' has 2 tasks"});
+  ExpectError({{"TF_CONFIG", R"({"cluster": {"chief": ["c:1"], "worker": ["w:3"], "ps": []},
+                 "task": {"type": "chief", "index": 0}})"}},
+              {"TF_CONFIG", "job 'ps' has no tasks"});
+  ExpectError({{"TF_CONFIG", R"({"cluster": {"worker": ["w:3"], "ps": ["p:4"]},
+                 "task": {"type": "chief", "index": 0}})"}},
+              {"TF_CONFIG", "task type 'chief'", "no 'chief' job"});
+  ExpectError({{"TF_CONFIG", R"({"cluster": {"chief": ["c:1"], "ps": ["p:4"]},
+                 "task": {"type": "ps", "index": 1}})"}},
+              {"TF_CONFIG", "ps:1", "not in the cluster"});
+}
+
+TEST(ClusterResolverTest, WeftConfigTakesChiefWorkerAndPsAsWritten) {
+  const std::string cluster =
+      R"("cluster": {"chief": ["c:1"], "worker": ["w0:2", "w1:3"], "ps": ["p0:4"]})";
+  for (const auto& [type, index] : std::vector<std::pair<std::string, int>>{
+           {"chief", 0}, {"worker", 0}, {"worker", 1}, {"ps", 0}}) {
+    const std::string json = "{" + cluster + R"(, "task": {"type": ")" + type + R"(", "index": )" +
+                             std::to_string(index) + "}}";
+    StatusOr<ResolvedCluster> resolved = ResolveCluster({{"WEFT_CONFIG", json}});
+    ASSERT_TRUE(resolved.ok()) << json << ": " << resolved.status();
+    EXPECT_EQ(resolved->config.cluster.ToFlag(), "chief=c:1;ps=p0:4;worker=w0:2,w1:3");
+    EXPECT_EQ(resolved->config.task.job, type);
+    EXPECT_EQ(resolved->config.task.index, index);
+  }
+}
+
+TEST(ClusterResolverTest, BadPsWeftConfigNamesTheJobOrTask) {
+  ExpectError({{"WEFT_CONFIG", R"({"cluster": {"chief": ["a:1", "b:2"], "ps": ["p:4"]},
+                 "task": {"type": "ps", "index": 0}})"}},
+              {"WEFT_CONFIG", "job 'chief' has 2 tasks"});
+  ExpectError({{"WEFT_CONFIG", R"({"cluster": {"chief": ["c:1"], "worker": ["w:3"], "ps": []},
+                 "task": {"type": "worker", "index": 0}})"}},
+              {"WEFT_CONFIG", "job 'ps' has no tasks"});
+  ExpectError({{"WEFT_CONFIG", R"({"cluster": {"worker": ["w:3"], "ps": ["p:4"]},
+                 "task": {"type": "chief", "index": 0}})"}},
+              {"WEFT_CONFIG", "task chief:0", "no job 'chief'"});
 }
 
 TEST(ClusterResolverTest, BadTfConfigNamesTheProblem) {

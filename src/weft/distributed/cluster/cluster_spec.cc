@@ -151,13 +151,20 @@ StatusOr<ServerConfig> ParseWeftConfig(std::string_view json_text) {
     if (!addresses.is_array()) {
       return InvalidArgument("WEFT_CONFIG: cluster job '", job, "' must be a list of addresses");
     }
+    // Created even for an empty list, so that FromJobs names the job instead of dropping it.
+    std::vector<std::string>& tasks = jobs[job];
     for (const auto& address : addresses) {
       if (!address.is_string()) {
         return InvalidArgument("WEFT_CONFIG: cluster job '", job,
                                "' has an address that is not a string: ", address.dump());
       }
-      jobs[job].push_back(address.get<std::string>());
+      tasks.push_back(address.get<std::string>());
     }
+  }
+  const auto chief = jobs.find("chief");
+  if (chief != jobs.end() && chief->second.size() > 1) {
+    return InvalidArgument("WEFT_CONFIG: job 'chief' has ", chief->second.size(),
+                           " tasks; at most one");
   }
   ServerConfig result;
   StatusOr<ClusterSpec> cluster = ClusterSpec::FromJobs(std::move(jobs));
@@ -174,7 +181,8 @@ StatusOr<ServerConfig> ParseWeftConfig(std::string_view json_text) {
   }
   result.task.job = task["type"].get<std::string>();
   result.task.index = task["index"].get<int>();
-  WEFT_RETURN_IF_ERROR(ValidateTask(result.cluster, result.task));
+  Status valid = ValidateTask(result.cluster, result.task);
+  if (!valid.ok()) return valid.WithContext("WEFT_CONFIG");
   return result;
 }
 

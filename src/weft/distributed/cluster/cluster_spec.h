@@ -61,8 +61,9 @@ struct ServerConfig {
   TaskId task;
 };
 
-// Parses the JSON text of WEFT_CONFIG (see above); errors say which field is wrong and quote the
-// JSON parser's message for text that is not JSON.
+// Parses the JSON text of WEFT_CONFIG (see above). Jobs are taken as written (a "chief" job, which
+// `weft launch --ps` writes, stays a job of its own and may have one task); errors say which field
+// or job is wrong and quote the JSON parser's message for text that is not JSON.
 StatusOr<ServerConfig> ParseWeftConfig(std::string_view json_text);
 
 }  // namespace weft
