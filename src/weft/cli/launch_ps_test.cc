@@ -215,6 +215,36 @@ TEST(LaunchPsTest, WithoutRestartAKilledServerIsNamedAndTheChiefFinishes) {
   }
 }
 
+// `weft train --strategy parameter_server` as the chief of the launch: steps on both workers, the
+// variables on both ps tasks, and nothing left running after it.
+TEST(LaunchPsTest, ParameterServerTrainingRunsAsTheChief) {
+  Launch launch(LaunchArgs(
+      {"--workers", "2", "--ps", "2"},
+      StrCat("exec ", WEFT_BINARY, " train --strategy parameter_server --max-steps 40 --json")));
+  ASSERT_TRUE(launch.ok());
+  ASSERT_EQ(launch.Exit(), 0) << launch.output();
+  EXPECT_THAT(launch.output(), HasSubstr("\"ps_tasks\":2")) << launch.output();
+  EXPECT_THAT(launch.output(), HasSubstr("\"workers\":2"));
+  EXPECT_THAT(launch.output(), HasSubstr("\"steps\":40"));
+  for (const Start& start : Starts(launch.output())) {
+    EXPECT_TRUE(Gone(start.pid)) << start.task << " " << start.pid;
+  }
+}
+
+// Without ps tasks the strategy names what it needs, and the chief's error ends the launch.
+TEST(LaunchPsTest, ParameterServerTrainingWithoutAClusterNamesWhatItNeeds) {
+  Launch launch({WEFT_BINARY, "train", "--strategy", "parameter_server", "--max-steps", "1"});
+  ASSERT_TRUE(launch.ok());
+  EXPECT_EQ(launch.Exit(), 2) << launch.output();
+  EXPECT_THAT(launch.output(), HasSubstr("--ps M")) << launch.output();
+  Launch workers_only(
+      LaunchArgs({"--workers", "1"},
+                 StrCat("exec ", WEFT_BINARY, " train --strategy parameter_server --max-steps 1")));
+  ASSERT_TRUE(workers_only.ok());
+  EXPECT_NE(workers_only.Exit(), 0) << workers_only.output();
+  EXPECT_THAT(workers_only.output(), HasSubstr("'ps' job")) << workers_only.output();
+}
+
 TEST(LaunchPsTest, BadFlagsExit2NamingTheFlag) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--workers", "0", "--ps", "1"}, "--workers"},

@@ -106,8 +106,8 @@ void AddDistributionFlags(CLI::App* command, TrainFlags& flags) {
   command
       ->add_option("--strategy", flags.strategy,
                    "Distribution strategy (default: mirrored with --devices > 1)")
-      ->check(
-          CLI::IsMember({"one_device", "mirrored", "central_storage", "multi_worker_mirrored"}));
+      ->check(CLI::IsMember({"one_device", "mirrored", "central_storage", "multi_worker_mirrored",
+                             "parameter_server"}));
   command
       ->add_option("--devices", flags.devices,
                    "Devices, one replica each; the global batch is split between them")
@@ -278,7 +278,7 @@ train::TrainCallbacks DisplayCallbacks(const train::TrainOptions& options, bool 
     std::fprintf(stdout, "%sweft train: %s\n", terminal ? "\n" : "", line.c_str());
     std::fflush(stdout);
   };
-  if (options.worker_cluster.has_value()) {
+  if (options.worker_cluster.has_value() && options.strategy == "multi_worker_mirrored") {
     // One line once the workers have met and stepped together (tests and launchers wait for it).
     auto user_on_step = callbacks.on_step;
     callbacks.on_step = [user_on_step, task = options.worker_cluster->task.index,
@@ -311,6 +311,7 @@ nlohmann::json SummaryJson(const TrainFlags& flags, const train::TrainSummary& s
                          {"resumed_from_step", summary.resumed_from_step},
                          {"checkpoints_saved", summary.checkpoints_saved},
                          {"max_save_stall_seconds", summary.max_save_stall_seconds}};
+  if (summary.ps_tasks > 0) json["ps_tasks"] = summary.ps_tasks;
   if (!summary.trace_file.empty()) {
     json["trace_file"] = summary.trace_file;
     json["traced_steps"] = TracedStepsJson(summary.traced_steps);
@@ -364,7 +365,7 @@ int RunTrainCommand(const TrainFlags& flags) {
   // A worker of a multi-worker job: the cluster from the environment (weft launch, WEFT_CONFIG,
   // TF_CONFIG, Slurm, Open MPI). Rank 0 of a rendezvous keeps hosting the coordinator meanwhile.
   WorkerCluster worker_cluster;
-  if (flags.strategy == "multi_worker_mirrored" &&
+  if ((flags.strategy == "multi_worker_mirrored" || flags.strategy == "parameter_server") &&
       !JoinWorkerCluster(flags, &worker_cluster, &options)) {
     return 2;
   }

@@ -45,8 +45,9 @@ StatusOr<WorkerCluster> ResolveWorkerCluster(const std::string& coordinator_flag
   }
   if (resolved.source == ClusterSource::kNone) {
     return FailedPrecondition(
-        "no cluster: run under `weft launch --workers N`, set WEFT_CONFIG or TF_CONFIG, or start "
-        "as a Slurm (srun) or Open MPI (mpirun) rank with --coordinator HOST:PORT");
+        "no cluster: run under `weft launch --workers N` (with `--ps M` for parameter-server "
+        "training), set WEFT_CONFIG or TF_CONFIG, or start as a Slurm (srun) or Open MPI (mpirun) "
+        "rank with --coordinator HOST:PORT");
   }
   cluster.config = resolved.config;
   WEFT_RETURN_IF_ERROR(ValidateTask(cluster.config.cluster, cluster.config.task));

@@ -1,6 +1,7 @@
 // AggregatingVariable: shared reads, and replica-context updates merged into one.
 #include "weft/distribute/aggregating_variable.h"
 
+#include "weft/core/str_util.h"
 #include "weft/distribute/cross_device_ops.h"
 #include "weft/distribute/replica_context.h"
 #include "weft/distribute/strategy.h"
@@ -56,6 +57,18 @@ StatusOr<Output> AggregatingVariable::UpdateInReplicaContext(const Scope& scope,
   WEFT_ASSIGN_OR_RETURN(std::vector<Output> mine, context.MergeCall({tensor}, merge_fn));
   if (mine.size() != 1) return Internal(Describe(), ": merge returned ", mine.size(), " values");
   return mine[0];
+}
+
+StatusOr<std::shared_ptr<DistributedVariable>> CreateAggregatingVariable(
+    const Scope& scope, std::string_view name, const TensorShape& shape, DataType dtype,
+    const Initializer& initializer, const std::string& device, VariableAggregation aggregation) {
+  if (name.empty()) return InvalidArgument("a distributed variable needs a name");
+  WEFT_RETURN_IF_ERROR(scope.status());
+  Variable component =
+      Variable::CreateDirectly(scope.WithDevice(device), name, shape, dtype, initializer);
+  if (!component) return scope.status().WithContext(StrCat("variable '", name, "'"));
+  return std::shared_ptr<DistributedVariable>(
+      std::make_shared<AggregatingVariable>(component, device, aggregation));
 }
 
 }  // namespace weft::distribute

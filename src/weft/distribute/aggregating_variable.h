@@ -40,4 +40,10 @@ class AggregatingVariable final : public DistributedVariable {
                                           ReplicaContext& context);
 };
 
+// A variable of one component on `device`, for a strategy's CreateVariable (made directly:
+// inside the strategy's own scope, Variable::Create would ask the strategy again). Errors name it.
+StatusOr<std::shared_ptr<DistributedVariable>> CreateAggregatingVariable(
+    const Scope& scope, std::string_view name, const TensorShape& shape, DataType dtype,
+    const Initializer& initializer, const std::string& device, VariableAggregation aggregation);
+
 }  // namespace weft::distribute

@@ -21,8 +21,8 @@ class CentralStorageExtended final : public StrategyExtended {
       return CreateDistributedVariable(scope, name, shape, dtype, initializer, strategy_.devices(),
                                        synchronization, aggregation);
     }
-    return CreateShared(scope, name, shape, dtype, initializer, strategy_.variable_device(),
-                        aggregation);
+    return CreateAggregatingVariable(scope, name, shape, dtype, initializer,
+                                     strategy_.variable_device(), aggregation);
   }
 
   StatusOr<std::shared_ptr<DistributedVariable>> CreateColocatedVariable(
@@ -33,8 +33,8 @@ class CentralStorageExtended final : public StrategyExtended {
                                        VariableSynchronization::kOnRead,
                                        VariableAggregation::kNone);
     }
-    return CreateShared(scope, name, shape, dtype, initializer, primary.devices()[0],
-                        VariableAggregation::kNone);
+    return CreateAggregatingVariable(scope, name, shape, dtype, initializer, primary.devices()[0],
+                                     VariableAggregation::kNone);
   }
 
   StatusOr<std::vector<Mirrored>> BatchReduceTo(
@@ -63,19 +63,6 @@ class CentralStorageExtended final : public StrategyExtended {
   bool ShouldCheckpoint() const override { return true; }
 
  private:
-  static StatusOr<std::shared_ptr<DistributedVariable>> CreateShared(
-      const Scope& scope, std::string_view name, const TensorShape& shape, DataType dtype,
-      const Initializer& initializer, const std::string& device, VariableAggregation aggregation) {
-    if (name.empty()) return InvalidArgument("a distributed variable needs a name");
-    WEFT_RETURN_IF_ERROR(scope.status());
-    // Directly: inside the strategy's own scope, Variable::Create would ask the strategy again.
-    Variable component =
-        Variable::CreateDirectly(scope.WithDevice(device), name, shape, dtype, initializer);
-    if (!component) return scope.status().WithContext(StrCat("variable '", name, "'"));
-    return std::shared_ptr<DistributedVariable>(
-        std::make_shared<AggregatingVariable>(component, device, aggregation));
-  }
-
   const CentralStorageStrategy& strategy_;
 };
 

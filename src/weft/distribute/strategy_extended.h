@@ -74,6 +74,15 @@ class StrategyExtended {
   virtual bool ShouldCheckpoint() const = 0;
   // The transports that carry collectives between processes, for reports; empty for none.
   virtual std::vector<std::string> CollectiveTransportNames() const { return {}; }
+  // Where training steps run. Empty (the default): in the model's own session, every replica in
+  // every step. Otherwise one session per worker of an asynchronous strategy (parameter-server
+  // training): `configured`, what ConfigureSession made (the model's own session), is worker 0's
+  // and the result holds every worker's, in order; each step runs in one of them, dispatched by a
+  // ClusterCoordinator to a free worker.
+  virtual std::vector<SessionOptions> WorkerSessionOptions(
+      const SessionOptions& /*configured*/) const {
+    return {};
+  }
 };
 
 // The update of a variable component by component, on each component's own device (the policy

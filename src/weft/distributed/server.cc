@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "weft/core/str_util.h"
+#include "weft/distributed/master/local_master.h"
 #include "weft/kernels/register_kernels.h"
 #include "weft/ops/register_ops.h"
 #include "weft/runtime/cpu_device.h"
@@ -36,7 +37,9 @@ StatusOr<std::unique_ptr<Server>> Server::Create(ServerOptions options) {
   return server;
 }
 
-Server::~Server() = default;
+Server::~Server() {
+  if (!local_target_.empty()) UnregisterLocalMaster(local_target_);
+}
 
 Status Server::Start() {
   const ServerConfig& config = options_.server;
@@ -80,6 +83,7 @@ Status Server::Start() {
   master_env_.pool = master_pool_.get();
   master_env_.worker_timeout_ms = options_.worker_timeout_ms;
   master_ = std::make_unique<Master>(&master_env_);
+  local_target_ = RegisterLocalMaster(task_name_, master_.get());
   return Status::OK();
 }
 

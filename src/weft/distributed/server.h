@@ -57,6 +57,9 @@ class Server {
   Master* master() { return master_.get(); }
   // Reaches every task of the server's cluster (this one without the transport).
   WorkerCacheInterface* worker_cache() { return worker_cache_.get(); }
+  // The target ("local://...") of this server's master for sessions in this process (no RPC;
+  // master/local_master.h); valid until the server is destroyed.
+  const std::string& local_target() const { return local_target_; }
 
  private:
   explicit Server(ServerOptions options) : options_(std::move(options)) {}
@@ -74,6 +77,7 @@ class Server {
   std::unique_ptr<Worker> worker_;
   MasterEnv master_env_;
   std::unique_ptr<Master> master_;
+  std::string local_target_;  // unregistered first on destruction
 };
 
 // What code that only starts a server sees of it (the in-process server of a multi-worker
@@ -88,6 +92,9 @@ class ServerInterface {
   virtual const std::string& task_name() const = 0;
   // Reaches every task of the cluster, this one in-process.
   virtual WorkerCacheInterface* worker_cache() = 0;
+  // The target of this server's master for NewSession in this process (no RPC), as
+  // Server::local_target().
+  virtual const std::string& local_target() const = 0;
   // Stops serving; idempotent.
   virtual void Stop() = 0;
 };

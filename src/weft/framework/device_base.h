@@ -66,7 +66,8 @@ class DeviceBase {
   DeviceBase(std::string name, std::string device_type)
       : name_(std::move(name)),
         device_type_(std::move(device_type)),
-        resource_manager_(std::make_unique<ResourceMgr>()) {}
+        owned_resource_manager_(std::make_unique<ResourceMgr>()),
+        resource_manager_(owned_resource_manager_.get()) {}
   virtual ~DeviceBase() = default;
   DeviceBase(const DeviceBase&) = delete;
   DeviceBase& operator=(const DeviceBase&) = delete;
@@ -82,8 +83,9 @@ class DeviceBase {
   ThreadPool* intra_op_pool() const { return intra_op_pool_; }
   int intra_op_threads() const { return intra_op_threads_; }
 
-  // The resources (variables) living on this device; owned by the device, never null.
-  ResourceMgr* resource_manager() const { return resource_manager_.get(); }
+  // The resources (variables) living on this device; never null. Owned by the device unless it
+  // shares another device's (share_resource_manager).
+  ResourceMgr* resource_manager() const { return resource_manager_; }
 
   // Where tensors of this device live: its own memory, or host memory when `attributes.on_host`.
   // Never null (host memory unless the device set another). A plain load, no virtual call: kernels
@@ -103,6 +105,10 @@ class DeviceBase {
     device_context_ = device_context;
   }
 
+  // Makes this device use `shared`'s resources (a view of a device for one session that shares
+  // state with the others); `shared` outlives this device. Before any kernel runs.
+  void share_resource_manager(ResourceMgr* shared) { resource_manager_ = shared; }
+
   void set_intra_op_threads(ThreadPool* pool, const Eigen::ThreadPoolDevice* device, int threads) {
     intra_op_pool_ = pool;
     eigen_cpu_device_ = device;
@@ -112,7 +118,8 @@ class DeviceBase {
  private:
   const std::string name_;
   const std::string device_type_;
-  const std::unique_ptr<ResourceMgr> resource_manager_;
+  const std::unique_ptr<ResourceMgr> owned_resource_manager_;
+  ResourceMgr* resource_manager_;
   Allocator* allocator_ = HostAllocator();
   DeviceContext* device_context_ = nullptr;
   ThreadPool* intra_op_pool_ = nullptr;

@@ -18,10 +18,11 @@ uint64_t NewIncarnation() {
 
 class SessionDevice final : public Device {
  public:
-  explicit SessionDevice(const Device& base)
+  SessionDevice(const Device& base, SessionState state)
       : Device(base.name(), base.device_type(), base.incarnation()) {
     set_intra_op_threads(base.intra_op_pool(), base.eigen_cpu_device(), base.intra_op_threads());
     set_memory(base.GetAllocator(), base.device_context());
+    if (state == SessionState::kShared) share_resource_manager(base.resource_manager());
   }
 };
 
@@ -33,8 +34,8 @@ Device::Device(std::string name, std::string device_type)
 Device::Device(std::string name, std::string device_type, uint64_t incarnation)
     : DeviceBase(std::move(name), std::move(device_type)), incarnation_(incarnation) {}
 
-std::unique_ptr<Device> NewSessionDevice(const Device& base) {
-  return std::make_unique<SessionDevice>(base);
+std::unique_ptr<Device> NewSessionDevice(const Device& base, SessionState state) {
+  return std::make_unique<SessionDevice>(base, state);
 }
 
 }  // namespace weft

@@ -23,9 +23,14 @@ class Device : public DeviceBase {
   const uint64_t incarnation_;
 };
 
+// Whether a session's view of a device has resources of its own or uses the device's.
+enum class SessionState { kIsolated, kShared };
+
 // A view of `base` for one session of a worker shared by several: the same name, type,
-// incarnation, intra-op threads, allocator and device context, but a resource manager of its own,
-// so sessions do not see each other's variables. `base` must outlive it.
-std::unique_ptr<Device> NewSessionDevice(const Device& base);
+// incarnation, intra-op threads, allocator and device context; with kIsolated a resource manager
+// of its own, so sessions do not see each other's variables, with kShared `base`'s, so every
+// sharing session sees the variables and they outlive the session. `base` must outlive it.
+std::unique_ptr<Device> NewSessionDevice(const Device& base,
+                                         SessionState state = SessionState::kIsolated);
 
 }  // namespace weft

@@ -33,6 +33,8 @@ Model::Model(CallFn call, std::string name) : name_(std::move(name)), call_(std:
 Model::Model(std::string name) : name_(std::move(name)) {}
 
 Model::~Model() {
+  coordinator_.reset();
+  for (auto& session : worker_sessions_) session->Close().IgnoreError();
   if (session_ != nullptr) session_->Close().IgnoreError();
 }
 
@@ -175,12 +177,33 @@ Status Model::SendNewNodes(std::vector<Output> initializers) {
     }
     WEFT_ASSIGN_OR_RETURN(session_, NewSession(session_options));
     WEFT_RETURN_IF_ERROR(session_->Create(delta));
+    WEFT_RETURN_IF_ERROR(StartWorkerSessions(session_options, delta));
   } else if (delta.node_size() > 0) {
     WEFT_RETURN_IF_ERROR(session_->Extend(delta));
+    for (auto& session : worker_sessions_) WEFT_RETURN_IF_ERROR(session->Extend(delta));
   }
   std::vector<Tensor> outputs;
   if (!init.empty()) WEFT_RETURN_IF_ERROR(session_->Run({}, {}, {init}, &outputs));
   if (!broadcast.empty()) WEFT_RETURN_IF_ERROR(session_->Run({}, {}, {broadcast}, &outputs));
+  return Status::OK();
+}
+
+Status Model::StartWorkerSessions(const SessionOptions& configured, const proto::GraphDef& graph) {
+  std::vector<SessionOptions> workers = strategy_->extended().WorkerSessionOptions(configured);
+  if (workers.empty()) return Status::OK();
+  for (size_t w = 1; w < workers.size(); ++w) {
+    StatusOr<std::unique_ptr<Session>> session = NewSession(workers[w]);
+    if (!session.ok()) return session.status().WithContext(StrCat("the session of worker ", w));
+    Status created = (*session)->Create(graph);
+    if (!created.ok()) return created.WithContext(StrCat("the session of worker ", w));
+    worker_sessions_.push_back(std::move(session).value());
+  }
+  distribute::ClusterCoordinatorOptions coordinator;
+  for (size_t w = 0; w < workers.size(); ++w) {
+    coordinator.worker_names.push_back(StrCat("/job:worker/replica:0/task:", w));
+  }
+  coordinator_ = std::make_unique<distribute::ClusterCoordinator>(static_cast<int>(workers.size()),
+                                                                  std::move(coordinator));
   return Status::OK();
 }
 

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "weft/data/dataset.h"
+#include "weft/distribute/coordinator/cluster_coordinator.h"
 #include "weft/distribute/strategy.h"
 #include "weft/runtime/session.h"
 #include "weft/train/layers/layer.h"
@@ -168,6 +169,21 @@ class Model {
   Status RunBatch(const data::Element& batch, const ReplicaNames& names, bool allow_uneven,
                   std::vector<Tensor>* outputs, const proto::RunOptions* run_options = nullptr,
                   proto::RunMetadata* metadata = nullptr);
+  // What RunBatch runs: the feeds, fetches and targets of `batch`.
+  struct BatchStep {
+    NamedTensorList feeds;
+    std::vector<std::string> fetches;
+    std::vector<std::string> targets;
+  };
+  StatusOr<BatchStep> PrepareBatch(const data::Element& batch, const ReplicaNames& names,
+                                   bool allow_uneven) const;
+  // Under an asynchronous strategy, the session of `worker` (worker 0's is session_).
+  Session* WorkerSession(int worker) const {
+    return worker == 0 ? session_.get() : worker_sessions_[worker - 1].get();
+  }
+  // Creates the other workers' sessions and the coordinator when the strategy runs its steps on
+  // several workers' sessions (StrategyExtended::WorkerSessionOptions).
+  Status StartWorkerSessions(const SessionOptions& configured, const proto::GraphDef& graph);
   StatusOr<Logs> ReadMetrics(const std::string& prefix);
   // Starts a pass over `dataset` for `what` ("Fit", ...): its iterator, positioned after the first
   // batch (in *first), checked to have `components` batched components, and the model built for it.
@@ -191,6 +207,10 @@ class Model {
   const distribute::Strategy* strategy_ = nullptr;
   std::unique_ptr<ModelGraph> graph_;
   std::unique_ptr<Session> session_;
+  // Under an asynchronous strategy: workers 1.. (worker 0's is session_), and the coordinator
+  // that runs Fit's steps on them (destroyed first: its threads use the sessions).
+  std::vector<std::unique_ptr<Session>> worker_sessions_;
+  std::unique_ptr<distribute::ClusterCoordinator> coordinator_;
   double learning_rate_ = 0;
   bool stop_training_ = false;
   TrainPosition position_;

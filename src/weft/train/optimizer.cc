@@ -11,9 +11,12 @@
 namespace weft::train {
 namespace {
 
-// The component of `variable` on `device` (canonical), or null.
+// The component of `variable` on `device` (canonical), or null. A variable of one component
+// serves every device (the learning rate of variables spread over several ps tasks): its reads
+// cross to where it lives.
 const Variable* ComponentOn(const distribute::DistributedVariable& variable,
                             const std::string& device) {
+  if (variable.num_components() == 1) return &variable.component(0);
   for (int i = 0; i < variable.num_components(); ++i) {
     if (distribute::CanonicalDevice(variable.devices()[i]) == device) {
       return &variable.component(i);
@@ -138,8 +141,25 @@ StatusOr<std::vector<distribute::DistributedValues>> Optimizer::ApplyReduced(
     }
   }
   WEFT_RETURN_IF_ERROR(placement_error_);
-  // One op per device that runs its updates and then Finish's bookkeeping there.
   std::map<std::string, Output> done_on;
+  if (learning_rate->num_components() == 1) {
+    // One copy of the shared slots (the learning rate, Adam's powers) serves variables on every
+    // device: the bookkeeping runs once, where they live, after every update.
+    const std::string home = distribute::CanonicalDevice(learning_rate->devices()[0]);
+    std::vector<Output> all;
+    for (const std::string& device : devices) {
+      all.insert(all.end(), updates_on[device].begin(), updates_on[device].end());
+    }
+    Scope on_home = optimizer_scope.WithDevice(home);
+    placement_ = Placement{&strategy, targets[0].get(), learning_rate.get(), home};
+    CreateSharedSlots(on_home, targets[0]->dtype());
+    std::vector<Output> finish = Finish(on_home, all);
+    placement_.reset();
+    all.insert(all.end(), finish.begin(), finish.end());
+    done_on[home] = ops::NoOp(on_home.WithOpName("update").WithControlDependencies(all));
+    devices.clear();
+  }
+  // Otherwise one op per device that runs its updates and then Finish's bookkeeping there.
   for (const std::string& device : devices) {
     Scope on_device = optimizer_scope.WithDevice(device);
     placement_ = Placement{&strategy, targets[0].get(), learning_rate.get(), device};

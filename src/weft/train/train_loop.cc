@@ -9,6 +9,7 @@
 #include "weft/data/fashion_mnist.h"
 #include "weft/distribute/central_storage_strategy.h"
 #include "weft/distribute/multi_worker_mirrored_strategy.h"
+#include "weft/distribute/parameter_server_strategy.h"
 #include "weft/distribute/strategy.h"
 #include "weft/distributed/cluster/cluster_spec.h"
 #include "weft/runtime/cpu_device.h"
@@ -84,6 +85,16 @@ StatusOr<std::unique_ptr<distribute::Strategy>> MakeStrategy(
                                  : CoresPerLocalWorker(*options.worker_cluster);
     WEFT_ASSIGN_OR_RETURN(strategy,
                           distribute::MultiWorkerMirroredStrategy::Create(std::move(multi)));
+  } else if (options.strategy == "parameter_server") {
+    if (!options.worker_cluster.has_value()) {
+      return InvalidArgument(
+          "strategy parameter_server needs a cluster of workers and ps tasks: run under "
+          "`weft launch --workers N --ps M`, or set WEFT_CONFIG or TF_CONFIG");
+    }
+    distribute::ParameterServerOptions ps;
+    ps.server = *options.worker_cluster;
+    if (options.worker_timeout_ms > 0) ps.worker_timeout_ms = options.worker_timeout_ms;
+    WEFT_ASSIGN_OR_RETURN(strategy, distribute::ParameterServerStrategy::Create(std::move(ps)));
   } else if (options.strategy == "central_storage") {
     WEFT_ASSIGN_OR_RETURN(strategy, distribute::CentralStorageStrategy::Create(devices));
   } else if (devices.size() == 1 && options.target.empty() && options.strategy != "mirrored") {
@@ -230,11 +241,21 @@ Status Validate(const TrainOptions& options, int workers) {
     return InvalidArgument("devices must be at least 1, got ", options.devices);
   }
   const bool multi_worker = options.strategy == "multi_worker_mirrored";
+  const bool parameter_server = options.strategy == "parameter_server";
   if (!options.strategy.empty() && options.strategy != "one_device" &&
-      options.strategy != "mirrored" && options.strategy != "central_storage" && !multi_worker) {
-    return InvalidArgument(
-        "unknown strategy '", options.strategy,
-        "' (expected one_device, mirrored, central_storage or multi_worker_mirrored)");
+      options.strategy != "mirrored" && options.strategy != "central_storage" && !multi_worker &&
+      !parameter_server) {
+    return InvalidArgument("unknown strategy '", options.strategy,
+                           "' (expected one_device, mirrored, central_storage, "
+                           "multi_worker_mirrored or parameter_server)");
+  }
+  if (parameter_server && !options.target.empty()) {
+    return InvalidArgument("strategy parameter_server runs its coordinator in this process; it ",
+                           "takes no target (drop --target ", options.target, ")");
+  }
+  if (parameter_server && options.devices != 1) {
+    return InvalidArgument("strategy parameter_server runs one replica on each worker task; ",
+                           "--devices ", options.devices, " is not supported");
   }
   if (options.strategy == "central_storage" && !options.target.empty()) {
     return InvalidArgument("strategy central_storage keeps the variables in this process; it ",
@@ -404,6 +425,10 @@ StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& 
   TrainSummary summary = SummarizeRun(model, reporter, checkpoint, trace_writer, trace_file);
   summary.replicas = strategy->num_replicas_in_sync();
   summary.workers = workers;
+  if (options.strategy == "parameter_server") {
+    summary.workers = options.worker_cluster->cluster.NumTasks("worker");
+    summary.ps_tasks = options.worker_cluster->cluster.NumTasks("ps");
+  }
   summary.worker_index = task_index;
   WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> trained, ReadTrainedVariables(model));
   summary.variables_fingerprint = Fingerprint(trained);

@@ -45,9 +45,11 @@ struct TrainOptions {
   // type of the cluster's devices to train on.
   std::string device_type = "CPU";
   // "" (mirrored when devices > 1, else the plain single-device path), "one_device" (devices
-  // must be 1), "mirrored", "central_storage" or "multi_worker_mirrored" (needs worker_cluster).
+  // must be 1), "mirrored", "central_storage", "multi_worker_mirrored" or "parameter_server"
+  // (both need worker_cluster; parameter_server runs in the coordinator, the chief task, and
+  // trains asynchronously on every worker task with the variables on the ps tasks).
   std::string strategy;
-  // multi_worker_mirrored: the workers' cluster and this process's task in it.
+  // multi_worker_mirrored and parameter_server: the cluster and this process's task in it.
   std::optional<ServerConfig> worker_cluster;
   bool force_tcp_collectives = false;  // TCP between workers even on one host
   std::string hostname;                // this worker's host for the collectives ("": gethostname())
@@ -106,6 +108,7 @@ struct TrainSummary {
   int replicas = 1;  // of every worker
   int workers = 1;
   int worker_index = 0;  // this worker's, of `workers`
+  int ps_tasks = 0;      // parameter_server: the ps tasks holding the variables
   double wall_seconds = 0;
   // A hash of every local replica's trained variables: the same on every worker of a
   // multi-worker job exactly when all replicas ended bitwise identical.

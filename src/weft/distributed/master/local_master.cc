@@ -1,9 +1,13 @@
 #include "weft/distributed/master/local_master.h"
 
 #include <chrono>
+#include <map>
 #include <memory>
+#include <mutex>
 
 #include "weft/core/mutex.h"
+#include "weft/core/str_util.h"
+#include "weft/distributed/master/cluster_session.h"
 #include "weft/distributed/worker/worker_interface.h"
 
 namespace weft {
@@ -125,6 +129,55 @@ class LocalMaster final : public MasterInterface {
 
 std::unique_ptr<MasterInterface> NewLocalMaster(Master* master) {
   return std::make_unique<LocalMaster>(master);
+}
+
+namespace {
+
+constexpr char kLocalScheme[] = "local://";
+
+struct LocalMasters {
+  Mutex mu;
+  int64_t next WEFT_GUARDED_BY(mu) = 0;
+  std::map<std::string, Master*> by_target WEFT_GUARDED_BY(mu);
+};
+
+LocalMasters& Registry() {
+  static auto* registry = new LocalMasters();
+  return *registry;
+}
+
+}  // namespace
+
+std::string RegisterLocalMaster(const std::string& task_name, Master* master) {
+  static std::once_flag factory_registered;
+  std::call_once(factory_registered, [] {
+    RegisterSessionFactory(kLocalScheme,
+                           [](const SessionOptions& options) -> StatusOr<std::unique_ptr<Session>> {
+                             Master* found = nullptr;
+                             {
+                               LocalMasters& registry = Registry();
+                               MutexLock lock(registry.mu);
+                               auto it = registry.by_target.find(options.target);
+                               if (it != registry.by_target.end()) found = it->second;
+                             }
+                             if (found == nullptr) {
+                               return NotFound("no server in this process serves '", options.target,
+                                               "' (it has stopped)");
+                             }
+                             return NewClusterSession(NewLocalMaster(found), options);
+                           });
+  });
+  LocalMasters& registry = Registry();
+  MutexLock lock(registry.mu);
+  std::string target = StrCat(kLocalScheme, task_name, "#", registry.next++);
+  registry.by_target[target] = master;
+  return target;
+}
+
+void UnregisterLocalMaster(const std::string& target) {
+  LocalMasters& registry = Registry();
+  MutexLock lock(registry.mu);
+  registry.by_target.erase(target);
 }
 
 }  // namespace weft

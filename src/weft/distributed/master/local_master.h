@@ -13,4 +13,13 @@ namespace weft {
 
 std::unique_ptr<MasterInterface> NewLocalMaster(Master* master);
 
+// In-process targets, so that a client in the same process as a server (the parameter-server
+// coordinator, whose server is the chief task) reaches its master without RPC: RegisterLocalMaster
+// returns a target "local://<task>#<n>", unique in the process, that NewSession then serves with
+// a ClusterSession over NewLocalMaster (the first registration installs that session factory).
+// Unregister before the master is destroyed, and close the sessions first; a session made for a
+// target that is gone is NotFound naming it. Thread-safe.
+std::string RegisterLocalMaster(const std::string& task_name, Master* master);
+void UnregisterLocalMaster(const std::string& target);
+
 }  // namespace weft

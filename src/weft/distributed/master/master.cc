@@ -164,7 +164,10 @@ void Master::ListDevicesAsync(const proto::ListDevicesRequest* request,
     if (env_->worker_cache == nullptr) {
       return done(FailedPrecondition("this master has no cluster to list the devices of"));
     }
-    auto devices = DiscoverDevices(env_->worker_cache, env_->local_task, env_->worker_timeout_ms);
+    StatusOr<std::vector<std::string>> tasks =
+        SessionTasks(env_->worker_cache->ListWorkers(), env_->local_task, {});
+    if (!tasks.ok()) return done(tasks.status());
+    auto devices = DiscoverDevices(env_->worker_cache, *tasks, env_->worker_timeout_ms);
     if (!devices.ok()) return done(devices.status());
     fill(*devices, env_->local_task);
     done(Status::OK());

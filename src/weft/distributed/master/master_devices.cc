@@ -1,5 +1,6 @@
 #include "weft/distributed/master/master_devices.h"
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 
@@ -42,10 +43,52 @@ StatusOr<std::string> ParseTaskOfDevice(const std::string& device_name) {
   return StrCat("/job:", parsed.job, "/replica:", parsed.replica, "/task:", parsed.task);
 }
 
-StatusOr<std::vector<proto::DeviceAttributes>> DiscoverDevices(WorkerCacheInterface* cache,
-                                                               const std::string& local_task,
-                                                               int64_t timeout_ms) {
-  std::vector<std::string> tasks = cache->ListWorkers();
+StatusOr<std::vector<std::string>> SessionTasks(const std::vector<std::string>& all,
+                                                const std::string& local_task,
+                                                const std::vector<std::string>& filters) {
+  std::vector<std::string> tasks;
+  if (filters.empty()) {
+    if (std::find(all.begin(), all.end(), local_task) != all.end()) tasks.push_back(local_task);
+    for (const std::string& task : all) {
+      if (task != local_task) tasks.push_back(task);
+    }
+    return tasks;
+  }
+  std::vector<ParsedDeviceName> parsed_tasks;
+  for (const std::string& task : all) {
+    WEFT_ASSIGN_OR_RETURN(ParsedDeviceName parsed, ParseDeviceName(task));
+    parsed_tasks.push_back(std::move(parsed));
+  }
+  std::vector<bool> taken(all.size(), false);
+  for (const std::string& filter : filters) {
+    StatusOr<ParsedDeviceName> parsed = ParseDeviceName(filter);
+    if (!parsed.ok()) return parsed.status().WithContext("device filter");
+    if (parsed->has_type || parsed->has_id) {
+      return InvalidArgument("device filter '", filter,
+                             "' names a device; filters name tasks (\"/job:worker/task:1\")");
+    }
+    bool matched = false;
+    for (size_t i = 0; i < all.size(); ++i) {
+      const ParsedDeviceName& task = parsed_tasks[i];
+      if ((parsed->has_job && parsed->job != task.job) ||
+          (parsed->has_replica && parsed->replica != task.replica) ||
+          (parsed->has_task && parsed->task != task.task)) {
+        continue;
+      }
+      matched = true;
+      if (!taken[i]) tasks.push_back(all[i]);
+      taken[i] = true;
+    }
+    if (!matched) {
+      return InvalidArgument("device filter '", filter, "' matches none of the cluster's tasks (",
+                             StrJoin(all, ", "), ")");
+    }
+  }
+  return tasks;
+}
+
+StatusOr<std::vector<proto::DeviceAttributes>> DiscoverDevices(
+    WorkerCacheInterface* cache, const std::vector<std::string>& tasks, int64_t timeout_ms) {
   if (tasks.empty()) return FailedPrecondition("the cluster has no tasks to run a session on");
   auto discovery = std::make_shared<Discovery>();
   for (const std::string& task : tasks) {
@@ -83,8 +126,7 @@ StatusOr<std::vector<proto::DeviceAttributes>> DiscoverDevices(WorkerCacheInterf
     while (discovery->pending != 0 && discovery->changed.WaitUntil(lock, deadline)) {
     }
   }
-  std::vector<proto::DeviceAttributes> local;
-  std::vector<proto::DeviceAttributes> remote;
+  std::vector<proto::DeviceAttributes> devices;
   for (auto& call : discovery->calls) {
     Status status;
     {
@@ -97,12 +139,9 @@ StatusOr<std::vector<proto::DeviceAttributes>> DiscoverDevices(WorkerCacheInterf
       return Unavailable("worker ", call->task, " at ", cache->TaskAddress(call->task),
                          " did not answer within ", timeout_ms, " ms: ", status);
     }
-    for (const auto& device : call->response.device_attributes()) {
-      (call->task == local_task ? local : remote).push_back(device);
-    }
+    for (const auto& device : call->response.device_attributes()) devices.push_back(device);
   }
-  local.insert(local.end(), remote.begin(), remote.end());
-  return local;
+  return devices;
 }
 
 }  // namespace weft

@@ -13,13 +13,21 @@
 
 namespace weft {
 
-// The devices of every task of `cache`, those of `local_task` first (the first device is the
-// default one for unplaced nodes), then the other tasks in ListWorkers order. A task that does not
-// answer within `timeout_ms` (or fails) gives Unavailable("worker <task> at <address> did not
-// answer within N ms: <cause>").
-StatusOr<std::vector<proto::DeviceAttributes>> DiscoverDevices(WorkerCacheInterface* cache,
-                                                               const std::string& local_task,
-                                                               int64_t timeout_ms);
+// The tasks of a session, in the order their devices are listed (the first device is the default
+// one for unplaced nodes). With no filter: every task of `all`, `local_task` first, then the others
+// in order. With filters (ConfigProto.device_filters: "/job:ps", "/job:worker/task:1"; a part left
+// out matches any): the tasks that match one, in the order of the first filter each matches.
+// InvalidArgument for a filter that does not parse or names a device, or one that no task matches
+// (naming the filter and the tasks).
+StatusOr<std::vector<std::string>> SessionTasks(const std::vector<std::string>& all,
+                                                const std::string& local_task,
+                                                const std::vector<std::string>& filters);
+
+// The devices of `tasks`, task by task in that order. A task that does not answer within
+// `timeout_ms` (or fails) gives Unavailable("worker <task> at <address> did not answer within N
+// ms: <cause>").
+StatusOr<std::vector<proto::DeviceAttributes>> DiscoverDevices(
+    WorkerCacheInterface* cache, const std::vector<std::string>& tasks, int64_t timeout_ms);
 
 // "/job:worker/replica:0/task:1" for "/job:worker/replica:0/task:1/device:CPU:0" (TaskOfDevice,
 // runtime/trace/step_stats_collector.h, is its lenient form for names that may lack a task);

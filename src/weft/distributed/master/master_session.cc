@@ -29,9 +29,14 @@ StatusOr<std::shared_ptr<MasterSession>> MasterSession::Create(Options options,
     MutexLock lock(session->mu_);  // not shared yet; the lock only tells the analysis so
     session->graph_ = std::move(graph);
   }
-  WEFT_ASSIGN_OR_RETURN(session->devices_, DiscoverDevices(session->options_.worker_cache,
-                                                           session->options_.local_task,
-                                                           session->options_.worker_timeout_ms));
+  const proto::ConfigProto& config = session->options_.config;
+  WEFT_ASSIGN_OR_RETURN(
+      session->tasks_,
+      SessionTasks(session->options_.worker_cache->ListWorkers(), session->options_.local_task,
+                   {config.device_filters().begin(), config.device_filters().end()}));
+  WEFT_ASSIGN_OR_RETURN(session->devices_,
+                        DiscoverDevices(session->options_.worker_cache, session->tasks_,
+                                        session->options_.worker_timeout_ms));
   std::set<std::string> unreachable;
   Status created = session->CreateWorkerSessions(&unreachable);
   if (!created.ok()) {
@@ -50,7 +55,7 @@ WorkerInterface* MasterSession::Worker(const std::string& task) {
 Status MasterSession::CreateWorkerSessions(std::set<std::string>* unreachable) {
   using Creation =
       BoundedCall<proto::CreateWorkerSessionRequest, proto::CreateWorkerSessionResponse>;
-  std::vector<std::string> tasks = options_.worker_cache->ListWorkers();
+  const std::vector<std::string>& tasks = tasks_;
   std::vector<std::shared_ptr<Creation>> calls;
   for (size_t i = 0; i < tasks.size(); ++i) {
     auto call = std::make_shared<Creation>();
@@ -74,7 +79,7 @@ Status MasterSession::CreateWorkerSessions(std::set<std::string>* unreachable) {
 
 void MasterSession::StartLiveness() {
   WorkerLiveness::Options liveness;
-  for (const std::string& task : options_.worker_cache->ListWorkers()) {
+  for (const std::string& task : tasks_) {
     // The master's own worker is in this process: it cannot stop answering on its own.
     if (task != options_.local_task) liveness.tasks.push_back(task);
   }
@@ -266,7 +271,7 @@ Status MasterSession::CloseSkipping(const std::set<std::string>& unreachable) {
   // A worker that did not answer above is not waited for again.
   using Deletion =
       BoundedCall<proto::DeleteWorkerSessionRequest, proto::DeleteWorkerSessionResponse>;
-  std::vector<std::string> tasks = options_.worker_cache->ListWorkers();
+  const std::vector<std::string>& tasks = tasks_;
   std::vector<std::shared_ptr<Deletion>> deletions(tasks.size());
   for (size_t i = 0; i < tasks.size(); ++i) {
     if (silent.count(tasks[i]) != 0) continue;

@@ -114,6 +114,8 @@ class MasterSession : public std::enable_shared_from_this<MasterSession> {
   int64_t NewStepId();
 
   Options options_;
+  // The tasks this session uses (the config's device_filters), and their devices; set by Create.
+  std::vector<std::string> tasks_;
   std::vector<proto::DeviceAttributes> devices_;
   std::shared_ptr<WorkerLiveness> liveness_;  // set by Create, before any step
 

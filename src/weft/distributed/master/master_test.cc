@@ -322,5 +322,68 @@ TEST_F(MasterTest, ConcurrentSessionsKeepTheirOwnVariables) {
   EXPECT_EQ(failures, 0);
 }
 
+// The parameter-server layout: sessions that share the tasks' state see one variable on task 1;
+// each session's filter sends its unplaced nodes to its own task.
+TEST_F(MasterTest, SessionsSharingStateSeeOneVariableAndFiltersPickTheirTasks) {
+  Scope root = Scope::NewRootScope();
+  auto handle_node = ops::VarHandleOp(root.WithOpName("shared_v").WithDevice(kTask1),
+                                      DataType::kFloat, PartialShape({}));
+  ops::AssignVariableOp(root.WithOpName("init"), handle_node, ops::Const(root, 3.0f));
+  ops::AssignAddVariableOp(root.WithOpName("add_one"), handle_node, ops::Const(root, 1.0f));
+  auto read = ops::ReadVariableOp(root.WithOpName("read"), handle_node);
+  ops::Mul(root.WithOpName("twice"), read, 2.0f);  // unplaced: the session's first task
+  const proto::GraphDef graph = root.ToGraphDef().value();
+
+  proto::ConfigProto on_task0;
+  on_task0.set_share_session_state(true);
+  on_task0.add_device_filters("/job:worker/task:0");
+  on_task0.add_device_filters("/job:worker/task:1");
+  proto::ConfigProto on_task1 = on_task0;
+  on_task1.clear_device_filters();
+  on_task1.add_device_filters("/job:worker/replica:0/task:1");
+  auto first = CreateSession(graph, 20'000, on_task0);
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto second = CreateSession(graph, 20'000, on_task1);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(counting_[0]->delete_worker_session, 0);
+
+  std::vector<Tensor> outputs;
+  ASSERT_TRUE(Run(*first, {}, {}, {"init"}, &outputs).ok());
+  ASSERT_TRUE(Run(*second, {}, {}, {"add_one"}, &outputs).ok());
+  const int task0_runs = counting_[0]->run_graph;
+  ASSERT_TRUE(Run(*second, {}, {"twice"}, {}, &outputs).ok());
+  EXPECT_TENSOR_EQ(outputs[0], Tensor::Scalar<float>(8));
+  EXPECT_EQ(counting_[0]->run_graph, task0_runs);  // the second session never uses task 0
+  ASSERT_TRUE(Run(*first, {}, {"twice"}, {}, &outputs).ok());
+  EXPECT_TENSOR_EQ(outputs[0], Tensor::Scalar<float>(8));
+  EXPECT_GT(counting_[0]->run_graph, task0_runs);
+
+  // Closing a sharing session leaves the variable to the others.
+  proto::CloseSessionRequest close;
+  close.set_session_handle(*first);
+  proto::CloseSessionResponse closed;
+  ASSERT_TRUE(client_->CloseSession(nullptr, close, &closed).ok());
+  ASSERT_TRUE(Run(*second, {}, {"read"}, {}, &outputs).ok());
+  EXPECT_TENSOR_EQ(outputs[0], Tensor::Scalar<float>(4));
+}
+
+TEST_F(MasterTest, DeviceFiltersThatMatchNothingOrNameADeviceAreRefused) {
+  proto::ConfigProto config;
+  config.add_device_filters("/job:ps");
+  auto session = CreateSession(SpanningGraph(), 20'000, config);
+  ASSERT_FALSE(session.ok());
+  EXPECT_TRUE(IsInvalidArgument(session.status())) << session.status();
+  EXPECT_NE(session.status().message().find("'/job:ps' matches none"), std::string::npos);
+  EXPECT_NE(session.status().message().find(kTask1), std::string::npos);
+  config.set_device_filters(0, "/job:worker/task:0/device:CPU:0");
+  session = CreateSession(SpanningGraph(), 20'000, config);
+  ASSERT_FALSE(session.ok());
+  EXPECT_NE(session.status().message().find("names a device"), std::string::npos);
+  config.set_device_filters(0, "/job:worker/task:x");
+  session = CreateSession(SpanningGraph(), 20'000, config);
+  ASSERT_FALSE(session.ok());
+  EXPECT_NE(session.status().message().find("device filter"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace weft

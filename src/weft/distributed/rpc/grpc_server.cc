@@ -97,6 +97,7 @@ class GrpcServerImpl final : public GrpcServer {
   std::string address() const override { return address_; }
   const std::string& task_name() const override { return server_->task_name(); }
   WorkerCacheInterface* worker_cache() override { return server_->worker_cache(); }
+  const std::string& local_target() const override { return server_->local_target(); }
 
   void Stop() override {
     MutexLock lock(stop_mu_);

@@ -221,9 +221,11 @@ class MasterTest : public ::testing::Test {
     client_ = NewLocalMaster(master_.get());
   }
 
-  StatusOr<std::string> CreateSession(const proto::GraphDef& graph, int64_t timeout_ms = 20'000) {
+  StatusOr<std::string> CreateSession(const proto::GraphDef& graph, int64_t timeout_ms = 20'000,
+                                      proto::ConfigProto config = {}) {
     proto::CreateSessionRequest request;
     *request.mutable_graph_def() = graph;
+    *request.mutable_config() = std::move(config);
     request.mutable_config()->set_operation_timeout_in_ms(timeout_ms);
     proto::CreateSessionResponse response;
     WEFT_RETURN_IF_ERROR(client_->CreateSession(nullptr, request, &response));

@@ -70,10 +70,13 @@ Status SessionMgr::CreateSession(const std::string& handle, const proto::ConfigP
                       " gave no cache for session '", handle, "'");
     }
   }
-  // The session's own devices: the same names and incarnations, private resource managers.
+  // The session's own devices: the same names and incarnations; private resource managers unless
+  // the session shares the task's state.
+  const SessionState state =
+      config.share_session_state() ? SessionState::kShared : SessionState::kIsolated;
   std::vector<std::unique_ptr<Device>> devices;
   for (const Device* base : env_->devices->ListDevices())
-    devices.push_back(NewSessionDevice(*base));
+    devices.push_back(NewSessionDevice(*base, state));
   auto session = std::make_shared<WorkerSession>(
       handle, env_->task_name, std::make_unique<DeviceMgr>(std::move(devices)),
       std::move(owned_cache), env_->worker_cache, env_->op_registry, env_->kernel_registry);

@@ -1,7 +1,8 @@
 // WorkerSession: what one master session owns on a worker task: its own view of the task's devices
-// (so its variables do not collide with another session's), its worker cache (the peers it pulls
-// tensors from) and its GraphMgr; it also tracks its running steps so deleting the session aborts
-// them. SessionMgr maps session handles to WorkerSessions. Both are thread-safe.
+// (so its variables do not collide with another session's, unless its config shares the task's
+// state), its worker cache (the peers it pulls tensors from) and its GraphMgr; it also tracks its
+// running steps so deleting the session aborts them. SessionMgr maps session handles to
+// WorkerSessions. Both are thread-safe.
 #pragma once
 
 #include <cstdint>

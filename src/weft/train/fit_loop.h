@@ -1,0 +1,115 @@
+// FitLoop: one Model::Fit call's epochs and batches, after the graph is built and OnTrainBegin
+// ran: in the model's session step by step, or, under an asynchronous strategy (the model has a
+// ClusterCoordinator), scheduled on the workers with a few steps in flight, whose results reach
+// the callbacks in the order the steps were scheduled. Internal to train/; not thread-safe.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include <google/protobuf/arena.h>
+
+#include "weft/data/dataset.h"
+#include "weft/distribute/coordinator/cluster_coordinator.h"
+#include "weft/train/model.h"
+
+namespace weft::train {
+
+// InvalidArgument naming `what` ("Fit") unless `element` has `components` batched components.
+Status CheckBatchElement(const data::Element& element, size_t components, std::string_view what);
+
+// Gives each traced step a fresh RunMetadata on an arena whose first block stays from step to
+// step: the step stats' few hundred protos and strings then cost no malloc or free each (they
+// were a third of what tracing every step of W1 cost).
+class TracedStepMetadata {
+ public:
+  TracedStepMetadata() : block_(kFirstBlockBytes), arena_(FirstBlock(block_)) {}
+
+  // Valid until the next call.
+  proto::RunMetadata* Fresh() {
+    arena_.Reset();
+    return google::protobuf::Arena::CreateMessage<proto::RunMetadata>(&arena_);
+  }
+
+ private:
+  static constexpr size_t kFirstBlockBytes = 256 << 10;
+
+  static google::protobuf::ArenaOptions FirstBlock(std::vector<char>& block) {
+    google::protobuf::ArenaOptions options;
+    options.initial_block = block.data();
+    options.initial_block_size = block.size();
+    return options;
+  }
+
+  std::vector<char> block_;
+  google::protobuf::Arena arena_;
+};
+
+// One Fit call's epochs and batches, after the graph is built and OnTrainBegin ran. Its steps
+// share the epoch's iterator and the batch read ahead, and every traced step's metadata. Borrows
+// the model, the dataset and the options.
+class FitLoop {
+ public:
+  // `skip`: the batches of the first epoch that a resumed run already did.
+  FitLoop(Model& model, const data::Dataset& dataset, const FitOptions& options, int64_t skip)
+      : model_(model), dataset_(dataset), options_(options), skip_(skip) {
+    trace_options_.set_trace_level(proto::RunOptions::FULL_TRACE);
+  }
+
+  // Each epoch's logs, from the model's position on, until the epochs, max_steps or a callback's
+  // StopTraining end it.
+  StatusOr<History> Run();
+
+ private:
+  // Whether the global step, counting the steps in flight, reached options.max_steps.
+  bool Capped() const {
+    return options_.max_steps >= 0 &&
+           model_.position_.global_step + static_cast<int64_t>(in_flight_.size()) >=
+               options_.max_steps;
+  }
+  // Begins `epoch`: its iterator, OnEpochBegin, the metrics' reset, the batches to skip and the
+  // first batch read ahead.
+  Status StartEpoch(int epoch);
+  // Trains on the batch read ahead, reads the next one, and calls the callbacks with its logs.
+  Status RunStep(int epoch);
+  // Under an asynchronous strategy (the model has a coordinator): schedules the batch read ahead
+  // on a free worker, reads the next one, and finishes the oldest steps beyond the window.
+  Status ScheduleStep(int epoch);
+  // Waits for the oldest step in flight and calls the callbacks with its logs, in the order the
+  // steps were scheduled. A step's error is returned once every other step has ended.
+  Status FinishOldestStep(int epoch);
+  // The logs of a step and the model's position after it, for the callbacks.
+  Logs StepLogs(int64_t batch, int64_t examples, double seconds, double loss) const;
+  struct InFlightStep {
+    distribute::RemoteValue value;
+    int64_t examples = 0;
+    std::chrono::steady_clock::time_point scheduled;
+  };
+  // The epoch's logs (the metrics, and the validation data's), given to OnEpochEnd.
+  StatusOr<Logs> EndEpoch(int epoch);
+
+  Model& model_;
+  const data::Dataset& dataset_;
+  const FitOptions& options_;
+  int64_t skip_;
+  std::unique_ptr<data::Iterator> iterator_;
+  // One batch ahead, so that the step that ends the epoch knows it does (its position is then the
+  // next epoch's start).
+  data::Element next_;
+  bool end_ = false;
+  int64_t in_epoch_ = 0;  // batches of the current epoch done, skipped ones included
+  // Under an asynchronous strategy: the steps scheduled and not yet finished, oldest first, and
+  // the batches of the epoch finished (in_epoch_ counts those scheduled).
+  std::deque<InFlightStep> in_flight_;
+  int64_t finished_in_epoch_ = 0;
+  std::chrono::steady_clock::time_point last_finished_{};
+  std::vector<Tensor> outputs_;
+  proto::RunOptions trace_options_;
+  TracedStepMetadata traced_metadata_;
+};
+
+}  // namespace weft::train
