@@ -60,8 +60,8 @@ class ParameterServerStrategy final : public Strategy {
   SessionOptions WorkerSession(int worker) const;
 
   // A table cut along its first dimension by Partitioner::AcrossAll(num_ps_tasks(),
-  // shard_threshold_bytes), shard i on ps task i % num_ps_tasks(). Its shards are listed by
-  // variables()-independent code (ShardedVariable::initializers()).
+  // shard_threshold_bytes), shard i on ps task i % num_ps_tasks(). It is not in variables(): run
+  // its ShardedVariable::initializers() yourself.
   ShardedVariable CreateShardedVariable(const weft::Scope& scope, std::string_view name,
                                         const TensorShape& shape, DataType dtype,
                                         const Initializer& initializer) const;

@@ -49,9 +49,8 @@ class TracedStepMetadata {
   google::protobuf::Arena arena_;
 };
 
-// One Fit call's epochs and batches, after the graph is built and OnTrainBegin ran. Its steps
-// share the epoch's iterator and the batch read ahead, and every traced step's metadata. Borrows
-// the model, the dataset and the options.
+// See the file comment. Its steps share the epoch's iterator and the batch read ahead, and every
+// traced step's metadata. Borrows the model, the dataset and the options.
 class FitLoop {
  public:
   // `skip`: the batches of the first epoch that a resumed run already did.

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "weft/core/str_util.h"
+#include "weft/distributed/cluster/internal/cluster_json.h"
 #include "weft/distributed/cluster/slurm_node_list.h"
 
 extern char** environ;
@@ -108,27 +109,9 @@ std::string FirstSlurmNode(const Environment& env) {
 
 using Jobs = std::map<std::string, std::vector<std::string>>;
 
-// TF_CONFIG's "cluster" as written. A job with an empty list is kept, so that
-// ClusterSpec::FromJobs names it rather than the job silently vanishing.
+// TF_CONFIG's "cluster" as written.
 StatusOr<Jobs> ReadTfJobs(const nlohmann::json& config) {
-  if (!config.is_object() || !config.contains("cluster") || !config["cluster"].is_object()) {
-    return InvalidArgument("TF_CONFIG needs an object \"cluster\": {\"worker\": [\"host:port\"]}");
-  }
-  Jobs jobs;
-  for (const auto& [job, addresses] : config["cluster"].items()) {
-    if (!addresses.is_array()) {
-      return InvalidArgument("TF_CONFIG: cluster job '", job, "' must be a list of addresses");
-    }
-    std::vector<std::string>& tasks = jobs[job];
-    for (const auto& address : addresses) {
-      if (!address.is_string()) {
-        return InvalidArgument("TF_CONFIG: cluster job '", job,
-                               "' has an address that is not a string: ", address.dump());
-      }
-      tasks.push_back(address.get<std::string>());
-    }
-  }
-  return jobs;
+  return internal::ReadClusterJobs(config, "TF_CONFIG", "worker");
 }
 
 // Weft's task for TF_CONFIG's task `type`:`index` (see ParseTfConfig for the folded chief).

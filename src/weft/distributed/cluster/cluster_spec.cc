@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "weft/core/str_util.h"
+#include "weft/distributed/cluster/internal/cluster_json.h"
 
 namespace weft {
 namespace {
@@ -143,24 +144,7 @@ StatusOr<ServerConfig> ParseWeftConfig(std::string_view json_text) {
   if (config.is_discarded()) {
     return InvalidArgument("WEFT_CONFIG is not valid JSON: '", json_text, "'");
   }
-  if (!config.is_object() || !config.contains("cluster") || !config["cluster"].is_object()) {
-    return InvalidArgument("WEFT_CONFIG needs an object \"cluster\": {\"job\": [\"host:port\"]}");
-  }
-  std::map<std::string, std::vector<std::string>> jobs;
-  for (const auto& [job, addresses] : config["cluster"].items()) {
-    if (!addresses.is_array()) {
-      return InvalidArgument("WEFT_CONFIG: cluster job '", job, "' must be a list of addresses");
-    }
-    // Created even for an empty list, so that FromJobs names the job instead of dropping it.
-    std::vector<std::string>& tasks = jobs[job];
-    for (const auto& address : addresses) {
-      if (!address.is_string()) {
-        return InvalidArgument("WEFT_CONFIG: cluster job '", job,
-                               "' has an address that is not a string: ", address.dump());
-      }
-      tasks.push_back(address.get<std::string>());
-    }
-  }
+  WEFT_ASSIGN_OR_RETURN(auto jobs, internal::ReadClusterJobs(config, "WEFT_CONFIG", "job"));
   const auto chief = jobs.find("chief");
   if (chief != jobs.end() && chief->second.size() > 1) {
     return InvalidArgument("WEFT_CONFIG: job 'chief' has ", chief->second.size(),
