@@ -1,8 +1,8 @@
 // `weft train --trace FILE --trace-steps FIRST:LAST` end to end: the file it writes parses as
 // Chrome trace-event JSON with every device's events and the traced steps, its --json summary
 // gains each traced step's compute, communication and overlap times, bad --trace-steps values exit
-// 2 naming the value, and a run on a two-task cluster traces both tasks with a flow for each
-// tensor that crosses between them. Every process is torn down by its owner even when a test
+// 2 naming the value, and a run on a two-task cluster traces both tasks with the all-reduce of
+// their gradients across them. Every process is torn down by its owner even when a test
 // fails.
 #include <memory>
 #include <set>
@@ -117,7 +117,7 @@ TEST(TrainTraceTest, BadTraceStepsExitTwoNamingTheValue) {
   }
 }
 
-TEST(TrainTraceTest, TracesBothTasksOfAClusterWithAFlowForEachCrossTaskTensor) {
+TEST(TrainTraceTest, TracesBothTasksOfAClusterAndTheirAllReduceAcrossThem) {
   auto servers = StartCluster(2);
   ASSERT_EQ(servers.size(), 2u);
   const std::vector<std::string> addresses = Addresses(servers);
@@ -137,24 +137,24 @@ TEST(TrainTraceTest, TracesBothTasksOfAClusterWithAFlowForEachCrossTaskTensor) {
     ASSERT_FALSE(events.empty()) << task;
     EXPECT_EQ(trace.TaskOf(events[0]), task);
   }
-  // Every _Send to the other task has its flow, drawn from one task's row to the other's.
-  int cross_task_sends = 0;
+  // The replicas all-reduce their gradients across the tasks: each task's side of the collective
+  // is on its own row, with its bytes and the other task as its peer.
+  std::set<std::string> reducing_tasks;
   for (const nlohmann::json& event : trace.complete) {
-    if (event["cat"] != "send") continue;
+    if (event["cat"] != "collective" || event["name"] != "all-reduce across tasks") continue;
+    const std::string task = trace.TaskOf(event);
     const nlohmann::json& peers = event["args"]["peers"];
-    if (TaskOfDevice(peers[0].get<std::string>()) != trace.TaskOf(event)) ++cross_task_sends;
+    ASSERT_EQ(peers.size(), 1u) << event.dump();
+    EXPECT_NE(TaskOfDevice(peers[0].get<std::string>()), task) << event.dump();
+    EXPECT_GT(event["args"]["bytes"].get<int64_t>(), 0) << event.dump();
+    reducing_tasks.insert(task);
   }
-  EXPECT_GT(cross_task_sends, 0);
-  int cross_task_flows = 0;
-  for (const auto& [id, flow] : trace.flows) {
-    if (flow.first["pid"] != flow.second["pid"]) ++cross_task_flows;
-  }
-  EXPECT_EQ(cross_task_flows, cross_task_sends);
+  EXPECT_EQ(reducing_tasks, (std::set<std::string>{kTask0, kTask1}));
   std::set<std::string> categories;
   for (const nlohmann::json& event : trace.complete) {
     categories.insert(event["cat"].get<std::string>());
   }
-  EXPECT_TRUE(categories.count("RecvTensor"));
+  EXPECT_TRUE(categories.count("collective"));
   EXPECT_TRUE(categories.count("rpc"));
 }
 

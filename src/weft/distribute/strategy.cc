@@ -8,7 +8,6 @@
 #include "weft/distribute/all_reduce_cross_device_ops.h"
 #include "weft/distribute/internal/replica_runner.h"
 #include "weft/distribute/mirrored_extended.h"
-#include "weft/distribute/reduce_on_each_destination.h"
 #include "weft/framework/device_name_utils.h"
 #include "weft/graph/builder/ops/array_ops.h"
 
@@ -304,15 +303,13 @@ StatusOr<std::unique_ptr<MirroredStrategy>> MirroredStrategy::Create(
     const std::vector<std::string>& devices, std::unique_ptr<CrossDeviceOps> cross_device_ops) {
   WEFT_ASSIGN_OR_RETURN(std::vector<std::string> canonical, CanonicalDevices(devices));
   if (cross_device_ops == nullptr) {
-    // Collectives run within one process; replicas on several tasks of a cluster (in-graph
-    // replication) send their values through Send/Recv, each straight to every replica, which
-    // sums them itself (measured with W1 over 2 servers: one hop instead of two through a
-    // reducing device).
-    if (SpansSeveralTasks(canonical)) {
-      cross_device_ops = std::make_unique<ReduceOnEachDestination>();
-    } else {
-      cross_device_ops = std::make_unique<AllReduceCrossDeviceOps>();
-    }
+    // Replicas on several tasks of a cluster (in-graph replication through a master) all-reduce
+    // through the servers' collective transports, like MultiWorkerMirroredStrategy's workers; the
+    // collectives then cross processes, whose transports run one operation at a time, so each
+    // replica's are chained in one order.
+    AllReduceOptions all_reduce;
+    all_reduce.order_collectives = SpansSeveralTasks(canonical);
+    cross_device_ops = std::make_unique<AllReduceCrossDeviceOps>(all_reduce);
   }
   return std::unique_ptr<MirroredStrategy>(
       new MirroredStrategy(std::move(canonical), std::move(cross_device_ops)));

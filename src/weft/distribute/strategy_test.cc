@@ -10,7 +10,6 @@
 #include <gtest/gtest.h>
 
 #include "weft/distribute/all_reduce_cross_device_ops.h"
-#include "weft/distribute/reduce_on_each_destination.h"
 #include "weft/distribute/testing/session_test_util.h"
 #include "weft/graph/builder/ops.h"
 #include "weft/testing/tensor_matchers.h"
@@ -44,15 +43,19 @@ TEST(StrategyTest, DevicesAreCanonicalAndBadListsAreRefused) {
   EXPECT_EQ((*one)->devices(), std::vector<std::string>{CpuDevice(1)});
 }
 
-TEST(StrategyTest, MirroredPicksItsCrossDeviceOpsByWhereTheDevicesAre) {
+TEST(StrategyTest, MirroredAllReducesAndOrdersTheCollectivesThatCrossTasks) {
   auto local = MirroredStrategy::Create({"/cpu:0", "/cpu:1"});
   ASSERT_TRUE(local.ok()) << local.status();
-  EXPECT_NE(dynamic_cast<AllReduceCrossDeviceOps*>(&(*local)->cross_device_ops()), nullptr);
-  // Collectives stay within one process: replicas on two tasks send to each other instead.
+  auto* local_ops = dynamic_cast<AllReduceCrossDeviceOps*>(&(*local)->cross_device_ops());
+  ASSERT_NE(local_ops, nullptr);
+  EXPECT_FALSE(local_ops->options().order_collectives);
+  // Replicas on two tasks all-reduce across the servers' transports, one collective at a time.
   auto cluster = MirroredStrategy::Create(
       {"/job:worker/replica:0/task:0/device:CPU:0", "/job:worker/replica:0/task:1/device:CPU:0"});
   ASSERT_TRUE(cluster.ok()) << cluster.status();
-  EXPECT_NE(dynamic_cast<ReduceOnEachDestination*>(&(*cluster)->cross_device_ops()), nullptr);
+  auto* cluster_ops = dynamic_cast<AllReduceCrossDeviceOps*>(&(*cluster)->cross_device_ops());
+  ASSERT_NE(cluster_ops, nullptr);
+  EXPECT_TRUE(cluster_ops->options().order_collectives);
 }
 
 TEST(StrategyTest, RunBuildsEachReplicaInItsScopeAndDeviceOneAtATime) {

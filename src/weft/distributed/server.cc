@@ -1,9 +1,11 @@
 #include "weft/distributed/server.h"
 
 #include <map>
+#include <string>
 #include <utility>
 
 #include "weft/core/str_util.h"
+#include "weft/distributed/collective/distributed_collective_executor_mgr.h"
 #include "weft/distributed/master/local_master.h"
 #include "weft/kernels/register_kernels.h"
 #include "weft/ops/register_ops.h"
@@ -74,6 +76,10 @@ Status Server::Start() {
   WEFT_ASSIGN_OR_RETURN(worker_cache_, cache_factory(config.cluster));
   worker_env_.worker_cache = worker_cache_.get();
   worker_env_.worker_cache_factory = cache_factory;
+  worker_env_.collective_mgr_factory = [task = task_name_](const std::string& session_handle,
+                                                           WorkerCacheInterface* cache) {
+    return NewWorkerSessionCollectives(task, session_handle, cache);
+  };
 
   master_env_.local_task = task_name_;
   master_env_.worker_cache = worker_cache_.get();

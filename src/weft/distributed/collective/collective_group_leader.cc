@@ -1,8 +1,9 @@
-// CollectiveGroupLeader (see the header): groups keyed by group_key, waiters answered outside the
-// lock.
+// CollectiveGroupLeader (see the header): groups keyed by session and group_key, waiters answered
+// outside the lock.
 #include "weft/distributed/collective/collective_group_leader.h"
 
 #include <algorithm>
+#include <limits>
 #include <random>
 #include <tuple>
 #include <utility>
@@ -66,6 +67,7 @@ void CollectiveGroupLeader::CompleteGroupAsync(CallOptions* options,
                                                proto::CompleteGroupResponse* response,
                                                StatusCallback done) {
   const int64_t key = request->group_key();
+  const GroupId id{request->session_handle(), key};
   const proto::CollectiveMember& member = request->member();
   const std::string label = StrCat("collective group ", key);
   if (request->group_size() < 1 || member.device().empty() || member.task().empty()) {
@@ -78,7 +80,7 @@ void CollectiveGroupLeader::CompleteGroupAsync(CallOptions* options,
   uint64_t waiter_id = 0;
   {
     MutexLock lock(mu_);
-    auto [found, created] = groups_.try_emplace(key);
+    auto [found, created] = groups_.try_emplace(id);
     Group& group = found->second;
     if (created) {
       group.group_size = request->group_size();
@@ -137,9 +139,9 @@ void CollectiveGroupLeader::CompleteGroupAsync(CallOptions* options,
   if (waiter_id != 0) {
     // Outside the lock: a caller that already gave up runs Withdraw at once.
     if (options != nullptr)
-      options->SetCancelCallback([this, key, waiter_id] { Withdraw(key, waiter_id); });
+      options->SetCancelCallback([this, id, waiter_id] { Withdraw(id, waiter_id); });
     if (request->timeout_ms() > 0) {
-      timer_.Schedule(request->timeout_ms(), [this, key, waiter_id] { Withdraw(key, waiter_id); });
+      timer_.Schedule(request->timeout_ms(), [this, id, waiter_id] { Withdraw(id, waiter_id); });
     }
     return;
   }
@@ -150,13 +152,31 @@ void CollectiveGroupLeader::CompleteGroupAsync(CallOptions* options,
   done(status);
 }
 
-void CollectiveGroupLeader::Withdraw(int64_t group_key, uint64_t id) {
+void CollectiveGroupLeader::ForgetSession(const std::string& handle) {
+  std::vector<Waiter> waiting;
+  {
+    MutexLock lock(mu_);
+    for (auto it = groups_.lower_bound(GroupId{handle, std::numeric_limits<int64_t>::min()});
+         it != groups_.end() && it->first.first == handle;) {
+      for (Waiter& waiter : it->second.waiters) waiting.push_back(std::move(waiter));
+      it = groups_.erase(it);
+    }
+  }
+  for (Waiter& waiter : waiting) {
+    if (waiter.options != nullptr) waiter.options->ClearCancelCallback();
+    waiter.done(Aborted("session '", handle, "' was deleted on task ", task_name_,
+                        " while device '", waiter.device, "' waited for its collective group"));
+  }
+}
+
+void CollectiveGroupLeader::Withdraw(const GroupId& group_id, uint64_t id) {
+  const int64_t group_key = group_id.second;
   Waiter withdrawn;
   std::string joined;
   int32_t group_size = 0;
   {
     MutexLock lock(mu_);
-    auto found = groups_.find(group_key);
+    auto found = groups_.find(group_id);
     if (found == groups_.end()) return;
     Group& group = found->second;
     auto waiter = std::find_if(group.waiters.begin(), group.waiters.end(),

@@ -7,13 +7,15 @@
 // again is answered at once when it comes from the same process (a retry) and refused with
 // FailedPrecondition when its process restarted. A cancelled call (its caller's deadline) withdraws
 // its device and is answered DeadlineExceeded listing who had joined; so is a call still waiting
-// after the request's timeout_ms. Thread-safe; the destructor answers the calls still waiting with
-// Aborted.
+// after the request's timeout_ms. Groups are scoped by the request's session handle (one master
+// session's groups never meet another's), and ForgetSession drops a deleted session's groups.
+// Thread-safe; the destructor answers the calls still waiting with Aborted.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "weft/core/mutex.h"
@@ -32,8 +34,12 @@ class CollectiveGroupLeader {
 
   void CompleteGroupAsync(CallOptions* options, const proto::CompleteGroupRequest* request,
                           proto::CompleteGroupResponse* response, StatusCallback done);
+  // Drops the groups of worker session `handle`, answering their waiting calls with Aborted.
+  void ForgetSession(const std::string& handle);
 
  private:
+  // A group: (session handle, group key).
+  using GroupId = std::pair<std::string, int64_t>;
   struct Waiter {
     uint64_t id = 0;
     std::string device;
@@ -50,12 +56,12 @@ class CollectiveGroupLeader {
     proto::CompleteGroupResponse answer;  // once complete
   };
 
-  // Removes waiter `id` of group `group_key` (its caller gave up) and answers it.
-  void Withdraw(int64_t group_key, uint64_t id);
+  // Removes waiter `id` of group `group` (its caller gave up) and answers it.
+  void Withdraw(const GroupId& group, uint64_t id);
 
   const std::string task_name_;
   Mutex mu_;
-  std::map<int64_t, Group> groups_ WEFT_GUARDED_BY(mu_);
+  std::map<GroupId, Group> groups_ WEFT_GUARDED_BY(mu_);
   uint64_t next_waiter_id_ WEFT_GUARDED_BY(mu_) = 1;
   // The requests' timeouts. Declared last so it stops (and no Withdraw runs) before the rest goes.
   Timer timer_;

@@ -217,6 +217,7 @@ void DistributedCollectiveExecutorMgr::AskLeader(
   auto call = std::make_shared<Call>();
   call->request.set_group_key(params.group_key);
   call->request.set_group_size(params.group_size);
+  call->request.set_session_handle(options_.session_handle);
   call->request.set_device_type(device->device_type());
   proto::CollectiveMember* member = call->request.mutable_member();
   member->set_task(options_.task_name);
@@ -303,6 +304,29 @@ void DistributedCollectiveExecutorMgr::OnAnswer(int64_t group_key, const Status&
     resolving.waiting.clear();
   }
   for (GroupCallback& callback : waiting) callback(result);
+}
+
+StatusOr<std::unique_ptr<CollectiveExecutorMgrInterface>> NewWorkerSessionCollectives(
+    const std::string& task, const std::string& session_handle, WorkerCacheInterface* cache) {
+  const std::vector<std::string> tasks = cache->ListWorkers();
+  if (tasks.size() < 2) return std::unique_ptr<CollectiveExecutorMgrInterface>();
+  DistributedCollectiveOptions options;
+  options.task_name = task;
+  options.leader_task = tasks[0];
+  options.worker_cache = cache;
+  options.session_handle = session_handle;
+  for (const std::string& other : tasks) {
+    if (other != task) options.peer_tasks.push_back(other);
+  }
+  const std::string address = cache->TaskAddress(task);
+  const size_t colon = address.rfind(':');
+  if (colon != std::string::npos && colon > 0) {
+    const std::string host = address.substr(0, colon);
+    options.listen_host = host == "localhost" ? "127.0.0.1" : host;
+  }
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<DistributedCollectiveExecutorMgr> collectives,
+                        DistributedCollectiveExecutorMgr::Create(std::move(options)));
+  return std::unique_ptr<CollectiveExecutorMgrInterface>(std::move(collectives));
 }
 
 }  // namespace weft

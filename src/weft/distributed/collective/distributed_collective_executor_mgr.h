@@ -36,6 +36,9 @@ struct DistributedCollectiveOptions {
   WorkerCacheInterface* worker_cache = nullptr;
   // The job's other tasks, watched by the heartbeat and named when a group does not form.
   std::vector<std::string> peer_tasks;
+  // The worker session whose graphs run these collectives (in-graph replication through a
+  // master), so that its groups meet only its own members; empty for a process's own.
+  std::string session_handle;
   std::string hostname;                   // empty: gethostname()
   std::string listen_host = "127.0.0.1";  // where this task's transport listeners bind
   // A registered transport's name ("tcp" even between processes of one host); empty: the policy.
@@ -112,5 +115,13 @@ class DistributedCollectiveExecutorMgr final : public CollectiveExecutorMgrInter
   Timer timer_;  // resolution deadlines and heartbeat rounds
   std::shared_ptr<WorkerLiveness> liveness_;
 };
+
+// The collectives of a worker session whose cluster (`cache`, not owned, outlives the result) has
+// other tasks: groups that span tasks (the replicas of in-graph replication through a master)
+// resolve through the cluster's first task and reach the others through the collective transports,
+// like MultiWorkerMirroredStrategy's. Null for a cluster of one task. For
+// WorkerEnv::collective_mgr_factory.
+StatusOr<std::unique_ptr<CollectiveExecutorMgrInterface>> NewWorkerSessionCollectives(
+    const std::string& task, const std::string& session_handle, WorkerCacheInterface* cache);
 
 }  // namespace weft

@@ -31,27 +31,6 @@ StatusOr<std::vector<FeedSpec>> FeedSpecs(const Graph& step_graph, const StepSig
   return feeds;
 }
 
-// Cross-worker collectives would need group resolution between tasks, which this runtime does not
-// have; in-graph replication across workers reduces through the cross-device ops instead.
-Status CheckCollectivesStayOnOneTask(const Graph& placed) {
-  std::map<int64_t, std::pair<std::string, std::string>> first_of_group;  // key -> (task, node)
-  for (Node* node : placed.nodes()) {
-    if (node->type_string() != "CollectiveAllReduce") continue;
-    int64_t group_key = 0;
-    WEFT_RETURN_IF_ERROR(GetNodeAttr(node->def(), "group_key", &group_key));
-    WEFT_ASSIGN_OR_RETURN(std::string task, ParseTaskOfDevice(node->assigned_device_name()));
-    auto [it, inserted] = first_of_group.emplace(group_key, std::make_pair(task, node->name()));
-    if (!inserted && it->second.first != task) {
-      return Unimplemented("CollectiveAllReduce '", node->name(), "' on ", task,
-                           " shares group_key ", group_key, " with '", it->second.second, "' on ",
-                           it->second.first,
-                           ": cross-worker collectives are not supported; in-graph replication "
-                           "across workers reduces through the cross-device ops instead");
-    }
-  }
-  return Status::OK();
-}
-
 // Renumbers the _Arg (or _Retval) nodes of one task's partitions to 0..k-1, returning the
 // signature names they stand for in their new order.
 Status Renumber(const std::string& op, const std::vector<std::string>& names,
@@ -115,7 +94,6 @@ StatusOr<ClientGraph> BuildClientGraph(const Graph& graph, const StepSignature& 
   Placer placer(step_graph.get(), std::move(descriptions), 0, kernels, placer_options);
   WEFT_RETURN_IF_ERROR(placer.Run());
   PlaceFeedsAndFetchesWithTheirUsers(step_graph.get());
-  WEFT_RETURN_IF_ERROR(CheckCollectivesStayOnOneTask(*step_graph));
 
   PartitionOptions partition_options;
   partition_options.get_incarnation = [&incarnations](const std::string& device) -> uint64_t {

@@ -21,13 +21,6 @@ using testing::SpanningGraph;
 
 constexpr int64_t kShortTimeoutMs = 400;
 
-Status CloseSession(MasterInterface* client, const std::string& handle) {
-  proto::CloseSessionRequest close;
-  close.set_session_handle(handle);
-  proto::CloseSessionResponse closed;
-  return client->CloseSession(nullptr, close, &closed);
-}
-
 void ExpectNamesSilentTask(const Status& status) {
   EXPECT_TRUE(IsDeadlineExceeded(status) || IsUnavailable(status)) << status;
   EXPECT_NE(status.message().find(kTask1), std::string::npos) << status;
@@ -58,7 +51,7 @@ TEST_F(MasterTest, SilentWorkerFailsTheRunningStepAndCloseNamingIt) {
   EXPECT_NE(step.message().find("stopped answering"), std::string::npos) << step;
 
   start = Clock::now();
-  Status closed = CloseSession(client_.get(), *handle);
+  Status closed = CloseSession(*handle);
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
   ExpectNamesSilentTask(closed);
   // A worker that did not answer the deregistration is not asked to delete its session.
@@ -89,7 +82,7 @@ TEST_F(MasterTest, HungStepIsProbedAndStillEndsOnClose) {
     step_status = Run(*handle, {{"x", Tensor::FromVector<float>({1})}}, {"y"}, {}, &outputs);
   });
   EXPECT_TRUE(signal_.WaitUntil([&] { return counting_[1]->get_status >= after_create + 3; }));
-  EXPECT_TRUE(CloseSession(client_.get(), *handle).ok());
+  EXPECT_TRUE(CloseSession(*handle).ok());
   step.join();
   EXPECT_TRUE(IsCancelled(step_status)) << step_status;
   counting_[1]->run_graph_hangs = false;

@@ -185,10 +185,7 @@ TEST_F(MasterTest, ClosingTheSessionCancelsItsRunningSteps) {
   });
   ASSERT_TRUE(WaitForRunGraphs(1, 1));  // the step is running (and hangs on task 1)
   const auto start = Clock::now();
-  proto::CloseSessionRequest close;
-  close.set_session_handle(*handle);
-  proto::CloseSessionResponse closed;
-  EXPECT_TRUE(client_->CloseSession(nullptr, close, &closed).ok());
+  EXPECT_TRUE(CloseSession(*handle).ok());
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
   step.join();
   EXPECT_TRUE(IsCancelled(step_status)) << step_status;
@@ -262,24 +259,37 @@ TEST_F(MasterTest, WorkerThatNeverAnswersFailsCreateSessionWithinTheTimeout) {
   EXPECT_NE(handle.status().message().find("300 ms"), std::string::npos) << handle.status();
 }
 
-TEST_F(MasterTest, CrossWorkerCollectivesAreUnimplemented) {
+// In-graph replication across tasks: each task's member of the group all-reduces through the
+// workers' collectives, in every session of its own (the groups of one session never meet
+// another's, and a closed session's groups are forgotten by the leader).
+TEST_F(MasterTest, CollectivesAcrossTasksAllReduceInEachSession) {
   Scope root = Scope::NewRootScope();
   std::vector<std::string> fetches;
   for (int task = 0; task < 2; ++task) {
     Scope on = root.WithDevice(task == 0 ? kTask0 : kTask1);
-    auto value = ops::Const(on.WithOpName("value" + std::to_string(task)), {1.0f, 2.0f});
+    auto value =
+        ops::Const(on.WithOpName("value" + std::to_string(task)), {1.0f + task, 2.0f + 10 * task});
     auto sum = ops::CollectiveAllReduce(on.WithOpName("sum" + std::to_string(task)), {value},
                                         {.group_size = 2, .group_key = 1, .instance_key = 1});
     ASSERT_EQ(sum.size(), 1u);
     fetches.push_back(sum[0].name());
   }
   ASSERT_TRUE(root.status().ok()) << root.status();
-  auto handle = CreateSession(root.ToGraphDef().value());
-  ASSERT_TRUE(handle.ok()) << handle.status();
-  std::vector<Tensor> outputs;
-  Status s = Run(*handle, {}, fetches, {}, &outputs);
-  EXPECT_TRUE(IsUnimplemented(s)) << s;
-  EXPECT_NE(s.message().find("sum"), std::string::npos) << s;
+  for (int session = 0; session < 2; ++session) {
+    auto handle = CreateSession(root.ToGraphDef().value());
+    ASSERT_TRUE(handle.ok()) << handle.status();
+    for (int step = 0; step < 2; ++step) {
+      std::vector<Tensor> outputs;
+      Status s = Run(*handle, {}, fetches, {}, &outputs);
+      ASSERT_TRUE(s.ok()) << "session " << session << " step " << step << ": " << s;
+      ASSERT_EQ(outputs.size(), 2u);
+      for (const Tensor& sum : outputs) {
+        EXPECT_EQ(sum.flat<float>()[0], 3.0f);
+        EXPECT_EQ(sum.flat<float>()[1], 14.0f);
+      }
+    }
+    ASSERT_TRUE(CloseSession(*handle).ok());
+  }
 }
 
 // Each session has a variable on task 1 of its own; reads come back through task 0.

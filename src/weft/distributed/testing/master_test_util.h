@@ -17,6 +17,7 @@
 
 #include "weft/core/mutex.h"
 #include "weft/core/timer.h"
+#include "weft/distributed/collective/distributed_collective_executor_mgr.h"
 #include "weft/distributed/master/local_master.h"
 #include "weft/distributed/master/master.h"
 #include "weft/distributed/worker/local_worker_cache.h"
@@ -192,6 +193,10 @@ class MasterTest : public ::testing::Test {
       env->op_registry = &ops::AllOps();
       env->kernel_registry = &kernels::AllKernels();
       env->compute_pool = compute_pools_.back().get();
+      env->collective_mgr_factory = [name](const std::string& session_handle,
+                                           WorkerCacheInterface* cache) {
+        return NewWorkerSessionCollectives(name, session_handle, cache);
+      };
       worker_envs_.push_back(std::move(env));
       workers_.push_back(std::make_unique<Worker>(worker_envs_.back().get()));
       counting_.push_back(std::make_unique<CountingWorker>(workers_.back().get(), &signal_));
@@ -258,6 +263,13 @@ class MasterTest : public ::testing::Test {
       outputs->push_back(std::move(value));
     }
     return Status::OK();
+  }
+
+  Status CloseSession(const std::string& handle) {
+    proto::CloseSessionRequest request;
+    request.set_session_handle(handle);
+    proto::CloseSessionResponse response;
+    return client_->CloseSession(nullptr, request, &response);
   }
 
   int TotalRegistrations() const {

@@ -63,6 +63,7 @@ void Worker::DeleteWorkerSessionAsync(CallOptions* /*options*/,
                                       proto::DeleteWorkerSessionResponse* /*response*/,
                                       StatusCallback done) {
   session_mgr_->DeleteSession(request->session_handle());
+  collective_groups_.ForgetSession(request->session_handle());
   done(Status::OK());
 }
 
@@ -123,12 +124,13 @@ void Worker::RunGraphAsync(CallOptions* options, const proto::RunGraphRequest* r
   struct StepState {
     std::shared_ptr<WorkerSession> session;
     std::shared_ptr<RemoteRendezvous> rendezvous;
-    // Collectives among this worker's devices; a later issue brings one spanning tasks.
-    LocalCollectiveExecutor collectives;
-    CancellationManager cancellation;
-    int64_t token = 0;
     // A traced step's; shared with the rendezvous, which records the step's RecvTensor calls.
     std::shared_ptr<StepStatsCollector> stats;
+    // The session's collectives across tasks when it has them, else among this task's devices.
+    // Declared after the stats it records into.
+    std::unique_ptr<CollectiveExecutor> collectives;
+    CancellationManager cancellation;
+    int64_t token = 0;
   };
   auto state = std::make_shared<StepState>();
   state->session = session;
@@ -137,10 +139,14 @@ void Worker::RunGraphAsync(CallOptions* options, const proto::RunGraphRequest* r
     state->stats = std::make_shared<StepStatsCollector>();
     state->rendezvous->SetStepStats(state->stats);
   }
+  CollectiveExecutorMgrInterface* spanning = session->collective_executor_mgr();
+  state->collectives = spanning != nullptr ? spanning->NewStepExecutor(step_id, state->stats.get())
+                                           : std::make_unique<LocalCollectiveExecutor>();
   auto abort = [weak = std::weak_ptr<StepState>(state)](const Status& status) {
     if (auto alive = weak.lock()) {
       // Abort first: a Recv woken by the cancellation then reports the abort's reason.
       alive->rendezvous->StartAbort(status);
+      alive->collectives->StartAbort(status);
       alive->cancellation.StartCancel();
     }
   };
@@ -160,7 +166,7 @@ void Worker::RunGraphAsync(CallOptions* options, const proto::RunGraphRequest* r
   GraphMgr::StepArgs args;
   args.step_id = step_id;
   args.rendezvous = state->rendezvous.get();
-  args.collective_executor = &state->collectives;
+  args.collective_executor = state->collectives.get();
   args.cancellation_manager = &state->cancellation;
   ThreadPool* pool = env_->compute_pool;
   args.runner = [pool](std::function<void()> fn) {

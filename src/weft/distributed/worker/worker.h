@@ -17,6 +17,7 @@
 #include "weft/distributed/worker/worker_interface.h"
 #include "weft/framework/kernel_registry.h"
 #include "weft/framework/op_registry.h"
+#include "weft/runtime/collective/collective_executor_mgr.h"
 #include "weft/runtime/device_mgr.h"
 
 namespace weft {
@@ -36,6 +37,12 @@ struct WorkerEnv {
   // (ClusterSpec propagation); null: such requests are InvalidArgument.
   std::function<StatusOr<std::unique_ptr<WorkerCacheInterface>>(const ClusterSpec&)>
       worker_cache_factory;
+  // Makes the collectives of a session whose cluster has other tasks (groups that span tasks:
+  // in-graph replication through a master), given the session's handle and worker cache; null
+  // (or a null result): the session's collectives stay among this task's devices.
+  std::function<StatusOr<std::unique_ptr<CollectiveExecutorMgrInterface>>(
+      const std::string& session_handle, WorkerCacheInterface* worker_cache)>
+      collective_mgr_factory;
 };
 
 // The in-process WorkerService.

@@ -11,12 +11,14 @@ namespace weft {
 WorkerSession::WorkerSession(std::string handle, std::string task_name,
                              std::unique_ptr<DeviceMgr> devices,
                              std::unique_ptr<WorkerCacheInterface> owned_worker_cache,
-                             WorkerCacheInterface* worker_cache, const OpRegistry* ops,
-                             const KernelRegistry* kernels)
+                             WorkerCacheInterface* worker_cache,
+                             std::unique_ptr<CollectiveExecutorMgrInterface> collectives,
+                             const OpRegistry* ops, const KernelRegistry* kernels)
     : handle_(std::move(handle)),
       devices_(std::move(devices)),
       owned_worker_cache_(std::move(owned_worker_cache)),
       worker_cache_(owned_worker_cache_ != nullptr ? owned_worker_cache_.get() : worker_cache),
+      collectives_(std::move(collectives)),
       graph_mgr_(std::make_unique<GraphMgr>(std::move(task_name), devices_, ops, kernels)) {}
 
 WorkerSession::~WorkerSession() = default;
@@ -77,9 +79,21 @@ Status SessionMgr::CreateSession(const std::string& handle, const proto::ConfigP
   std::vector<std::unique_ptr<Device>> devices;
   for (const Device* base : env_->devices->ListDevices())
     devices.push_back(NewSessionDevice(*base, state));
+  WorkerCacheInterface* cache = owned_cache != nullptr ? owned_cache.get() : env_->worker_cache;
+  std::unique_ptr<CollectiveExecutorMgrInterface> collectives;
+  if (env_->collective_mgr_factory && cache != nullptr) {
+    StatusOr<std::unique_ptr<CollectiveExecutorMgrInterface>> made =
+        env_->collective_mgr_factory(handle, cache);
+    if (!made.ok()) {
+      return made.status().WithContext(
+          StrCat("the collectives of session '", handle, "' on worker ", env_->task_name));
+    }
+    collectives = std::move(made).value();
+  }
   auto session = std::make_shared<WorkerSession>(
       handle, env_->task_name, std::make_unique<DeviceMgr>(std::move(devices)),
-      std::move(owned_cache), env_->worker_cache, env_->op_registry, env_->kernel_registry);
+      std::move(owned_cache), env_->worker_cache, std::move(collectives), env_->op_registry,
+      env_->kernel_registry);
   MutexLock lock(mu_);
   if (!sessions_.emplace(handle, std::move(session)).second) {
     return AlreadyExists("session '", handle, "' already exists on worker ", env_->task_name);

@@ -1,6 +1,7 @@
 // WorkerSession: what one master session owns on a worker task: its own view of the task's devices
 // (so its variables do not collide with another session's, unless its config shares the task's
-// state), its worker cache (the peers it pulls tensors from) and its GraphMgr; it also tracks its
+// state), its worker cache (the peers it pulls tensors from), its collectives across tasks (when
+// its cluster has other tasks) and its GraphMgr; it also tracks its
 // running steps so deleting the session aborts them. SessionMgr maps session handles to
 // WorkerSessions. Both are thread-safe.
 #pragma once
@@ -16,6 +17,7 @@
 #include "weft/core/statusor.h"
 #include "weft/distributed/worker/graph_mgr.h"
 #include "weft/distributed/worker/worker_cache.h"
+#include "weft/runtime/collective/collective_executor_mgr.h"
 #include "weft/runtime/device_mgr.h"
 
 namespace weft {
@@ -25,10 +27,12 @@ struct WorkerEnv;
 class WorkerSession {
  public:
   // `owned_worker_cache` is the session's own cache (ClusterSpec propagation), or null when it
-  // uses `worker_cache` (not owned, may be null for a cluster of one task).
+  // uses `worker_cache` (not owned, may be null for a cluster of one task). `collectives` (may be
+  // null: collectives among this task's devices only) uses the session's cache.
   WorkerSession(std::string handle, std::string task_name, std::unique_ptr<DeviceMgr> devices,
                 std::unique_ptr<WorkerCacheInterface> owned_worker_cache,
-                WorkerCacheInterface* worker_cache, const OpRegistry* ops,
+                WorkerCacheInterface* worker_cache,
+                std::unique_ptr<CollectiveExecutorMgrInterface> collectives, const OpRegistry* ops,
                 const KernelRegistry* kernels);
   ~WorkerSession();
   WorkerSession(const WorkerSession&) = delete;
@@ -38,6 +42,9 @@ class WorkerSession {
   const DeviceMgr& devices() const { return *devices_; }
   WorkerCacheInterface* worker_cache() const { return worker_cache_; }
   GraphMgr* graph_mgr() { return graph_mgr_.get(); }
+  // The collectives of groups that span tasks; null when the session's steps use only this task's
+  // devices' (a LocalCollectiveExecutor per step).
+  CollectiveExecutorMgrInterface* collective_executor_mgr() const { return collectives_.get(); }
 
   // Registers a running step; `abort` runs (once) if the session is aborted before RemoveStep.
   // Returns 0, without registering, when the session has already been aborted.
@@ -51,6 +58,8 @@ class WorkerSession {
   const std::shared_ptr<const DeviceMgr> devices_;
   const std::unique_ptr<WorkerCacheInterface> owned_worker_cache_;
   WorkerCacheInterface* const worker_cache_;
+  // Declared after the cache it uses, so it goes first.
+  const std::unique_ptr<CollectiveExecutorMgrInterface> collectives_;
   const std::unique_ptr<GraphMgr> graph_mgr_;
   Mutex mu_;
   bool aborted_ WEFT_GUARDED_BY(mu_) = false;
