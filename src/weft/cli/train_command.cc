@@ -79,9 +79,11 @@ void AddTrainingFlags(CLI::App* command, TrainFlags& flags) {
   command->add_option("--optimizer", flags.optimizer, "Update rule")
       ->check(CLI::IsMember({"sgd", "momentum", "adam"}))
       ->capture_default_str();
-  command->add_option("--lr", flags.learning_rate, "Learning rate")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  command
+      ->add_option("--lr", flags.learning_rate,
+                   "Learning rate (default 0.05; 0.03 with --strategy parameter_server, whose "
+                   "asynchronous steps apply stale gradients)")
+      ->check(CLI::PositiveNumber);
   command->add_option("--seed", flags.seed, "Seed of initial weights and shuffling")
       ->capture_default_str();
   command->add_option("--data", flags.data_dir, "Fashion-MNIST directory (IDX files)")

@@ -11,7 +11,7 @@ struct TrainFlags {
   int64_t max_steps = -1;
   int batch_size = 128;
   std::string optimizer = "momentum";
-  double learning_rate = 0.05;
+  double learning_rate = 0;  // 0: TrainOptions' default for the strategy
   int64_t seed = 1;
   std::string data_dir;
   bool json = false;

@@ -43,9 +43,12 @@ uint64_t Fingerprint(const std::vector<Tensor>& tensors) {
 }
 
 StatusOr<std::unique_ptr<Optimizer>> MakeOptimizer(const TrainOptions& options) {
-  if (options.optimizer == "sgd") return NewGradientDescentOptimizer(options.learning_rate);
-  if (options.optimizer == "momentum") return NewMomentumOptimizer(options.learning_rate, 0.9);
-  if (options.optimizer == "adam") return NewAdamOptimizer(options.learning_rate);
+  const double learning_rate = options.learning_rate > 0                ? options.learning_rate
+                               : options.strategy == "parameter_server" ? 0.03
+                                                                        : 0.05;
+  if (options.optimizer == "sgd") return NewGradientDescentOptimizer(learning_rate);
+  if (options.optimizer == "momentum") return NewMomentumOptimizer(learning_rate, 0.9);
+  if (options.optimizer == "adam") return NewAdamOptimizer(learning_rate);
   return InvalidArgument("unknown optimizer '", options.optimizer,
                          "' (expected sgd, momentum or adam)");
 }
