@@ -2,7 +2,8 @@
 // on loopback and a shell command as the chief. Checks the "started" lines and the cluster the
 // chief sees, that the launch exits with the chief's code and leaves no server behind, that
 // --restart-failed brings a killed server back on its address (and gives up after
-// --max-restarts), that without it a killed server is only named, and the flag errors. Every
+// --max-restarts), that without it a killed server is only named, that parameter-server training
+// survives a killed worker, and the flag errors. Every
 // launch is a ChildProcess, stopped with SIGTERM (which it forwards) if a test ends early, and its
 // processes killed if even that fails.
 #include <cerrno>
@@ -87,8 +88,8 @@ class Launch {
   Status WaitFor(const std::string& text, size_t from = 0) {
     return process_->WaitForOutput(text, kWaitMs, from);
   }
-  int Exit() {
-    StatusOr<int> code = process_->WaitForExit(kWaitMs);
+  int Exit(int64_t wait_ms = kWaitMs) {
+    StatusOr<int> code = process_->WaitForExit(wait_ms);
     EXPECT_TRUE(code.ok()) << code.status() << "\n" << output();
     exited_ = code.ok();
     return code.ok() ? *code : -1;
@@ -227,6 +228,39 @@ TEST(LaunchPsTest, ParameterServerTrainingRunsAsTheChief) {
   EXPECT_THAT(launch.output(), HasSubstr("\"workers\":2"));
   EXPECT_THAT(launch.output(), HasSubstr("\"steps\":40"));
   for (const Start& start : Starts(launch.output())) {
+    EXPECT_TRUE(Gone(start.pid)) << start.task << " " << start.pid;
+  }
+}
+
+// A worker killed while training (SIGKILL) and brought back by --restart-failed: its step is
+// rescheduled on the other worker, its session re-created once it answers, and the job ends well.
+TEST(LaunchPsTest, ParameterServerTrainingSurvivesAKilledWorker) {
+  Launch launch(LaunchArgs(
+      {"--workers", "2", "--ps", "2", "--restart-failed"},
+      StrCat("exec ", WEFT_BINARY, " train --strategy parameter_server --epochs 2 --json")));
+  ASSERT_TRUE(launch.ok());
+  ASSERT_TRUE(launch.WaitFor("weft train: the first step finished").ok()) << launch.output();
+  const Start worker = FindStart(launch.output(), "started", "worker:1");
+  ASSERT_EQ(::kill(worker.pid, SIGKILL), 0);
+  ASSERT_TRUE(launch.WaitFor("weft launch: restarted worker:1").ok()) << launch.output();
+  const std::string name = "/job:worker/replica:0/task:1";
+  ASSERT_TRUE(launch.WaitFor(StrCat("worker ", name, " is back: it takes steps again")).ok())
+      << launch.output();
+  // Two epochs of W1: seconds here, a minute or more under the sanitizers.
+  ASSERT_EQ(launch.Exit(/*wait_ms=*/300'000), 0) << launch.output();
+  const std::string output = launch.output();
+  EXPECT_THAT(output, HasSubstr(StrCat("lost with worker ", name))) << output;
+  EXPECT_THAT(output, HasSubstr("rescheduled on another"));
+  EXPECT_THAT(output, HasSubstr("\"worker_recoveries\":1"));
+  // Every step of both epochs ran, and the model learned.
+  EXPECT_THAT(output, HasSubstr("\"steps\":936"));
+  std::smatch accuracy;
+  ASSERT_TRUE(std::regex_search(output, accuracy, std::regex(R"("test_accuracy":([0-9.]+))")));
+  EXPECT_GT(std::stod(accuracy[1]), 0.75) << output;
+  std::smatch rescheduled;
+  ASSERT_TRUE(std::regex_search(output, rescheduled, std::regex(R"("rescheduled_steps":(\d+))")));
+  EXPECT_GE(std::stoi(rescheduled[1]), 1);
+  for (const Start& start : Starts(output)) {
     EXPECT_TRUE(Gone(start.pid)) << start.task << " " << start.pid;
   }
 }

@@ -291,6 +291,13 @@ train::TrainCallbacks DisplayCallbacks(const train::TrainOptions& options, bool 
       }
       if (user_on_step) user_on_step(p);
     };
+  } else if (options.strategy == "parameter_server") {
+    // One line once the workers' steps run (tests wait for it before killing a worker).
+    auto user_on_step = callbacks.on_step;
+    callbacks.on_step = [user_on_step](const train::TrainProgress& p) {
+      if (p.total_steps == 1) std::fprintf(stderr, "weft train: the first step finished\n");
+      if (user_on_step) user_on_step(p);
+    };
   }
   return callbacks;
 }
@@ -313,7 +320,11 @@ nlohmann::json SummaryJson(const TrainFlags& flags, const train::TrainSummary& s
                          {"resumed_from_step", summary.resumed_from_step},
                          {"checkpoints_saved", summary.checkpoints_saved},
                          {"max_save_stall_seconds", summary.max_save_stall_seconds}};
-  if (summary.ps_tasks > 0) json["ps_tasks"] = summary.ps_tasks;
+  if (summary.ps_tasks > 0) {
+    json["ps_tasks"] = summary.ps_tasks;
+    json["rescheduled_steps"] = summary.rescheduled_steps;
+    json["worker_recoveries"] = summary.worker_recoveries;
+  }
   if (!summary.trace_file.empty()) {
     json["trace_file"] = summary.trace_file;
     json["traced_steps"] = TracedStepsJson(summary.traced_steps);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "weft/core/logging.h"
 #include "weft/core/str_util.h"
 #include "weft/framework/device_name_utils.h"
 #include "weft/runtime/device_factory.h"
@@ -33,9 +34,12 @@ Model::Model(CallFn call, std::string name) : name_(std::move(name)), call_(std:
 Model::Model(std::string name) : name_(std::move(name)) {}
 
 Model::~Model() {
+  // A worker thread waiting for its lost worker to come back would hold up the coordinator.
+  if (worker_sessions_ != nullptr) worker_sessions_->StopRecoveries();
   coordinator_.reset();
-  for (auto& session : worker_sessions_) session->Close().IgnoreError();
   if (session_ != nullptr) session_->Close().IgnoreError();
+  session_.reset();  // it may run in the worker sessions
+  worker_sessions_.reset();
 }
 
 Status Model::Compile(std::unique_ptr<Optimizer> optimizer, Loss loss,
@@ -175,12 +179,13 @@ Status Model::SendNewNodes(std::vector<Output> initializers) {
     if (options_.intra_op_threads > 0) {
       session_options.config.set_intra_op_parallelism_threads(options_.intra_op_threads);
     }
-    WEFT_ASSIGN_OR_RETURN(session_, NewSession(session_options));
-    WEFT_RETURN_IF_ERROR(session_->Create(delta));
     WEFT_RETURN_IF_ERROR(StartWorkerSessions(session_options, delta));
+    if (session_ == nullptr) {
+      WEFT_ASSIGN_OR_RETURN(session_, NewSession(session_options));
+      WEFT_RETURN_IF_ERROR(session_->Create(delta));
+    }
   } else if (delta.node_size() > 0) {
     WEFT_RETURN_IF_ERROR(session_->Extend(delta));
-    for (auto& session : worker_sessions_) WEFT_RETURN_IF_ERROR(session->Extend(delta));
   }
   std::vector<Tensor> outputs;
   if (!init.empty()) WEFT_RETURN_IF_ERROR(session_->Run({}, {}, {init}, &outputs));
@@ -191,20 +196,39 @@ Status Model::SendNewNodes(std::vector<Output> initializers) {
 Status Model::StartWorkerSessions(const SessionOptions& configured, const proto::GraphDef& graph) {
   std::vector<SessionOptions> workers = strategy_->extended().WorkerSessionOptions(configured);
   if (workers.empty()) return Status::OK();
-  for (size_t w = 1; w < workers.size(); ++w) {
-    StatusOr<std::unique_ptr<Session>> session = NewSession(workers[w]);
-    if (!session.ok()) return session.status().WithContext(StrCat("the session of worker ", w));
-    Status created = (*session)->Create(graph);
-    if (!created.ok()) return created.WithContext(StrCat("the session of worker ", w));
-    worker_sessions_.push_back(std::move(session).value());
-  }
   distribute::ClusterCoordinatorOptions coordinator;
   for (size_t w = 0; w < workers.size(); ++w) {
     coordinator.worker_names.push_back(StrCat("/job:worker/replica:0/task:", w));
   }
-  coordinator_ = std::make_unique<distribute::ClusterCoordinator>(static_cast<int>(workers.size()),
+  // Each worker steps in a session of its own, so that a lost worker's session is re-created
+  // without touching the others'; the model's own calls run in any worker that is there.
+  WEFT_ASSIGN_OR_RETURN(worker_sessions_, WorkerSessions::Create(std::move(workers),
+                                                                 coordinator.worker_names, graph));
+  session_ = worker_sessions_->NewAnyWorkerSession();
+  const std::chrono::milliseconds recovery_timeout(options_.worker_recovery_timeout_ms);
+  coordinator.recover_worker = [sessions = worker_sessions_.get(), recovery_timeout](int worker) {
+    return sessions->Recover(worker, recovery_timeout);
+  };
+  coordinator.on_rescheduled = [sessions = worker_sessions_.get()](int worker, int64_t function,
+                                                                   const Status& why) {
+    WEFT_LOG(WARNING) << "step function " << function << " lost with worker "
+                      << sessions->name(worker) << " (" << why << "); rescheduled on another";
+  };
+  coordinator.on_retired = [sessions = worker_sessions_.get()](int worker, const Status& why) {
+    WEFT_LOG(WARNING) << "worker " << sessions->name(worker)
+                      << " is retired; the others carry on: " << why;
+  };
+  coordinator_ = std::make_unique<distribute::ClusterCoordinator>(worker_sessions_->size(),
                                                                   std::move(coordinator));
   return Status::OK();
+}
+
+int64_t Model::rescheduled_steps() const {
+  return coordinator_ != nullptr ? coordinator_->rescheduled() : 0;
+}
+
+int64_t Model::worker_recoveries() const {
+  return worker_sessions_ != nullptr ? worker_sessions_->recoveries() : 0;
 }
 
 std::vector<std::shared_ptr<distribute::DistributedVariable>> Model::distributed_variables() const {

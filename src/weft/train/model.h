@@ -38,6 +38,7 @@
 #include "weft/train/metrics.h"
 #include "weft/train/optimizer.h"
 #include "weft/train/train_checkpoints.h"
+#include "weft/train/worker_sessions.h"
 
 namespace weft::train {
 
@@ -71,6 +72,10 @@ struct CompileOptions {
   // (by their type) and the kernels registered for them. Null: Weft's own (CPU).
   const DeviceFactoryRegistry* device_factories = nullptr;
   const KernelRegistry* kernel_registry = nullptr;
+  // Under an asynchronous strategy: how long a lost worker's thread waits for the worker's server
+  // to answer again (its session is then re-created and it takes steps again) before the worker
+  // is retired and the others carry on.
+  int64_t worker_recovery_timeout_ms = 60'000;
 };
 
 struct FitOptions {
@@ -152,6 +157,10 @@ class Model {
   // strategy it trains under (null before Compile).
   Session* session() const { return session_.get(); }
   const distribute::Strategy* strategy() const { return strategy_; }
+  // Under an asynchronous strategy: steps put back on the queue because their worker was lost,
+  // and lost workers whose sessions were re-created, so far (0 otherwise).
+  int64_t rescheduled_steps() const;
+  int64_t worker_recoveries() const;
 
  protected:
   explicit Model(std::string name);
@@ -177,12 +186,13 @@ class Model {
   };
   StatusOr<BatchStep> PrepareBatch(const data::Element& batch, const ReplicaNames& names,
                                    bool allow_uneven) const;
-  // Under an asynchronous strategy, the session of `worker` (worker 0's is session_).
-  Session* WorkerSession(int worker) const {
-    return worker == 0 ? session_.get() : worker_sessions_[worker - 1].get();
+  // Under an asynchronous strategy, the session `worker` runs its steps in now.
+  std::shared_ptr<Session> WorkerSession(int worker) const {
+    return worker_sessions_->session(worker);
   }
-  // Creates the other workers' sessions and the coordinator when the strategy runs its steps on
-  // several workers' sessions (StrategyExtended::WorkerSessionOptions).
+  // When the strategy runs its steps on several workers' sessions
+  // (StrategyExtended::WorkerSessionOptions): creates them with `graph`, the coordinator, and
+  // session_, which runs the model's own calls in any worker's session that is there.
   Status StartWorkerSessions(const SessionOptions& configured, const proto::GraphDef& graph);
   StatusOr<Logs> ReadMetrics(const std::string& prefix);
   // Starts a pass over `dataset` for `what` ("Fit", ...): its iterator, positioned after the first
@@ -207,9 +217,9 @@ class Model {
   const distribute::Strategy* strategy_ = nullptr;
   std::unique_ptr<ModelGraph> graph_;
   std::unique_ptr<Session> session_;
-  // Under an asynchronous strategy: workers 1.. (worker 0's is session_), and the coordinator
-  // that runs Fit's steps on them (destroyed first: its threads use the sessions).
-  std::vector<std::unique_ptr<Session>> worker_sessions_;
+  // Under an asynchronous strategy: every worker's session (session_ runs in them), and the
+  // coordinator that runs Fit's steps on them (destroyed first: its threads use the sessions).
+  std::unique_ptr<WorkerSessions> worker_sessions_;
   std::unique_ptr<distribute::ClusterCoordinator> coordinator_;
   double learning_rate_ = 0;
   bool stop_training_ = false;

@@ -431,6 +431,8 @@ StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& 
   if (options.strategy == "parameter_server") {
     summary.workers = options.worker_cluster->cluster.NumTasks("worker");
     summary.ps_tasks = options.worker_cluster->cluster.NumTasks("ps");
+    summary.rescheduled_steps = model.rescheduled_steps();
+    summary.worker_recoveries = model.worker_recoveries();
   }
   summary.worker_index = task_index;
   WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> trained, ReadTrainedVariables(model));

@@ -111,6 +111,10 @@ struct TrainSummary {
   int workers = 1;
   int worker_index = 0;  // this worker's, of `workers`
   int ps_tasks = 0;      // parameter_server: the ps tasks holding the variables
+  // parameter_server: steps rerun on another worker because theirs was lost, and lost workers
+  // that came back and took steps again.
+  int64_t rescheduled_steps = 0;
+  int64_t worker_recoveries = 0;
   double wall_seconds = 0;
   // A hash of every local replica's trained variables: the same on every worker of a
   // multi-worker job exactly when all replicas ended bitwise identical.

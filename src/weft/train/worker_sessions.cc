@@ -1,0 +1,214 @@
+// WorkerSessions (see the header).
+#include "weft/train/worker_sessions.h"
+
+#include <atomic>
+#include <functional>
+#include <utility>
+
+#include "weft/core/logging.h"
+#include "weft/core/str_util.h"
+
+namespace weft::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How often a lost worker's server is asked again: often enough that it rejoins within a second of
+// answering, rarely enough that a long outage costs nothing.
+constexpr std::chrono::milliseconds kRetryInterval{250};
+// How long one probe waits for the worker: a session made while it is absent would wait the whole
+// worker timeout (30 s by default), holding up a model that is done with training.
+constexpr int64_t kProbeTimeoutMs = 1000;
+
+// The worker is not (yet) there: its server is down, restarting, or forgot the session.
+bool WorkerAbsent(const Status& status) {
+  return IsUnavailable(status) || IsAborted(status) || IsDeadlineExceeded(status) ||
+         IsNotFound(status);
+}
+
+}  // namespace
+
+// Runs each call in the first worker session that answers, starting from the last that did.
+class AnyWorkerSession final : public Session {
+ public:
+  explicit AnyWorkerSession(WorkerSessions* workers) : workers_(workers) {}
+
+  // The workers' sessions got the first graph when they were made.
+  Status Create(const proto::GraphDef& /*graph*/) override {
+    return AlreadyExists("the workers' sessions already have their graph");
+  }
+  Status Extend(const proto::GraphDef& graph) override { return workers_->Extend(graph); }
+  Status Run(const NamedTensorList& inputs, const std::vector<std::string>& output_names,
+             const std::vector<std::string>& target_names, std::vector<Tensor>* outputs) override {
+    return InAnyWorker(
+        [&](Session& session) { return session.Run(inputs, output_names, target_names, outputs); });
+  }
+  Status Run(const proto::RunOptions& run_options, const NamedTensorList& inputs,
+             const std::vector<std::string>& output_names,
+             const std::vector<std::string>& target_names, std::vector<Tensor>* outputs,
+             proto::RunMetadata* run_metadata) override {
+    return InAnyWorker([&](Session& session) {
+      return session.Run(run_options, inputs, output_names, target_names, outputs, run_metadata);
+    });
+  }
+  Status ListDevices(std::vector<proto::DeviceAttributes>* devices) override {
+    return InAnyWorker([&](Session& session) { return session.ListDevices(devices); });
+  }
+  // The workers' sessions close with the WorkerSessions.
+  Status Close() override { return Status::OK(); }
+
+ private:
+  Status InAnyWorker(const std::function<Status(Session&)>& call) {
+    Status status;
+    for (int tried = 0; tried < workers_->size(); ++tried) {
+      const int worker = (preferred_.load() + tried) % workers_->size();
+      status = call(*workers_->session(worker));
+      if (!WorkerAbsent(status)) {
+        preferred_.store(worker);
+        return status;
+      }
+    }
+    return status;
+  }
+
+  WorkerSessions* const workers_;
+  std::atomic<int> preferred_{0};
+};
+
+std::unique_ptr<Session> WorkerSessions::NewAnyWorkerSession() {
+  return std::make_unique<AnyWorkerSession>(this);
+}
+
+StatusOr<std::unique_ptr<WorkerSessions>> WorkerSessions::Create(
+    std::vector<SessionOptions> options, std::vector<std::string> names,
+    const proto::GraphDef& graph) {
+  if (names.size() != options.size()) {
+    return Internal(names.size(), " worker names for ", options.size(), " worker sessions");
+  }
+  std::unique_ptr<WorkerSessions> sessions(
+      new WorkerSessions(std::move(options), std::move(names)));
+  {
+    MutexLock lock(sessions->mu_);
+    sessions->deltas_.push_back(graph);
+  }
+  std::vector<std::shared_ptr<Session>> made;
+  for (int w = 0; w < sessions->size(); ++w) {
+    StatusOr<std::shared_ptr<Session>> session = sessions->NewWorkerSession(w);
+    if (!session.ok()) return session.status();
+    made.push_back(std::move(session).value());
+  }
+  MutexLock lock(sessions->mu_);
+  sessions->sessions_ = std::move(made);
+  return sessions;
+}
+
+void WorkerSessions::StopRecoveries() {
+  MutexLock lock(mu_);
+  stopping_ = true;
+  stop_.NotifyAll();
+}
+
+WorkerSessions::~WorkerSessions() {
+  std::vector<std::shared_ptr<Session>> sessions;
+  {
+    MutexLock lock(mu_);
+    sessions.swap(sessions_);
+  }
+  for (const std::shared_ptr<Session>& session : sessions) session->Close().IgnoreError();
+}
+
+std::shared_ptr<Session> WorkerSessions::session(int worker) const {
+  MutexLock lock(mu_);
+  return sessions_[static_cast<size_t>(worker)];
+}
+
+StatusOr<std::shared_ptr<Session>> WorkerSessions::NewWorkerSession(int worker) {
+  const std::string context = StrCat("the session of worker ", name(worker));
+  StatusOr<std::unique_ptr<Session>> made = NewSession(options_[static_cast<size_t>(worker)]);
+  if (!made.ok()) return made.status().WithContext(context);
+  std::shared_ptr<Session> session = std::move(made).value();
+  // Created outside the lock (it waits on the cluster); deltas sent meanwhile are sent after.
+  size_t sent = 0;
+  while (true) {
+    std::vector<proto::GraphDef> missing;
+    {
+      MutexLock lock(mu_);
+      if (sent == deltas_.size()) return session;
+      missing.assign(deltas_.begin() + static_cast<std::ptrdiff_t>(sent), deltas_.end());
+    }
+    for (const proto::GraphDef& delta : missing) {
+      Status status = sent == 0 ? session->Create(delta) : session->Extend(delta);
+      if (!status.ok()) return status.WithContext(context);
+      ++sent;
+    }
+  }
+}
+
+Status WorkerSessions::Probe(int worker) const {
+  SessionOptions probe = options_[static_cast<size_t>(worker)];
+  probe.config.set_worker_timeout_in_ms(kProbeTimeoutMs);
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, NewSession(probe));
+  Status created = session->Create(proto::GraphDef());
+  session->Close().IgnoreError();
+  return created;
+}
+
+Status WorkerSessions::Extend(const proto::GraphDef& delta) {
+  std::vector<std::shared_ptr<Session>> sessions;
+  {
+    MutexLock lock(mu_);
+    deltas_.push_back(delta);
+    sessions = sessions_;
+  }
+  for (int w = 0; w < static_cast<int>(sessions.size()); ++w) {
+    Status status = sessions[static_cast<size_t>(w)]->Extend(delta);
+    if (!status.ok()) return status.WithContext(StrCat("the session of worker ", name(w)));
+  }
+  return Status::OK();
+}
+
+Status WorkerSessions::Recover(int worker, std::chrono::milliseconds timeout) {
+  const Clock::time_point deadline = Clock::now() + timeout;
+  WEFT_LOG(WARNING) << "worker " << name(worker)
+                    << " was lost; its session is re-created once it answers (waiting up to "
+                    << timeout.count() << " ms)";
+  while (true) {
+    {
+      MutexLock lock(mu_);
+      if (stopping_) return Cancelled("the model stopped waiting for worker ", name(worker));
+    }
+    Status answered = Probe(worker);
+    StatusOr<std::shared_ptr<Session>> session =
+        answered.ok() ? NewWorkerSession(worker) : StatusOr<std::shared_ptr<Session>>(answered);
+    if (session.ok()) {
+      std::shared_ptr<Session> old;
+      {
+        MutexLock lock(mu_);
+        old = std::move(sessions_[static_cast<size_t>(worker)]);
+        sessions_[static_cast<size_t>(worker)] = std::move(session).value();
+        ++recoveries_;
+      }
+      // The old session's worker sessions died with the server; closing it frees the master's.
+      old->Close().IgnoreError();
+      WEFT_LOG(WARNING) << "worker " << name(worker) << " is back: it takes steps again";
+      return Status::OK();
+    }
+    if (!WorkerAbsent(session.status())) return session.status();
+    const Clock::time_point now = Clock::now();
+    if (now >= deadline) {
+      return Unavailable("worker ", name(worker), " did not come back within ", timeout.count(),
+                         " ms: ", session.status().message());
+    }
+    MutexLock lock(mu_);
+    const Clock::time_point retry = std::min<Clock::time_point>(now + kRetryInterval, deadline);
+    while (!stopping_ && Clock::now() < retry) stop_.WaitUntil(lock, retry);
+    if (stopping_) return Cancelled("the model stopped waiting for worker ", name(worker));
+  }
+}
+
+int64_t WorkerSessions::recoveries() const {
+  MutexLock lock(mu_);
+  return recoveries_;
+}
+
+}  // namespace weft::train
