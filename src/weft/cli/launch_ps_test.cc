@@ -3,7 +3,7 @@
 // chief sees, that the launch exits with the chief's code and leaves no server behind, that
 // --restart-failed brings a killed server back on its address (and gives up after
 // --max-restarts), that without it a killed server is only named, that parameter-server training
-// survives a killed worker, and the flag errors. Every
+// survives a killed worker and names a ps task that does not answer, and the flag errors. Every
 // launch is a ChildProcess, stopped with SIGTERM (which it forwards) if a test ends early, and its
 // processes killed if even that fails.
 #include <cerrno>
@@ -17,8 +17,12 @@
 #include <utility>
 #include <vector>
 
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "weft/core/str_util.h"
 #include "weft/distributed/cluster/cluster_spec.h"
@@ -277,6 +281,60 @@ TEST(LaunchPsTest, ParameterServerTrainingWithoutAClusterNamesWhatItNeeds) {
   ASSERT_TRUE(workers_only.ok());
   EXPECT_NE(workers_only.Exit(), 0) << workers_only.output();
   EXPECT_THAT(workers_only.output(), HasSubstr("'ps' job")) << workers_only.output();
+}
+
+// A loopback port nobody answers on while the object lives: bound, never listened on.
+class DeadPort {
+ public:
+  DeadPort() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof(address);
+    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&address), length) != 0 ||
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+      ADD_FAILURE() << "could not bind a loopback port";
+      return;
+    }
+    port_ = ntohs(address.sin_port);
+  }
+  ~DeadPort() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  std::string address() const { return StrCat("127.0.0.1:", port_); }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+// A cluster whose ps task does not answer: the chief's error names the ps task and its address,
+// within the worker timeout, and nothing is left running.
+TEST(LaunchPsTest, ParameterServerTrainingNamesAPsTaskThatDoesNotAnswer) {
+  DeadPort ps;
+  auto worker = ChildProcess::Start(
+      {WEFT_BINARY, "server", "--cluster", "worker=127.0.0.1:0", "--task", "0"});
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  ASSERT_TRUE((*worker)->WaitForOutput("weft server listening on ", kWaitMs).ok());
+  const std::string output = (*worker)->output();
+  const size_t at = output.find("listening on ") + std::string("listening on ").size();
+  const std::string worker_address = output.substr(at, output.find('\n', at) - at);
+  const std::string config =
+      StrCat(R"({"cluster": {"chief": ["127.0.0.1:0"], "worker": [")", worker_address,
+             R"("], "ps": [")", ps.address(), R"("]}, "task": {"type": "chief", "index": 0}})");
+  auto chief = ChildProcess::Start({WEFT_BINARY, "train", "--strategy", "parameter_server",
+                                    "--max-steps", "1", "--worker-timeout-ms", "2000"},
+                                   {{"WEFT_CONFIG", config}});
+  ASSERT_TRUE(chief.ok()) << chief.status();
+  StatusOr<int> code = (*chief)->WaitForExit(kWaitMs);
+  ASSERT_TRUE(code.ok()) << code.status();
+  EXPECT_EQ(*code, 1) << (*chief)->output();
+  EXPECT_THAT((*chief)->output(), HasSubstr(StrCat("/job:ps/replica:0/task:0 at ", ps.address())))
+      << (*chief)->output();
+  EXPECT_THAT((*chief)->output(), HasSubstr("2000 ms")) << (*chief)->output();
+  (*worker)->Signal(SIGTERM);
+  EXPECT_TRUE((*worker)->WaitForExit(kWaitMs).ok());
 }
 
 TEST(LaunchPsTest, BadFlagsExit2NamingTheFlag) {
