@@ -3,7 +3,8 @@
 // chief sees, that the launch exits with the chief's code and leaves no server behind, that
 // --restart-failed brings a killed server back on its address (and gives up after
 // --max-restarts), that without it a killed server is only named, that parameter-server training
-// survives a killed worker and names a ps task that does not answer, and the flag errors. Every
+// survives a killed worker and a killed ps and names a ps task that does not answer, and the flag
+// errors. Every
 // launch is a ChildProcess, stopped with SIGTERM (which it forwards) if a test ends early, and its
 // processes killed if even that fails.
 #include <cerrno>
@@ -281,6 +282,37 @@ TEST(LaunchPsTest, ParameterServerTrainingWithoutAClusterNamesWhatItNeeds) {
   ASSERT_TRUE(workers_only.ok());
   EXPECT_NE(workers_only.Exit(), 0) << workers_only.output();
   EXPECT_THAT(workers_only.output(), HasSubstr("'ps' job")) << workers_only.output();
+}
+
+// A ps task killed while training (SIGKILL) and restarted empty by --restart-failed: the workers'
+// steps on it are rescheduled, the first worker to reach it again restores its variables from
+// the coordinator's snapshot, and training goes on to the end without a restart of the chief.
+TEST(LaunchPsTest, ParameterServerTrainingSurvivesAKilledPs) {
+  Launch launch(LaunchArgs(
+      {"--workers", "2", "--ps", "2", "--restart-failed"},
+      StrCat("exec ", WEFT_BINARY, " train --strategy parameter_server --epochs 2 --json")));
+  ASSERT_TRUE(launch.ok());
+  ASSERT_TRUE(launch.WaitFor("weft train: the first step finished").ok()) << launch.output();
+  const Start ps = FindStart(launch.output(), "started", "ps:0");
+  ASSERT_EQ(::kill(ps.pid, SIGKILL), 0);
+  ASSERT_TRUE(launch.WaitFor("weft launch: restarted ps:0").ok()) << launch.output();
+  ASSERT_TRUE(
+      launch.WaitFor("/job:ps/replica:0/task:0 restarted and lost its variables: restored").ok())
+      << launch.output();
+  ASSERT_EQ(launch.Exit(/*wait_ms=*/300'000), 0) << launch.output();
+  const std::string output = launch.output();
+  EXPECT_THAT(output, HasSubstr("\"ps_recoveries\":1")) << output;
+  EXPECT_THAT(output, HasSubstr("\"steps\":936"));
+  std::smatch lost;
+  ASSERT_TRUE(std::regex_search(output, lost, std::regex(R"("steps_lost":(\d+))")));
+  // At most the steps between two snapshots (every 100 steps), plus those in flight.
+  EXPECT_LE(std::stoi(lost[1]), 110) << output;
+  std::smatch accuracy;
+  ASSERT_TRUE(std::regex_search(output, accuracy, std::regex(R"("test_accuracy":([0-9.]+))")));
+  EXPECT_GT(std::stod(accuracy[1]), 0.75) << output;
+  for (const Start& start : Starts(output)) {
+    EXPECT_TRUE(Gone(start.pid)) << start.task << " " << start.pid;
+  }
 }
 
 // A loopback port nobody answers on while the object lives: bound, never listened on.

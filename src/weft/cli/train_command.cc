@@ -324,6 +324,8 @@ nlohmann::json SummaryJson(const TrainFlags& flags, const train::TrainSummary& s
     json["ps_tasks"] = summary.ps_tasks;
     json["rescheduled_steps"] = summary.rescheduled_steps;
     json["worker_recoveries"] = summary.worker_recoveries;
+    json["ps_recoveries"] = summary.ps_recoveries;
+    json["steps_lost"] = summary.steps_lost;
   }
   if (!summary.trace_file.empty()) {
     json["trace_file"] = summary.trace_file;

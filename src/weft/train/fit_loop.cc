@@ -33,6 +33,7 @@ StatusOr<History> FitLoop::Run() {
        epoch < options_.epochs && !model_.stop_training_ && !Capped(); ++epoch) {
     WEFT_RETURN_IF_ERROR(StartEpoch(epoch));
     const bool coordinated = model_.coordinator_ != nullptr;
+    if (coordinated) WEFT_RETURN_IF_ERROR(model_.PrepareSnapshots());
     while (!end_ && !Capped() && !model_.stop_training_) {
       WEFT_RETURN_IF_ERROR(coordinated ? ScheduleStep(epoch) : RunStep(epoch));
     }
@@ -160,6 +161,7 @@ Status FitLoop::FinishOldestStep(int epoch) {
   TrainPosition& position = model_.position_;
   ++position.global_step;
   ++finished_in_epoch_;
+  WEFT_RETURN_IF_ERROR(model_.MaybeSnapshot(position.global_step));
   const bool epoch_done = end_ && in_flight_.empty();
   position.epoch = epoch_done ? epoch + 1 : epoch;
   position.batch_index = epoch_done ? 0 : finished_in_epoch_;

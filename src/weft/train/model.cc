@@ -202,8 +202,12 @@ Status Model::StartWorkerSessions(const SessionOptions& configured, const proto:
   }
   // Each worker steps in a session of its own, so that a lost worker's session is re-created
   // without touching the others'; the model's own calls run in any worker that is there.
-  WEFT_ASSIGN_OR_RETURN(worker_sessions_, WorkerSessions::Create(std::move(workers),
-                                                                 coordinator.worker_names, graph));
+  WEFT_ASSIGN_OR_RETURN(
+      worker_sessions_,
+      WorkerSessions::Create(std::move(workers), coordinator.worker_names, graph,
+                             [this](Session& session, const std::vector<std::string>& tasks) {
+                               return RestoreTasks(session, tasks);
+                             }));
   session_ = worker_sessions_->NewAnyWorkerSession();
   const std::chrono::milliseconds recovery_timeout(options_.worker_recovery_timeout_ms);
   coordinator.recover_worker = [sessions = worker_sessions_.get(), recovery_timeout](int worker) {
@@ -220,6 +224,50 @@ Status Model::StartWorkerSessions(const SessionOptions& configured, const proto:
   };
   coordinator_ = std::make_unique<distribute::ClusterCoordinator>(worker_sessions_->size(),
                                                                   std::move(coordinator));
+  return Status::OK();
+}
+
+Status Model::PrepareSnapshots() {
+  if (coordinator_ == nullptr || options_.snapshot_every_steps <= 0 || snapshot_ != nullptr) {
+    return Status::OK();
+  }
+  std::unique_ptr<VariableSnapshot> snapshot;
+  WEFT_RETURN_IF_ERROR(AddToGraph([&](const Scope& root) -> Status {
+    WEFT_ASSIGN_OR_RETURN(
+        snapshot, VariableSnapshot::Create(root.NewSubScope("snapshot"), graph_->variables));
+    return Status::OK();
+  }));
+  WEFT_RETURN_IF_ERROR(snapshot->Take(*session_, position_.global_step));
+  // Set before Fit schedules a step, so every worker's thread sees it.
+  snapshot_ = std::move(snapshot);
+  return Status::OK();
+}
+
+Status Model::MaybeSnapshot(int64_t global_step) {
+  steps_finished_.store(global_step);
+  if (snapshot_ == nullptr || global_step % options_.snapshot_every_steps != 0) {
+    return Status::OK();
+  }
+  Status taken = snapshot_->Take(*session_, global_step);
+  // A ps task that is down or not yet restored cannot be read: keep the last snapshot.
+  if (!taken.ok())
+    WEFT_LOG(WARNING) << "kept the snapshot of step " << snapshot_->step() << ": " << taken;
+  return Status::OK();
+}
+
+Status Model::RestoreTasks(Session& session, const std::vector<std::string>& tasks) {
+  const std::string names = StrJoin(tasks, ", ");
+  if (snapshot_ == nullptr) {
+    return FailedPrecondition(names, " restarted and lost its variables, and no snapshot of them ",
+                              "was kept (CompileOptions::snapshot_every_steps is 0)");
+  }
+  WEFT_ASSIGN_OR_RETURN(int restored, snapshot_->Restore(session, tasks));
+  const int64_t lost = std::max<int64_t>(0, steps_finished_.load() - snapshot_->step());
+  ps_recoveries_ += static_cast<int64_t>(tasks.size());
+  steps_lost_ += lost;
+  WEFT_LOG(WARNING) << names << " restarted and lost its variables: restored " << restored
+                    << " of them from the snapshot of step " << snapshot_->step() << " (" << lost
+                    << " steps lost)";
   return Status::OK();
 }
 

@@ -20,6 +20,7 @@
 // with its session for the model's life. Not thread-safe; one call at a time.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -38,6 +39,7 @@
 #include "weft/train/metrics.h"
 #include "weft/train/optimizer.h"
 #include "weft/train/train_checkpoints.h"
+#include "weft/train/variable_snapshot.h"
 #include "weft/train/worker_sessions.h"
 
 namespace weft::train {
@@ -76,6 +78,10 @@ struct CompileOptions {
   // to answer again (its session is then re-created and it takes steps again) before the worker
   // is retired and the others carry on.
   int64_t worker_recovery_timeout_ms = 60'000;
+  // Under an asynchronous strategy: every this many steps Fit keeps a snapshot of the variables in
+  // this process (VariableSnapshot), from which a ps task that restarted is restored (0: none; a
+  // restarted ps task then ends Fit with an error naming it).
+  int64_t snapshot_every_steps = 100;
 };
 
 struct FitOptions {
@@ -161,6 +167,10 @@ class Model {
   // and lost workers whose sessions were re-created, so far (0 otherwise).
   int64_t rescheduled_steps() const;
   int64_t worker_recoveries() const;
+  // Under an asynchronous strategy: ps tasks restored from the snapshot after they restarted, and
+  // the steps whose updates were lost with them (done after the snapshot, before the restart).
+  int64_t ps_recoveries() const { return ps_recoveries_.load(); }
+  int64_t steps_lost() const { return steps_lost_.load(); }
 
  protected:
   explicit Model(std::string name);
@@ -195,6 +205,12 @@ class Model {
   // session_, which runs the model's own calls in any worker's session that is there.
   Status StartWorkerSessions(const SessionOptions& configured, const proto::GraphDef& graph);
   StatusOr<Logs> ReadMetrics(const std::string& prefix);
+  // Under an asynchronous strategy: builds the variables' snapshot and takes it (Fit, before its
+  // first step), and takes it again when `global_step` is due.
+  Status PrepareSnapshots();
+  Status MaybeSnapshot(int64_t global_step);
+  // WorkerSessions' RestoreTasksFn: the variables of `tasks` from the snapshot, through `session`.
+  Status RestoreTasks(Session& session, const std::vector<std::string>& tasks);
   // Starts a pass over `dataset` for `what` ("Fit", ...): its iterator, positioned after the first
   // batch (in *first), checked to have `components` batched components, and the model built for it.
   StatusOr<std::unique_ptr<data::Iterator>> StartPass(const data::Dataset& dataset,
@@ -221,6 +237,13 @@ class Model {
   // coordinator that runs Fit's steps on them (destroyed first: its threads use the sessions).
   std::unique_ptr<WorkerSessions> worker_sessions_;
   std::unique_ptr<distribute::ClusterCoordinator> coordinator_;
+  // Under an asynchronous strategy: the variables' snapshot (made by Fit before its first step,
+  // then read by the workers' threads when they restore a ps task), the steps Fit has finished,
+  // and what the restores counted.
+  std::unique_ptr<VariableSnapshot> snapshot_;
+  std::atomic<int64_t> steps_finished_{0};
+  std::atomic<int64_t> ps_recoveries_{0};
+  std::atomic<int64_t> steps_lost_{0};
   double learning_rate_ = 0;
   bool stop_training_ = false;
   TrainPosition position_;

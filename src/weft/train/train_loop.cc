@@ -433,6 +433,8 @@ StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& 
     summary.ps_tasks = options.worker_cluster->cluster.NumTasks("ps");
     summary.rescheduled_steps = model.rescheduled_steps();
     summary.worker_recoveries = model.worker_recoveries();
+    summary.ps_recoveries = model.ps_recoveries();
+    summary.steps_lost = model.steps_lost();
   }
   summary.worker_index = task_index;
   WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> trained, ReadTrainedVariables(model));

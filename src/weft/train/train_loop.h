@@ -115,6 +115,10 @@ struct TrainSummary {
   // that came back and took steps again.
   int64_t rescheduled_steps = 0;
   int64_t worker_recoveries = 0;
+  // parameter_server: ps tasks restored from the snapshot after a restart, and the steps whose
+  // updates they lost.
+  int64_t ps_recoveries = 0;
+  int64_t steps_lost = 0;
   double wall_seconds = 0;
   // A hash of every local replica's trained variables: the same on every worker of a
   // multi-worker job exactly when all replicas ended bitwise identical.

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <functional>
+#include <set>
 #include <utility>
 
 #include "weft/core/logging.h"
@@ -81,12 +82,12 @@ std::unique_ptr<Session> WorkerSessions::NewAnyWorkerSession() {
 
 StatusOr<std::unique_ptr<WorkerSessions>> WorkerSessions::Create(
     std::vector<SessionOptions> options, std::vector<std::string> names,
-    const proto::GraphDef& graph) {
+    const proto::GraphDef& graph, RestoreTasksFn restore_tasks) {
   if (names.size() != options.size()) {
     return Internal(names.size(), " worker names for ", options.size(), " worker sessions");
   }
   std::unique_ptr<WorkerSessions> sessions(
-      new WorkerSessions(std::move(options), std::move(names)));
+      new WorkerSessions(std::move(options), std::move(names), std::move(restore_tasks)));
   {
     MutexLock lock(sessions->mu_);
     sessions->deltas_.push_back(graph);
@@ -95,6 +96,11 @@ StatusOr<std::unique_ptr<WorkerSessions>> WorkerSessions::Create(
   for (int w = 0; w < sessions->size(); ++w) {
     StatusOr<std::shared_ptr<Session>> session = sessions->NewWorkerSession(w);
     if (!session.ok()) return session.status();
+    std::vector<proto::DeviceAttributes> devices;
+    Status listed = (*session)->ListDevices(&devices);
+    if (!listed.ok())
+      return listed.WithContext(StrCat("the devices of worker ", sessions->name(w)));
+    sessions->Remember(devices);
     made.push_back(std::move(session).value());
   }
   MutexLock lock(sessions->mu_);
@@ -144,13 +150,54 @@ StatusOr<std::shared_ptr<Session>> WorkerSessions::NewWorkerSession(int worker) 
   }
 }
 
-Status WorkerSessions::Probe(int worker) const {
+StatusOr<std::vector<proto::DeviceAttributes>> WorkerSessions::Probe(int worker) const {
   SessionOptions probe = options_[static_cast<size_t>(worker)];
   probe.config.set_worker_timeout_in_ms(kProbeTimeoutMs);
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, NewSession(probe));
-  Status created = session->Create(proto::GraphDef());
+  std::vector<proto::DeviceAttributes> devices;
+  Status answered = session->Create(proto::GraphDef());
+  if (answered.ok()) answered = session->ListDevices(&devices);
   session->Close().IgnoreError();
-  return created;
+  WEFT_RETURN_IF_ERROR(answered);
+  return devices;
+}
+
+void WorkerSessions::Remember(const std::vector<proto::DeviceAttributes>& devices) {
+  MutexLock lock(mu_);
+  for (const proto::DeviceAttributes& device : devices) {
+    incarnations_[device.name()] = device.incarnation();
+  }
+}
+
+std::vector<std::string> WorkerSessions::RestartedTasks(
+    int worker, const std::vector<proto::DeviceAttributes>& devices) const {
+  const std::string own = name(worker) + "/";
+  std::set<std::string> tasks;
+  MutexLock lock(mu_);
+  for (const proto::DeviceAttributes& device : devices) {
+    if (device.name().starts_with(own)) continue;  // the worker's own restart loses nothing
+    auto known = incarnations_.find(device.name());
+    if (known != incarnations_.end() && known->second != device.incarnation()) {
+      tasks.insert(device.name().substr(0, device.name().find("/device:")));
+    }
+  }
+  return {tasks.begin(), tasks.end()};
+}
+
+Status WorkerSessions::RestoreRestarted(int worker, Session& session,
+                                        const std::vector<proto::DeviceAttributes>& devices) {
+  MutexLock restoring(restore_mu_);
+  // Another worker's recovery may have restored them while this one waited.
+  const std::vector<std::string> tasks = RestartedTasks(worker, devices);
+  if (!tasks.empty()) {
+    if (!restore_tasks_) {
+      return FailedPrecondition(StrJoin(tasks, ", "),
+                                " restarted and lost its state, and nothing restores it");
+    }
+    WEFT_RETURN_IF_ERROR(restore_tasks_(session, tasks));
+  }
+  Remember(devices);
+  return Status::OK();
 }
 
 Status WorkerSessions::Extend(const proto::GraphDef& delta) {
@@ -172,15 +219,19 @@ Status WorkerSessions::Recover(int worker, std::chrono::milliseconds timeout) {
   WEFT_LOG(WARNING) << "worker " << name(worker)
                     << " was lost; its session is re-created once it answers (waiting up to "
                     << timeout.count() << " ms)";
+  bool reported = false;
   while (true) {
     {
       MutexLock lock(mu_);
       if (stopping_) return Cancelled("the model stopped waiting for worker ", name(worker));
     }
-    Status answered = Probe(worker);
+    StatusOr<std::vector<proto::DeviceAttributes>> devices = Probe(worker);
     StatusOr<std::shared_ptr<Session>> session =
-        answered.ok() ? NewWorkerSession(worker) : StatusOr<std::shared_ptr<Session>>(answered);
+        devices.ok() ? NewWorkerSession(worker)
+                     : StatusOr<std::shared_ptr<Session>>(devices.status());
     if (session.ok()) {
+      // Before the session takes a step: the tasks it uses that restarted get their state back.
+      WEFT_RETURN_IF_ERROR(RestoreRestarted(worker, **session, *devices));
       std::shared_ptr<Session> old;
       {
         MutexLock lock(mu_);
@@ -194,6 +245,12 @@ Status WorkerSessions::Recover(int worker, std::chrono::milliseconds timeout) {
       return Status::OK();
     }
     if (!WorkerAbsent(session.status())) return session.status();
+    if (!reported) {
+      // Names what is missing (the worker, or a ps task its session needs) within a second.
+      WEFT_LOG(WARNING) << "worker " << name(worker)
+                        << " cannot run steps yet: " << session.status();
+      reported = true;
+    }
     const Clock::time_point now = Clock::now();
     if (now >= deadline) {
       return Unavailable("worker ", name(worker), " did not come back within ", timeout.count(),

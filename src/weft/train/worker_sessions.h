@@ -1,18 +1,24 @@
 // WorkerSessions: under an asynchronous strategy (ParameterServerStrategy), the session in which
 // each worker runs its steps, all holding the model's graph. When a worker is lost (its server
 // died, or restarted and forgot its sessions) Recover re-creates that worker's session once the
-// server answers again, so the worker rejoins without the others stopping. Thread-safe: each
+// server answers again, so the worker rejoins without the others stopping. Recover also notices
+// the other tasks a worker's session uses (the ps tasks) that restarted since (their devices'
+// incarnations changed: they lost their state) and has them restored, once, before any step
+// runs in a re-created session. Thread-safe: each
 // worker's thread runs steps in its own session while the model's thread extends the graph.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "weft/core/mutex.h"
 #include "weft/core/statusor.h"
+#include "weft/device_attributes.pb.h"
 #include "weft/graph.pb.h"
 #include "weft/runtime/session.h"
 
@@ -20,13 +26,20 @@ namespace weft::train {
 
 class AnyWorkerSession;
 
+// Restores the state of `tasks` (they restarted) by running steps in `session`.
+using RestoreTasksFn =
+    std::function<Status(Session& session, const std::vector<std::string>& tasks)>;
+
 class WorkerSessions {
  public:
   // One session per entry of `options` (StrategyExtended::WorkerSessionOptions), each created with
-  // `graph`; `names` name the workers in messages. An error names the worker.
+  // `graph`; `names` name the workers' tasks ("/job:worker/replica:0/task:1"). `restore_tasks`
+  // (may be null: a restarted task is then an error naming it) restores tasks that restarted. An
+  // error names the worker.
   static StatusOr<std::unique_ptr<WorkerSessions>> Create(std::vector<SessionOptions> options,
                                                           std::vector<std::string> names,
-                                                          const proto::GraphDef& graph);
+                                                          const proto::GraphDef& graph,
+                                                          RestoreTasksFn restore_tasks = nullptr);
   ~WorkerSessions();
   WorkerSessions(const WorkerSessions&) = delete;
   WorkerSessions& operator=(const WorkerSessions&) = delete;
@@ -54,16 +67,35 @@ class WorkerSessions {
  private:
   friend class AnyWorkerSession;
 
-  WorkerSessions(std::vector<SessionOptions> options, std::vector<std::string> names)
-      : options_(std::move(options)), names_(std::move(names)) {}
-  // OK when `worker` and the tasks its session uses answer within a second.
-  Status Probe(int worker) const;
+  WorkerSessions(std::vector<SessionOptions> options, std::vector<std::string> names,
+                 RestoreTasksFn restore_tasks)
+      : options_(std::move(options)),
+        names_(std::move(names)),
+        restore_tasks_(std::move(restore_tasks)) {}
+  // The devices of `worker`'s session when it and every task the session uses answer within a
+  // second.
+  StatusOr<std::vector<proto::DeviceAttributes>> Probe(int worker) const;
+  // Records the incarnations of `devices`, the state the sessions know.
+  void Remember(const std::vector<proto::DeviceAttributes>& devices) WEFT_EXCLUDES(mu_);
+  // The tasks other than `worker`'s among `devices` whose incarnation changed since remembered.
+  std::vector<std::string> RestartedTasks(int worker,
+                                          const std::vector<proto::DeviceAttributes>& devices) const
+      WEFT_EXCLUDES(mu_);
+  // Restores the tasks among `devices` (seen by `worker`'s new `session`) that restarted, once.
+  Status RestoreRestarted(int worker, Session& session,
+                          const std::vector<proto::DeviceAttributes>& devices)
+      WEFT_EXCLUDES(restore_mu_, mu_);
   // A new session of `worker` holding every graph delta sent so far.
   StatusOr<std::shared_ptr<Session>> NewWorkerSession(int worker) WEFT_EXCLUDES(mu_);
 
   const std::vector<SessionOptions> options_;
   const std::vector<std::string> names_;
+  const RestoreTasksFn restore_tasks_;
+  // Held while tasks are restored, so that one recovering worker restores them and the others
+  // wait for it (acquired before mu_).
+  Mutex restore_mu_;
   mutable Mutex mu_;
+  std::map<std::string, uint64_t> incarnations_ WEFT_GUARDED_BY(mu_);  // by device name
   std::vector<std::shared_ptr<Session>> sessions_ WEFT_GUARDED_BY(mu_);
   std::vector<proto::GraphDef> deltas_ WEFT_GUARDED_BY(mu_);  // the graph, as it was sent
   int64_t recoveries_ WEFT_GUARDED_BY(mu_) = 0;
