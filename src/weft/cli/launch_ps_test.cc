@@ -3,8 +3,8 @@
 // chief sees, that the launch exits with the chief's code and leaves no server behind, that
 // --restart-failed brings a killed server back on its address (and gives up after
 // --max-restarts), that without it a killed server is only named, that parameter-server training
-// survives a killed worker and a killed ps and names a ps task that does not answer, and the flag
-// errors. Every
+// survives a killed worker and a killed ps, resumes from its checkpoint after a killed chief and
+// names a ps task that does not answer, and the flag errors. Every
 // launch is a ChildProcess, stopped with SIGTERM (which it forwards) if a test ends early, and its
 // processes killed if even that fails.
 #include <cerrno>
@@ -313,6 +313,37 @@ TEST(LaunchPsTest, ParameterServerTrainingSurvivesAKilledPs) {
   for (const Start& start : Starts(output)) {
     EXPECT_TRUE(Gone(start.pid)) << start.task << " " << start.pid;
   }
+}
+
+// The chief killed (SIGKILL) after a checkpoint: the launch stops every server, and running the
+// same command again resumes from the checkpoint and trains to the end.
+TEST(LaunchPsTest, ParameterServerChiefKilledAndRunAgainResumesFromItsCheckpoint) {
+  io::testing::TempDir dir;
+  const std::vector<std::string> argv = LaunchArgs(
+      {"--workers", "2", "--ps", "2"},
+      StrCat("exec ", WEFT_BINARY, " train --strategy parameter_server --epochs 2 --json ",
+             "--checkpoint-dir ", dir.File("checkpoints"), " --save-every-steps 50"));
+  {
+    Launch first(argv);
+    ASSERT_TRUE(first.ok());
+    ASSERT_TRUE(first.WaitFor("weft train: saved checkpoint ").ok()) << first.output();
+    const Start chief = FindStart(first.output(), "started", "chief:0");
+    ASSERT_EQ(::kill(chief.pid, SIGKILL), 0);
+    EXPECT_NE(first.Exit(), 0) << first.output();
+    for (const Start& start : Starts(first.output())) {
+      EXPECT_TRUE(Gone(start.pid)) << start.task << " " << start.pid;
+    }
+  }
+  Launch again(argv);
+  ASSERT_TRUE(again.ok());
+  ASSERT_EQ(again.Exit(/*wait_ms=*/300'000), 0) << again.output();
+  const std::string output = again.output();
+  std::smatch resumed;
+  ASSERT_TRUE(std::regex_search(output, resumed, std::regex(R"("resumed_from_step":(-?\d+))")))
+      << output;
+  EXPECT_GE(std::stoi(resumed[1]), 50) << output;
+  EXPECT_EQ(std::stoi(resumed[1]) % 50, 0) << output;
+  EXPECT_THAT(output, HasSubstr("\"steps\":936"));
 }
 
 // A loopback port nobody answers on while the object lives: bound, never listened on.
