@@ -2,7 +2,7 @@
 # Runs Weft's benchmarks and prints `METRIC <name> <value> <unit>` and `RATIO <name> <value>` lines
 # (a RATIO above 1 means Weft is better). Usage: bench/run.sh [executor] [matmul] [conv] [train]
 # [allreduce] [mirrored] [rpc] [cluster] [collective] [multiworker] [checkpoint] [libtorch]
-# [trace] (all when none). `train`, `mirrored`, `conv`, `cluster` and `multiworker` need PyTorch (Debian's
+# [trace] [ps] (all when none). `train`, `mirrored`, `conv`, `cluster` and `multiworker` need PyTorch (Debian's
 # python3-torch) for the peer side, `collective` needs Gloo (libgloo-dev), `libtorch` libtorch's C++
 # frontend (libtorch-dev, installed when missing). A benchmark whose Weft side is missing from the
 # build says so on stderr; the others still run, and the script then exits 1.
@@ -17,7 +17,7 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build --target executor_bench matmul_bench weft >/dev/null
 names=("$@")
 known=(executor matmul conv train allreduce mirrored rpc cluster collective multiworker checkpoint
-  libtorch trace)
+  libtorch trace ps)
 [[ ${#names[@]} -eq 0 ]] && names=("${known[@]}")
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -180,6 +180,14 @@ for name in "${names[@]}"; do
       build/bin/weft train --model mlp --devices 2 --epochs 1 --json | tail -n 1 \
         >"$out/weft_mirrored2.json"
       python3 bench/report.py multiworker "$out"
+      ;;
+    ps)
+      # Parameter-server training's coordinator: empty functions per second dispatched over 2
+      # workers (4 in flight on each) by the chief of a `weft launch` on loopback. (W7 across
+      # workers and ps tasks against torch.distributed.rpc is not here yet: issue 24.)
+      cmake --build build --target coordinator_bench >/dev/null
+      build/bin/weft launch --workers 2 --ps 1 -- build/bench/coordinator_bench 2>/dev/null |
+        sed -n 's/^\[chief\] METRIC/METRIC/p' | sed 's/$/ functions\/s/'
       ;;
     checkpoint)
       # A 256 MB model saved and restored against plain write+fsync and read of the same bytes in

@@ -62,8 +62,13 @@ ClusterCoordinator::ClusterCoordinator(int num_workers, ClusterCoordinatorOption
   {
     MutexLock lock(mu_);
     retired_.assign(static_cast<size_t>(std::max(num_workers, 0)), false);
+    generation_.assign(retired_.size(), 0);
+    recovering_.assign(retired_.size(), false);
   }
-  for (int w = 0; w < num_workers_; ++w) threads_.emplace_back([this, w] { WorkerLoop(w); });
+  const int per_worker = std::max(options_.functions_in_flight_per_worker, 1);
+  for (int w = 0; w < num_workers_; ++w) {
+    for (int t = 0; t < per_worker; ++t) threads_.emplace_back([this, w] { WorkerLoop(w); });
+  }
 }
 
 ClusterCoordinator::~ClusterCoordinator() {
@@ -72,6 +77,7 @@ ClusterCoordinator::~ClusterCoordinator() {
     stopping_ = true;
     CancelQueued(Cancelled("the cluster coordinator is shutting down"));
     work_available_.NotifyAll();
+    recovered_.NotifyAll();
   }
   for (std::thread& thread : threads_) thread.join();
 }
@@ -101,19 +107,22 @@ RemoteValue ClusterCoordinator::Schedule(ScheduledFunction fn) {
   return RemoteValue(state);
 }
 
-std::shared_ptr<ClusterCoordinator::Closure> ClusterCoordinator::Take() {
+std::shared_ptr<ClusterCoordinator::Closure> ClusterCoordinator::Take(int worker,
+                                                                      int64_t* generation) {
   MutexLock lock(mu_);
-  while (queue_.empty() && !stopping_) work_available_.Wait(lock);
-  if (stopping_) return nullptr;
+  while (queue_.empty() && !stopping_ && !retired_[worker]) work_available_.Wait(lock);
+  if (stopping_ || retired_[worker]) return nullptr;
   std::shared_ptr<Closure> closure = queue_.front();
   queue_.pop_front();
   ++in_flight_;
+  *generation = generation_[worker];
   return closure;
 }
 
 void ClusterCoordinator::WorkerLoop(int worker) {
   while (true) {
-    std::shared_ptr<Closure> closure = Take();
+    int64_t generation = 0;
+    std::shared_ptr<Closure> closure = Take(worker, &generation);
     if (closure == nullptr) return;
     {
       MutexLock lock(closure->state->mu);
@@ -126,19 +135,38 @@ void ClusterCoordinator::WorkerLoop(int worker) {
       continue;
     }
     PutBack(worker, closure, result.status());
-    Status recovered = options_.recover_worker
-                           ? options_.recover_worker(worker)
-                           : Unavailable(WorkerName(worker), " was lost and no recovery is set up");
-    if (recovered.ok()) continue;
-    Retire(worker, recovered);
-    if (options_.on_retired) options_.on_retired(worker, recovered);
-    return;
+    if (!RecoverOnce(worker, generation)) return;
   }
+}
+
+bool ClusterCoordinator::RecoverOnce(int worker, int64_t generation) {
+  {
+    MutexLock lock(mu_);
+    while (recovering_[worker] && !stopping_) recovered_.Wait(lock);
+    if (retired_[worker] || stopping_) return false;
+    // Another thread of this worker recovered it after this function started.
+    if (generation_[worker] != generation) return true;
+    recovering_[worker] = true;
+  }
+  Status recovered = options_.recover_worker
+                         ? options_.recover_worker(worker)
+                         : Unavailable(WorkerName(worker), " was lost and no recovery is set up");
+  {
+    MutexLock lock(mu_);
+    recovering_[worker] = false;
+    if (recovered.ok()) ++generation_[worker];
+    recovered_.NotifyAll();
+  }
+  if (recovered.ok()) return true;
+  Retire(worker, recovered);
+  if (options_.on_retired) options_.on_retired(worker, recovered);
+  return false;
 }
 
 void ClusterCoordinator::Retire(int worker, const Status& recovered) {
   MutexLock lock(mu_);
   retired_[worker] = true;
+  work_available_.NotifyAll();  // the worker's other threads end
   if (std::find(retired_.begin(), retired_.end(), false) == retired_.end()) {
     std::string names;
     for (int w = 0; w < num_workers_; ++w) names += (w ? ", " : "") + WorkerName(w);

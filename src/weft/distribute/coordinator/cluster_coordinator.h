@@ -9,6 +9,10 @@
 //   - Any other error is the function's: its RemoteValue holds the error, the functions not yet
 //     started are cancelled (their RemoteValues hold Cancelled), and the next Join() returns it.
 //   - Join() waits until every scheduled function has finished; Done() says whether they have.
+// Each worker runs `functions_in_flight_per_worker` functions at once (threads of its own), so that
+// the next function's dispatch overlaps the current one's round trip; its recoveries are still one
+// at a time, and a thread whose function was lost after the worker recovered does not recover it
+// again.
 // Thread-safe; the destructor cancels what has not started and waits for what is running.
 #pragma once
 
@@ -62,6 +66,8 @@ struct ClusterCoordinatorOptions {
   // Called (from the worker's thread, after retired_workers() includes it) when a lost worker
   // could not recover and is retired; `why` is the recovery's error.
   std::function<void(int worker, const Status& why)> on_retired;
+  // Functions each worker runs at once (each on a thread of its own); at least 1.
+  int functions_in_flight_per_worker = 1;
 };
 
 class ClusterCoordinator {
@@ -91,8 +97,12 @@ class ClusterCoordinator {
   struct Closure;
 
   void WorkerLoop(int worker) WEFT_EXCLUDES(mu_);
-  // Takes the next closure for `worker`; null when the coordinator is shutting down.
-  std::shared_ptr<Closure> Take() WEFT_EXCLUDES(mu_);
+  // Takes the next closure for `worker`, and the worker's recovery generation then; null when the
+  // coordinator is shutting down or the worker is retired.
+  std::shared_ptr<Closure> Take(int worker, int64_t* generation) WEFT_EXCLUDES(mu_);
+  // After a function of `worker` started in recovery `generation` was lost: recovers the worker
+  // unless another of its threads did since; false when the worker is retired.
+  bool RecoverOnce(int worker, int64_t generation) WEFT_EXCLUDES(mu_);
   void Finish(const std::shared_ptr<Closure>& closure, FunctionResult result) WEFT_EXCLUDES(mu_);
   // Puts `closure` back at the head of the queue after its worker was lost.
   void PutBack(int worker, const std::shared_ptr<Closure>& closure, const Status& why)
@@ -114,6 +124,10 @@ class ClusterCoordinator {
   int64_t rescheduled_ WEFT_GUARDED_BY(mu_) = 0;
   Status first_error_ WEFT_GUARDED_BY(mu_);
   std::vector<bool> retired_ WEFT_GUARDED_BY(mu_);
+  // Per worker: its successful recoveries so far, and whether one of its threads is recovering it.
+  std::vector<int64_t> generation_ WEFT_GUARDED_BY(mu_);
+  std::vector<bool> recovering_ WEFT_GUARDED_BY(mu_);
+  CondVar recovered_;
   bool stopping_ WEFT_GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;
 };

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "weft/core/mutex.h"
 #include "weft/core/notification.h"
 
 namespace weft::distribute {
@@ -154,6 +155,54 @@ TEST(ClusterCoordinatorTest, LosingEveryWorkerFailsJoinNamingThem) {
       << joined;
   EXPECT_FALSE(value.Fetch().ok());
   EXPECT_TRUE(IsUnavailable(coordinator.Schedule([](int) { return Value(0); }).Fetch().status()));
+}
+
+// Three functions at once on each worker: every one of them runs (the first six meet, which only
+// happens when three run on each worker together), and when all three of worker 1's are lost
+// together the worker is recovered once, not three times.
+TEST(ClusterCoordinatorTest, SeveralFunctionsInFlightPerWorkerRecoverTheWorkerOnce) {
+  std::atomic<int> recoveries{0};
+  std::atomic<bool> lost{true};
+  ClusterCoordinatorOptions options;
+  options.functions_in_flight_per_worker = 3;
+  options.recover_worker = [&](int worker) {
+    EXPECT_EQ(worker, 1);
+    recoveries.fetch_add(1);
+    lost = false;
+    return Status::OK();
+  };
+  ClusterCoordinator coordinator(2, options);
+  Mutex mu;
+  CondVar arrived_cv;
+  int arrived = 0;  // guarded by mu: first attempts of the first six functions
+  std::vector<std::atomic<bool>> started(60);
+  std::vector<RemoteValue> values;
+  for (int i = 0; i < 60; ++i) {
+    values.push_back(coordinator.Schedule([&, i](int worker) -> FunctionResult {
+      if (i < 6 && !started[i].exchange(true)) {
+        // Decided before meeting the others: all of worker 1's first six are lost together.
+        const bool fail = worker == 1 && lost;
+        MutexLock lock(mu);
+        ++arrived;
+        arrived_cv.NotifyAll();
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (arrived < 6 && std::chrono::steady_clock::now() < deadline) {
+          arrived_cv.WaitUntil(lock, deadline);
+        }
+        EXPECT_EQ(arrived, 6) << "function " << i << " did not meet the others";
+        if (fail) return Unavailable("task 1 is gone");
+      }
+      return Value(static_cast<float>(i));
+    }));
+  }
+  ASSERT_TRUE(coordinator.Join().ok());
+  EXPECT_EQ(recoveries.load(), 1);
+  EXPECT_EQ(coordinator.rescheduled(), 3);
+  for (int i = 0; i < 60; ++i) {
+    FunctionResult result = values[i].Fetch();
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_EQ((*result)[0].data<float>()[0], static_cast<float>(i));
+  }
 }
 
 }  // namespace
