@@ -1,0 +1,220 @@
+// Parameter-server training under `weft launch`, and the failures it survives: the real binary
+// starts real `weft server` workers and ps tasks on loopback and `weft train --strategy
+// parameter_server` as the chief, and a test kills a worker, a ps task or the chief with SIGKILL
+// (or points the chief at a ps that does not answer). Checks that training goes on (or resumes)
+// to the end, what the log and the --json summary say, and that no process is left behind.
+#include <filesystem>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "weft/cli/testing/launch_test_util.h"
+#include "weft/core/str_util.h"
+#include "weft/io/testing/io_test_util.h"
+#include "weft/testing/child_process.h"
+
+namespace weft::cli {
+namespace {
+
+using testing::FindStart;
+using testing::Gone;
+using ::testing::HasSubstr;
+using testing::kWaitMs;
+using testing::Launch;
+using testing::LaunchArgs;
+using testing::Start;
+using testing::Starts;
+using weft::testing::ChildProcess;
+
+// A worker killed while training (SIGKILL) and brought back by --restart-failed: its step is
+// rescheduled on the other worker, its session re-created once it answers, and the job ends well.
+TEST(ParameterServerFailuresTest, ParameterServerTrainingSurvivesAKilledWorker) {
+  Launch launch(LaunchArgs(
+      {"--workers", "2", "--ps", "2", "--restart-failed"},
+      StrCat("exec ", WEFT_BINARY, " train --strategy parameter_server --epochs 2 --json")));
+  ASSERT_TRUE(launch.ok());
+  ASSERT_TRUE(launch.WaitFor("weft train: the first step finished").ok()) << launch.output();
+  const Start worker = FindStart(launch.output(), "started", "worker:1");
+  ASSERT_EQ(::kill(worker.pid, SIGKILL), 0);
+  ASSERT_TRUE(launch.WaitFor("weft launch: restarted worker:1").ok()) << launch.output();
+  const std::string name = "/job:worker/replica:0/task:1";
+  ASSERT_TRUE(launch.WaitFor(StrCat("worker ", name, " is back: it takes steps again")).ok())
+      << launch.output();
+  // Two epochs of W1: seconds here, a minute or more under the sanitizers.
+  ASSERT_EQ(launch.Exit(/*wait_ms=*/300'000), 0) << launch.output();
+  const std::string output = launch.output();
+  EXPECT_THAT(output, HasSubstr(StrCat("lost with worker ", name))) << output;
+  EXPECT_THAT(output, HasSubstr("rescheduled on another"));
+  EXPECT_THAT(output, HasSubstr("\"worker_recoveries\":1"));
+  // Every step of both epochs ran, and the model learned.
+  EXPECT_THAT(output, HasSubstr("\"steps\":936"));
+  std::smatch accuracy;
+  ASSERT_TRUE(std::regex_search(output, accuracy, std::regex(R"("test_accuracy":([0-9.]+))")));
+  EXPECT_GT(std::stod(accuracy[1]), 0.75) << output;
+  std::smatch rescheduled;
+  ASSERT_TRUE(std::regex_search(output, rescheduled, std::regex(R"("rescheduled_steps":(\d+))")));
+  EXPECT_GE(std::stoi(rescheduled[1]), 1);
+  for (const Start& start : Starts(output)) {
+    EXPECT_TRUE(Gone(start.pid)) << start.task << " " << start.pid;
+  }
+}
+
+// A ps task killed while training (SIGKILL) and restarted empty by --restart-failed: the workers'
+// steps on it are rescheduled, the first worker to reach it again restores its variables from
+// the coordinator's snapshot, and training goes on to the end without a restart of the chief.
+TEST(ParameterServerFailuresTest, ParameterServerTrainingSurvivesAKilledPs) {
+  Launch launch(LaunchArgs(
+      {"--workers", "2", "--ps", "2", "--restart-failed"},
+      StrCat("exec ", WEFT_BINARY, " train --strategy parameter_server --epochs 2 --json")));
+  ASSERT_TRUE(launch.ok());
+  ASSERT_TRUE(launch.WaitFor("weft train: the first step finished").ok()) << launch.output();
+  const Start ps = FindStart(launch.output(), "started", "ps:0");
+  ASSERT_EQ(::kill(ps.pid, SIGKILL), 0);
+  ASSERT_TRUE(launch.WaitFor("weft launch: restarted ps:0").ok()) << launch.output();
+  ASSERT_TRUE(
+      launch.WaitFor("/job:ps/replica:0/task:0 restarted and lost its variables: restored").ok())
+      << launch.output();
+  ASSERT_EQ(launch.Exit(/*wait_ms=*/300'000), 0) << launch.output();
+  const std::string output = launch.output();
+  EXPECT_THAT(output, HasSubstr("\"ps_recoveries\":1")) << output;
+  EXPECT_THAT(output, HasSubstr("\"steps\":936"));
+  std::smatch lost;
+  ASSERT_TRUE(std::regex_search(output, lost, std::regex(R"("steps_lost":(\d+))")));
+  // At most the steps between two snapshots (every 100 steps), plus those in flight.
+  EXPECT_LE(std::stoi(lost[1]), 110) << output;
+  std::smatch accuracy;
+  ASSERT_TRUE(std::regex_search(output, accuracy, std::regex(R"("test_accuracy":([0-9.]+))")));
+  EXPECT_GT(std::stod(accuracy[1]), 0.75) << output;
+  for (const Start& start : Starts(output)) {
+    EXPECT_TRUE(Gone(start.pid)) << start.task << " " << start.pid;
+  }
+}
+
+// The chief killed (SIGKILL) after a checkpoint: the launch stops every server, and running the
+// same command again resumes from the checkpoint and trains to the end.
+TEST(ParameterServerFailuresTest, ParameterServerChiefKilledAndRunAgainResumesFromItsCheckpoint) {
+  io::testing::TempDir dir;
+  const std::vector<std::string> argv = LaunchArgs(
+      {"--workers", "2", "--ps", "2"},
+      StrCat("exec ", WEFT_BINARY, " train --strategy parameter_server --epochs 2 --json ",
+             "--checkpoint-dir ", dir.File("checkpoints"), " --save-every-steps 50"));
+  {
+    Launch first(argv);
+    ASSERT_TRUE(first.ok());
+    ASSERT_TRUE(first.WaitFor("weft train: saved checkpoint ").ok()) << first.output();
+    const Start chief = FindStart(first.output(), "started", "chief:0");
+    ASSERT_EQ(::kill(chief.pid, SIGKILL), 0);
+    EXPECT_NE(first.Exit(), 0) << first.output();
+    for (const Start& start : Starts(first.output())) {
+      EXPECT_TRUE(Gone(start.pid)) << start.task << " " << start.pid;
+    }
+  }
+  Launch again(argv);
+  ASSERT_TRUE(again.ok());
+  ASSERT_EQ(again.Exit(/*wait_ms=*/300'000), 0) << again.output();
+  const std::string output = again.output();
+  std::smatch resumed;
+  ASSERT_TRUE(std::regex_search(output, resumed, std::regex(R"("resumed_from_step":(-?\d+))")))
+      << output;
+  EXPECT_GE(std::stoi(resumed[1]), 50) << output;
+  EXPECT_EQ(std::stoi(resumed[1]) % 50, 0) << output;
+  EXPECT_THAT(output, HasSubstr("\"steps\":936"));
+}
+
+// A checkpoint written by 2 ps tasks (each its own shard file) restores onto 3 ps tasks, which
+// write 3 shards, and then onto one device: the variables go wherever the new placement puts
+// them, by name.
+TEST(ParameterServerFailuresTest, ParameterServerCheckpointsRestoreOnMorePsTasksAndOnOneDevice) {
+  io::testing::TempDir dir;
+  const std::string checkpoints = dir.File("checkpoints");
+  auto train = [&](int ps, int steps) {
+    return LaunchArgs({"--workers", "2", "--ps", StrCat(ps)},
+                      StrCat("exec ", WEFT_BINARY, " train --strategy parameter_server --json ",
+                             "--epochs 1 --max-steps ", steps, " --checkpoint-dir ", checkpoints));
+  };
+  {
+    Launch on_two(train(2, 60));
+    ASSERT_TRUE(on_two.ok());
+    ASSERT_EQ(on_two.Exit(/*wait_ms=*/120'000), 0) << on_two.output();
+  }
+  EXPECT_TRUE(
+      std::filesystem::exists(StrCat(checkpoints, "/ckpt-60/shard-00001-of-00002.safetensors")));
+  {
+    Launch on_three(train(3, 120));
+    ASSERT_TRUE(on_three.ok());
+    ASSERT_EQ(on_three.Exit(/*wait_ms=*/120'000), 0) << on_three.output();
+    EXPECT_THAT(on_three.output(), HasSubstr("\"resumed_from_step\":60")) << on_three.output();
+    EXPECT_THAT(on_three.output(), HasSubstr("\"steps\":120"));
+  }
+  EXPECT_TRUE(
+      std::filesystem::exists(StrCat(checkpoints, "/ckpt-120/shard-00002-of-00003.safetensors")));
+  Launch on_one({WEFT_BINARY, "train", "--json", "--epochs", "1", "--max-steps", "130",
+                 "--checkpoint-dir", checkpoints});
+  ASSERT_TRUE(on_one.ok());
+  ASSERT_EQ(on_one.Exit(/*wait_ms=*/120'000), 0) << on_one.output();
+  EXPECT_THAT(on_one.output(), HasSubstr("\"resumed_from_step\":120")) << on_one.output();
+}
+
+// A loopback port nobody answers on while the object lives: bound, never listened on.
+class DeadPort {
+ public:
+  DeadPort() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof(address);
+    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&address), length) != 0 ||
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+      ADD_FAILURE() << "could not bind a loopback port";
+      return;
+    }
+    port_ = ntohs(address.sin_port);
+  }
+  ~DeadPort() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  std::string address() const { return StrCat("127.0.0.1:", port_); }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+// A cluster whose ps task does not answer: the chief's error names the ps task and its address,
+// within the worker timeout, and nothing is left running.
+TEST(ParameterServerFailuresTest, ParameterServerTrainingNamesAPsTaskThatDoesNotAnswer) {
+  DeadPort ps;
+  auto worker = ChildProcess::Start(
+      {WEFT_BINARY, "server", "--cluster", "worker=127.0.0.1:0", "--task", "0"});
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  ASSERT_TRUE((*worker)->WaitForOutput("weft server listening on ", kWaitMs).ok());
+  const std::string output = (*worker)->output();
+  const size_t at = output.find("listening on ") + std::string("listening on ").size();
+  const std::string worker_address = output.substr(at, output.find('\n', at) - at);
+  const std::string config =
+      StrCat(R"({"cluster": {"chief": ["127.0.0.1:0"], "worker": [")", worker_address,
+             R"("], "ps": [")", ps.address(), R"("]}, "task": {"type": "chief", "index": 0}})");
+  auto chief = ChildProcess::Start({WEFT_BINARY, "train", "--strategy", "parameter_server",
+                                    "--max-steps", "1", "--worker-timeout-ms", "2000"},
+                                   {{"WEFT_CONFIG", config}});
+  ASSERT_TRUE(chief.ok()) << chief.status();
+  StatusOr<int> code = (*chief)->WaitForExit(kWaitMs);
+  ASSERT_TRUE(code.ok()) << code.status();
+  EXPECT_EQ(*code, 1) << (*chief)->output();
+  EXPECT_THAT((*chief)->output(), HasSubstr(StrCat("/job:ps/replica:0/task:0 at ", ps.address())))
+      << (*chief)->output();
+  EXPECT_THAT((*chief)->output(), HasSubstr("2000 ms")) << (*chief)->output();
+  (*worker)->Signal(SIGTERM);
+  EXPECT_TRUE((*worker)->WaitForExit(kWaitMs).ok());
+}
+
+}  // namespace
+}  // namespace weft::cli
