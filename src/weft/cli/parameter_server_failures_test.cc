@@ -8,17 +8,14 @@
 #include <string>
 #include <vector>
 
-#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "weft/cli/testing/launch_test_util.h"
 #include "weft/core/str_util.h"
 #include "weft/io/testing/io_test_util.h"
 #include "weft/testing/child_process.h"
+#include "weft/testing/server_process.h"
 
 namespace weft::cli {
 namespace {
@@ -162,36 +159,10 @@ TEST(ParameterServerFailuresTest, ParameterServerCheckpointsRestoreOnMorePsTasks
   EXPECT_THAT(on_one.output(), HasSubstr("\"resumed_from_step\":120")) << on_one.output();
 }
 
-// A loopback port nobody answers on while the object lives: bound, never listened on.
-class DeadPort {
- public:
-  DeadPort() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t length = sizeof(address);
-    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&address), length) != 0 ||
-        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-      ADD_FAILURE() << "could not bind a loopback port";
-      return;
-    }
-    port_ = ntohs(address.sin_port);
-  }
-  ~DeadPort() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  std::string address() const { return StrCat("127.0.0.1:", port_); }
-
- private:
-  int fd_ = -1;
-  int port_ = 0;
-};
-
 // A cluster whose ps task does not answer: the chief's error names the ps task and its address,
 // within the worker timeout, and nothing is left running.
 TEST(ParameterServerFailuresTest, ParameterServerTrainingNamesAPsTaskThatDoesNotAnswer) {
-  DeadPort ps;
+  const std::string ps = StrCat("127.0.0.1:", weft::testing::UnusedLoopbackPort());
   auto worker = ChildProcess::Start(
       {WEFT_BINARY, "server", "--cluster", "worker=127.0.0.1:0", "--task", "0"});
   ASSERT_TRUE(worker.ok()) << worker.status();
@@ -201,7 +172,7 @@ TEST(ParameterServerFailuresTest, ParameterServerTrainingNamesAPsTaskThatDoesNot
   const std::string worker_address = output.substr(at, output.find('\n', at) - at);
   const std::string config =
       StrCat(R"({"cluster": {"chief": ["127.0.0.1:0"], "worker": [")", worker_address,
-             R"("], "ps": [")", ps.address(), R"("]}, "task": {"type": "chief", "index": 0}})");
+             R"("], "ps": [")", ps, R"("]}, "task": {"type": "chief", "index": 0}})");
   auto chief = ChildProcess::Start({WEFT_BINARY, "train", "--strategy", "parameter_server",
                                     "--max-steps", "1", "--worker-timeout-ms", "2000"},
                                    {{"WEFT_CONFIG", config}});
@@ -209,7 +180,7 @@ TEST(ParameterServerFailuresTest, ParameterServerTrainingNamesAPsTaskThatDoesNot
   StatusOr<int> code = (*chief)->WaitForExit(kWaitMs);
   ASSERT_TRUE(code.ok()) << code.status();
   EXPECT_EQ(*code, 1) << (*chief)->output();
-  EXPECT_THAT((*chief)->output(), HasSubstr(StrCat("/job:ps/replica:0/task:0 at ", ps.address())))
+  EXPECT_THAT((*chief)->output(), HasSubstr(StrCat("/job:ps/replica:0/task:0 at ", ps)))
       << (*chief)->output();
   EXPECT_THAT((*chief)->output(), HasSubstr("2000 ms")) << (*chief)->output();
   (*worker)->Signal(SIGTERM);

@@ -170,6 +170,47 @@ TEST_F(ParameterServerTest, FitTrainsAClassifierWithItsVariablesOnThePsTasks) {
   EXPECT_GT(evaluated->at("accuracy"), 0.6);
 }
 
+// An Embedding whose table is above the strategy's threshold (20,000 x 16 floats, 1.28 MB) is
+// made in two parts, one on each ps task; Fit trains it (each part gets the sparse gradient of its
+// own rows, applied on its ps) until the ids' classes are learned.
+TEST_F(ParameterServerTest, FitShardsALargeEmbeddingTableAcrossThePsTasks) {
+  auto strategy = NewStrategy();
+  ASSERT_TRUE(strategy.ok()) << strategy.status();
+  const int64_t n = 512;
+  Tensor ids(DataType::kInt64, TensorShape({n, 1}));
+  Tensor labels(DataType::kInt64, TensorShape({n}));
+  for (int64_t i = 0; i < n; ++i) {
+    ids.data<int64_t>()[i] = (i * 7919) % 20000;  // spread over both parts' rows
+    labels.data<int64_t>()[i] = i % 2;
+  }
+  data::Dataset examples = data::Dataset::FromTensors({ids, labels}).Batch(32);
+  train::Sequential model(train::Embedding(20000, 16, {.name = "table"}), train::Flatten(),
+                          train::Dense(2, "", {.name = "logits"}));
+  ASSERT_TRUE(model
+                  .Compile(train::NewAdagradOptimizer(0.5),
+                           train::SparseCategoricalCrossentropy(/*from_logits=*/true), {"accuracy"},
+                           {.strategy = strategy->get()})
+                  .ok());
+  auto history = model.Fit(examples, {.epochs = 6});
+  ASSERT_TRUE(history.ok()) << history.status();
+  std::map<std::string, std::string> parts;  // name -> device
+  for (const auto& variable : model.distributed_variables()) {
+    const std::string& name = variable->name();
+    if (name.starts_with("table/embeddings") && name.find("part_") != std::string::npos &&
+        name.find("Adagrad") == std::string::npos) {
+      parts[name] = variable->devices()[0];
+    }
+  }
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(parts.count("table/embeddings/part_0"), 1u);
+  EXPECT_EQ(parts.count("table/embeddings/part_1"), 1u);
+  EXPECT_NE(parts["table/embeddings/part_0"], parts["table/embeddings/part_1"]);
+  EXPECT_LT(history->epochs.back().at("loss"), 0.5 * history->epochs.front().at("loss"));
+  auto evaluated = model.Evaluate(examples);
+  ASSERT_TRUE(evaluated.ok()) << evaluated.status();
+  EXPECT_GT(evaluated->at("accuracy"), 0.9);
+}
+
 TEST_F(ParameterServerTest, AClusterItCannotUseIsRefusedNamingWhatIsMissing) {
   auto no_ps = NewStrategy({{"chief", {"127.0.0.1:0"}}, {"worker", AddressesOf(workers_)}});
   ASSERT_FALSE(no_ps.ok());

@@ -90,6 +90,10 @@ class ParameterServerExtended final : public StrategyExtended {
     return Output();  // every variable exists once, on its ps task
   }
   bool ShouldCheckpoint() const override { return true; }
+  int64_t NumShards(const TensorShape& shape, DataType dtype) const override {
+    return Partitioner::AcrossAll(strategy_.num_ps_tasks(), strategy_.shard_threshold_bytes())
+        .NumShards(shape, dtype);
+  }
 
  private:
   const ParameterServerStrategy& strategy_;
@@ -182,9 +186,9 @@ ShardedVariable ParameterServerStrategy::CreateShardedVariable(
     const Initializer& initializer) const {
   std::vector<std::string> devices;
   for (int ps = 0; ps < num_ps_tasks_; ++ps) devices.push_back(PsDevice(ps));
-  return ShardedVariable::Create(
-      scope, name, shape, dtype, initializer,
-      Partitioner::AcrossAll(num_ps_tasks_, options_.shard_threshold_bytes), devices);
+  return ShardedVariable::Create(scope, name, shape, dtype, initializer,
+                                 Partitioner::AcrossAll(num_ps_tasks_, shard_threshold_bytes()),
+                                 devices);
 }
 
 }  // namespace weft::distribute

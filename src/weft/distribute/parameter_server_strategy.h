@@ -52,6 +52,7 @@ class ParameterServerStrategy final : public Strategy {
 
   int num_worker_tasks() const { return num_worker_tasks_; }
   int num_ps_tasks() const { return num_ps_tasks_; }
+  int64_t shard_threshold_bytes() const { return options_.shard_threshold_bytes; }
   // "/job:ps/replica:0/task:<i>/device:CPU:0".
   std::string PsDevice(int ps_task) const;
   // "/job:worker/replica:0/task:<i>".

@@ -83,6 +83,10 @@ class StrategyExtended {
       const SessionOptions& /*configured*/) const {
     return {};
   }
+  // Into how many shards a layer that can use them (an Embedding's table) cuts a weight of `shape`
+  // and `dtype` along its first dimension, each made through the strategy's variable creator (the
+  // reference's variable_partitioner): 1, whole, but under ParameterServerStrategy.
+  virtual int64_t NumShards(const TensorShape& /*shape*/, DataType /*dtype*/) const { return 1; }
 };
 
 // The update of a variable component by component, on each component's own device (the policy

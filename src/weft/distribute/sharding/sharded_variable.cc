@@ -1,5 +1,8 @@
 #include "weft/distribute/sharding/sharded_variable.h"
 
+#include <algorithm>
+#include <optional>
+
 #include "weft/core/str_util.h"
 
 namespace weft::distribute {
@@ -35,6 +38,37 @@ ShardedVariable ShardedVariable::Create(const Scope& scope, std::string_view nam
   return sharded;
 }
 
+ShardedVariable ShardedVariable::FromShards(const Scope& scope, std::string_view name,
+                                            std::vector<Variable> shards) {
+  if (shards.empty() || shards[0].shape().dims() == 0) {
+    scope.UpdateStatus(InvalidArgument("ShardedVariable '", name,
+                                       "': needs at least one shard of at least one dimension"));
+    return ShardedVariable();
+  }
+  ShardedVariable sharded;
+  sharded.name_ = std::string(name);
+  sharded.dtype_ = shards[0].dtype();
+  std::vector<int64_t> dims = shards[0].shape().dim_sizes();
+  int64_t offset = 0;
+  for (const Variable& shard : shards) {
+    std::vector<int64_t> trailing = shard.shape().dim_sizes();
+    if (shard.dtype() != sharded.dtype_ || trailing.empty() ||
+        !std::equal(trailing.begin() + 1, trailing.end(), dims.begin() + 1, dims.end())) {
+      scope.UpdateStatus(InvalidArgument("ShardedVariable '", name, "': shard '", shard.name(),
+                                         "' has shape ", shard.shape().DebugString(),
+                                         ", which does not match shard '", shards[0].name(), "' (",
+                                         shards[0].shape().DebugString(), ")"));
+      return ShardedVariable();
+    }
+    sharded.offsets_.push_back(offset);
+    offset += trailing[0];
+  }
+  dims[0] = offset;
+  sharded.shape_ = TensorShape(dims);
+  sharded.shards_ = std::move(shards);
+  return sharded;
+}
+
 std::vector<Output> ShardedVariable::initializers() const {
   std::vector<Output> initializers;
   for (const Variable& shard : shards_) initializers.push_back(shard.initializer());
@@ -66,6 +100,21 @@ Output ShardedVariable::Lookup(const Scope& scope, const Input& ids) const {
   }
   Output merged = ops::DynamicStitch(lookup, position_parts, rows);
   std::vector<int64_t> row_dims(shape_.dim_sizes().begin() + 1, shape_.dim_sizes().end());
+  // The ids' static shape when at most one dimension is unknown (a batch of ids), so that the
+  // rows keep a static shape for the layers after the lookup; else computed in the step.
+  std::optional<PartialShape> ids_shape;
+  if (ids.is_constant()) {
+    ids_shape = PartialShape(ids.value().shape());
+  } else if (ids.output().node() != nullptr) {
+    ids_shape = ids.output().node()->output_shape(ids.output().index());
+  }
+  if (ids_shape.has_value() && ids_shape->rank_known() &&
+      std::count(ids_shape->dims().begin(), ids_shape->dims().end(), PartialShape::kUnknownDim) <=
+          1) {
+    std::vector<int64_t> dims = ids_shape->dims();
+    dims.insert(dims.end(), row_dims.begin(), row_dims.end());
+    return ops::Reshape(lookup, merged, ops::Const(lookup, Tensor::FromVector(dims)));
+  }
   Output out_shape = ops::Concat(
       lookup,
       {ops::Shape(lookup, ids, DataType::kInt64), ops::Const(lookup, Tensor::FromVector(row_dims))},

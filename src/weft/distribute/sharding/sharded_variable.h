@@ -28,6 +28,12 @@ class ShardedVariable {
                                 const Partitioner& partitioner,
                                 const std::vector<std::string>& devices);
 
+  // The variable whose shards are `shards`, made elsewhere (a layer's weights, each made through a
+  // strategy's variable creator), in row order: same dtype and trailing dimensions, first
+  // dimensions adding up to the whole. Errors go to `scope`; the result is then empty.
+  static ShardedVariable FromShards(const Scope& scope, std::string_view name,
+                                    std::vector<Variable> shards);
+
   explicit operator bool() const { return !shards_.empty(); }
   const std::string& name() const { return name_; }
   const TensorShape& shape() const { return shape_; }

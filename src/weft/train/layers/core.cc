@@ -2,6 +2,9 @@
 
 #include "weft/core/str_util.h"
 #include "weft/distribute/replica_context.h"
+#include "weft/distribute/sharding/partitioners.h"
+#include "weft/distribute/sharding/sharded_variable.h"
+#include "weft/distribute/strategy.h"
 
 namespace weft::train {
 namespace {
@@ -131,8 +134,21 @@ void Embedding::Build(const Scope& scope, const PartialShape& /*input_shape*/) {
     return Fail(scope, StrCat("input_dim and output_dim must be positive, got ", input_dim_,
                               " and ", output_dim_));
   }
-  AddWeight(scope, "embeddings", TensorShape({input_dim_, output_dim_}),
-            options_.embeddings_initializer);
+  const TensorShape shape({input_dim_, output_dim_});
+  // Under a strategy that shards large tables (ParameterServerStrategy), the table is made in
+  // parts, each through the strategy's creator (so each lands on its own ps task).
+  const distribute::ReplicaContext* replica = distribute::CurrentReplicaContext();
+  const int64_t shards =
+      replica != nullptr ? replica->strategy().extended().NumShards(shape, DataType::kFloat) : 1;
+  if (shards <= 1) {
+    AddWeight(scope, "embeddings", shape, options_.embeddings_initializer);
+    return;
+  }
+  const std::vector<int64_t> rows = distribute::ShardRows(input_dim_, shards);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    AddWeight(scope, StrCat("embeddings/part_", i), TensorShape({rows[i], output_dim_}),
+              options_.embeddings_initializer);
+  }
 }
 
 Output Embedding::Forward(const Scope& scope, const Output& input, bool /*training*/,
@@ -143,7 +159,10 @@ Output Embedding::Forward(const Scope& scope, const Output& input, bool /*traini
   }
   // Looked up where the table lives: only ids go to it and rows come back, and the optimizer gets
   // a sparse gradient of the rows looked up (see GradientAndVariable).
-  return ops::ResourceGather(scope, weights[0].handle(), input);
+  if (weights.size() == 1) return ops::ResourceGather(scope, weights[0].handle(), input);
+  // A sharded table: each part gathers its own ids where it lives (only ids go to each part and
+  // only its rows come back), and each part gets a sparse gradient of its rows.
+  return distribute::ShardedVariable::FromShards(scope, "embeddings", weights).Lookup(scope, input);
 }
 
 }  // namespace weft::train
