@@ -30,17 +30,38 @@ using testing::Start;
 using testing::Starts;
 using weft::testing::ChildProcess;
 
+// Two epochs of W1 under `weft launch --workers 2 --ps 2 --restart-failed`, with `task`
+// ("worker:1", "ps:0") killed with SIGKILL after the first step and waited for to be restarted.
+void TrainAndKillAfterTheFirstStep(Launch& launch, const std::string& task) {
+  ASSERT_TRUE(launch.ok());
+  ASSERT_TRUE(launch.WaitFor("weft train: the first step finished").ok()) << launch.output();
+  const Start killed = FindStart(launch.output(), "started", task);
+  ASSERT_EQ(::kill(killed.pid, SIGKILL), 0);
+  ASSERT_TRUE(launch.WaitFor(StrCat("weft launch: restarted ", task)).ok()) << launch.output();
+}
+
+std::vector<std::string> TrainWithRestarts() {
+  return LaunchArgs(
+      {"--workers", "2", "--ps", "2", "--restart-failed"},
+      StrCat("exec ", WEFT_BINARY, " train --strategy parameter_server --epochs 2 --json"));
+}
+
+// The value of `"key":<number>` in the --json summary in `output`; -1 (and a failure) without it.
+double SummaryNumber(const std::string& output, const std::string& key) {
+  std::smatch match;
+  if (!std::regex_search(output, match, std::regex(StrCat("\"", key, "\":(-?[0-9.]+)")))) {
+    ADD_FAILURE() << "no " << key << " in:\n" << output;
+    return -1;
+  }
+  return std::stod(match[1]);
+}
+
 // A worker killed while training (SIGKILL) and brought back by --restart-failed: its step is
 // rescheduled on the other worker, its session re-created once it answers, and the job ends well.
 TEST(ParameterServerFailuresTest, ParameterServerTrainingSurvivesAKilledWorker) {
-  Launch launch(LaunchArgs(
-      {"--workers", "2", "--ps", "2", "--restart-failed"},
-      StrCat("exec ", WEFT_BINARY, " train --strategy parameter_server --epochs 2 --json")));
-  ASSERT_TRUE(launch.ok());
-  ASSERT_TRUE(launch.WaitFor("weft train: the first step finished").ok()) << launch.output();
-  const Start worker = FindStart(launch.output(), "started", "worker:1");
-  ASSERT_EQ(::kill(worker.pid, SIGKILL), 0);
-  ASSERT_TRUE(launch.WaitFor("weft launch: restarted worker:1").ok()) << launch.output();
+  Launch launch(TrainWithRestarts());
+  TrainAndKillAfterTheFirstStep(launch, "worker:1");
+  if (::testing::Test::HasFatalFailure()) return;
   const std::string name = "/job:worker/replica:0/task:1";
   ASSERT_TRUE(launch.WaitFor(StrCat("worker ", name, " is back: it takes steps again")).ok())
       << launch.output();
@@ -52,12 +73,8 @@ TEST(ParameterServerFailuresTest, ParameterServerTrainingSurvivesAKilledWorker) 
   EXPECT_THAT(output, HasSubstr("\"worker_recoveries\":1"));
   // Every step of both epochs ran, and the model learned.
   EXPECT_THAT(output, HasSubstr("\"steps\":936"));
-  std::smatch accuracy;
-  ASSERT_TRUE(std::regex_search(output, accuracy, std::regex(R"("test_accuracy":([0-9.]+))")));
-  EXPECT_GT(std::stod(accuracy[1]), 0.75) << output;
-  std::smatch rescheduled;
-  ASSERT_TRUE(std::regex_search(output, rescheduled, std::regex(R"("rescheduled_steps":(\d+))")));
-  EXPECT_GE(std::stoi(rescheduled[1]), 1);
+  EXPECT_GT(SummaryNumber(output, "test_accuracy"), 0.75) << output;
+  EXPECT_GE(SummaryNumber(output, "rescheduled_steps"), 1);
   for (const Start& start : Starts(output)) {
     EXPECT_TRUE(Gone(start.pid)) << start.task << " " << start.pid;
   }
@@ -67,14 +84,9 @@ TEST(ParameterServerFailuresTest, ParameterServerTrainingSurvivesAKilledWorker) 
 // steps on it are rescheduled, the first worker to reach it again restores its variables from
 // the coordinator's snapshot, and training goes on to the end without a restart of the chief.
 TEST(ParameterServerFailuresTest, ParameterServerTrainingSurvivesAKilledPs) {
-  Launch launch(LaunchArgs(
-      {"--workers", "2", "--ps", "2", "--restart-failed"},
-      StrCat("exec ", WEFT_BINARY, " train --strategy parameter_server --epochs 2 --json")));
-  ASSERT_TRUE(launch.ok());
-  ASSERT_TRUE(launch.WaitFor("weft train: the first step finished").ok()) << launch.output();
-  const Start ps = FindStart(launch.output(), "started", "ps:0");
-  ASSERT_EQ(::kill(ps.pid, SIGKILL), 0);
-  ASSERT_TRUE(launch.WaitFor("weft launch: restarted ps:0").ok()) << launch.output();
+  Launch launch(TrainWithRestarts());
+  TrainAndKillAfterTheFirstStep(launch, "ps:0");
+  if (::testing::Test::HasFatalFailure()) return;
   ASSERT_TRUE(
       launch.WaitFor("/job:ps/replica:0/task:0 restarted and lost its variables: restored").ok())
       << launch.output();
@@ -82,13 +94,9 @@ TEST(ParameterServerFailuresTest, ParameterServerTrainingSurvivesAKilledPs) {
   const std::string output = launch.output();
   EXPECT_THAT(output, HasSubstr("\"ps_recoveries\":1")) << output;
   EXPECT_THAT(output, HasSubstr("\"steps\":936"));
-  std::smatch lost;
-  ASSERT_TRUE(std::regex_search(output, lost, std::regex(R"("steps_lost":(\d+))")));
   // At most the steps between two snapshots (every 100 steps), plus those in flight.
-  EXPECT_LE(std::stoi(lost[1]), 110) << output;
-  std::smatch accuracy;
-  ASSERT_TRUE(std::regex_search(output, accuracy, std::regex(R"("test_accuracy":([0-9.]+))")));
-  EXPECT_GT(std::stod(accuracy[1]), 0.75) << output;
+  EXPECT_LE(SummaryNumber(output, "steps_lost"), 110) << output;
+  EXPECT_GT(SummaryNumber(output, "test_accuracy"), 0.75) << output;
   for (const Start& start : Starts(output)) {
     EXPECT_TRUE(Gone(start.pid)) << start.task << " " << start.pid;
   }
@@ -117,11 +125,9 @@ TEST(ParameterServerFailuresTest, ParameterServerChiefKilledAndRunAgainResumesFr
   ASSERT_TRUE(again.ok());
   ASSERT_EQ(again.Exit(/*wait_ms=*/300'000), 0) << again.output();
   const std::string output = again.output();
-  std::smatch resumed;
-  ASSERT_TRUE(std::regex_search(output, resumed, std::regex(R"("resumed_from_step":(-?\d+))")))
-      << output;
-  EXPECT_GE(std::stoi(resumed[1]), 50) << output;
-  EXPECT_EQ(std::stoi(resumed[1]) % 50, 0) << output;
+  const double resumed = SummaryNumber(output, "resumed_from_step");
+  EXPECT_GE(resumed, 50) << output;
+  EXPECT_EQ(static_cast<int64_t>(resumed) % 50, 0) << output;
   EXPECT_THAT(output, HasSubstr("\"steps\":936"));
 }
 
