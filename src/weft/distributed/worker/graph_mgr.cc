@@ -72,11 +72,6 @@ StatusOr<std::string> GraphMgr::Register(const proto::RegisterGraphRequest& requ
   item->feeds.assign(request.feed().begin(), request.feed().end());
   item->fetches.assign(request.fetch().begin(), request.fetch().end());
   item->sends_to_other_tasks = ::weft::SendsToOtherTasks(request, task_name_);
-  for (const auto& [device, graph] : partitions) {
-    for (const proto::NodeDef& node : graph.node()) {
-      if (node.op().starts_with("Collective")) item->uses_collectives = true;
-    }
-  }
   std::set<std::string> seen;
   for (const std::string& feed : item->feeds) {
     if (!seen.insert(feed).second) return InvalidArgument("feed '", feed, "' is registered twice");
@@ -103,11 +98,6 @@ Status GraphMgr::Deregister(const std::string& graph_handle) {
 bool GraphMgr::SendsToOtherTasks(const std::string& graph_handle) {
   StatusOr<std::shared_ptr<const Item>> item = Lookup(graph_handle);
   return !item.ok() || (*item)->sends_to_other_tasks;
-}
-
-bool GraphMgr::UsesCollectives(const std::string& graph_handle) {
-  StatusOr<std::shared_ptr<const Item>> item = Lookup(graph_handle);
-  return item.ok() && (*item)->uses_collectives;
 }
 
 StatusOr<std::shared_ptr<const GraphMgr::Item>> GraphMgr::Lookup(const std::string& graph_handle) {

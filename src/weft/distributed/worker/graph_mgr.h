@@ -41,8 +41,6 @@ class GraphMgr {
   Status Deregister(const std::string& graph_handle);
   // Whether the graph _Sends to another task (step_cleanup.h); true for an unknown handle.
   bool SendsToOtherTasks(const std::string& graph_handle);
-  // Whether the graph holds a collective op; false for an unknown handle (its step fails anyway).
-  bool UsesCollectives(const std::string& graph_handle);
 
   struct StepArgs {
     int64_t step_id = 0;
@@ -66,7 +64,6 @@ class GraphMgr {
     std::vector<std::string> feeds;
     std::vector<std::string> fetches;
     bool sends_to_other_tasks = true;
-    bool uses_collectives = false;
     std::unique_ptr<StepExecutors> executors;
   };
 

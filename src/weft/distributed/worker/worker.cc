@@ -139,15 +139,7 @@ void Worker::RunGraphAsync(CallOptions* options, const proto::RunGraphRequest* r
     state->stats = std::make_shared<StepStatsCollector>();
     state->rendezvous->SetStepStats(state->stats);
   }
-  CollectiveExecutorMgrInterface* spanning = nullptr;
-  if (session->graph_mgr()->UsesCollectives(request->graph_handle())) {
-    StatusOr<CollectiveExecutorMgrInterface*> made = session->collective_executor_mgr();
-    if (!made.ok()) {
-      done(made.status());
-      return;
-    }
-    spanning = *made;
-  }
+  CollectiveExecutorMgrInterface* spanning = session->collective_executor_mgr();
   state->collectives = spanning != nullptr ? spanning->NewStepExecutor(step_id, state->stats.get())
                                            : std::make_unique<LocalCollectiveExecutor>();
   auto abort = [weak = std::weak_ptr<StepState>(state)](const Status& status) {

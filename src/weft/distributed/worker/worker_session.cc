@@ -3,7 +3,6 @@
 #include <utility>
 #include <vector>
 
-#include "weft/core/str_util.h"
 #include "weft/distributed/cluster/cluster_spec.h"
 #include "weft/distributed/worker/worker.h"
 
@@ -13,27 +12,16 @@ WorkerSession::WorkerSession(std::string handle, std::string task_name,
                              std::unique_ptr<DeviceMgr> devices,
                              std::unique_ptr<WorkerCacheInterface> owned_worker_cache,
                              WorkerCacheInterface* worker_cache,
-                             CollectivesFactory make_collectives, const OpRegistry* ops,
-                             const KernelRegistry* kernels)
+                             std::unique_ptr<CollectiveExecutorMgrInterface> collectives,
+                             const OpRegistry* ops, const KernelRegistry* kernels)
     : handle_(std::move(handle)),
       devices_(std::move(devices)),
       owned_worker_cache_(std::move(owned_worker_cache)),
       worker_cache_(owned_worker_cache_ != nullptr ? owned_worker_cache_.get() : worker_cache),
-      make_collectives_(std::move(make_collectives)),
+      collectives_(std::move(collectives)),
       graph_mgr_(std::make_unique<GraphMgr>(std::move(task_name), devices_, ops, kernels)) {}
 
 WorkerSession::~WorkerSession() = default;
-
-StatusOr<CollectiveExecutorMgrInterface*> WorkerSession::collective_executor_mgr() {
-  MutexLock lock(mu_);
-  if (!collectives_made_) {
-    if (make_collectives_ && worker_cache_ != nullptr) {
-      WEFT_ASSIGN_OR_RETURN(collectives_, make_collectives_(worker_cache_));
-    }
-    collectives_made_ = true;
-  }
-  return collectives_.get();
-}
 
 int64_t WorkerSession::AddStep(StatusCallback abort) {
   MutexLock lock(mu_);
@@ -91,22 +79,20 @@ Status SessionMgr::CreateSession(const std::string& handle, const proto::ConfigP
   std::vector<std::unique_ptr<Device>> devices;
   for (const Device* base : env_->devices->ListDevices())
     devices.push_back(NewSessionDevice(*base, state));
-  WorkerSession::CollectivesFactory make_collectives;
-  if (env_->collective_mgr_factory) {
-    make_collectives = [factory = env_->collective_mgr_factory, handle,
-                        task = env_->task_name](WorkerCacheInterface* cache)
-        -> StatusOr<std::unique_ptr<CollectiveExecutorMgrInterface>> {
-      StatusOr<std::unique_ptr<CollectiveExecutorMgrInterface>> made = factory(handle, cache);
-      if (!made.ok()) {
-        return made.status().WithContext(
-            StrCat("the collectives of session '", handle, "' on worker ", task));
-      }
-      return made;
-    };
+  WorkerCacheInterface* cache = owned_cache != nullptr ? owned_cache.get() : env_->worker_cache;
+  std::unique_ptr<CollectiveExecutorMgrInterface> collectives;
+  if (env_->collective_mgr_factory && cache != nullptr) {
+    StatusOr<std::unique_ptr<CollectiveExecutorMgrInterface>> made =
+        env_->collective_mgr_factory(handle, cache);
+    if (!made.ok()) {
+      return made.status().WithContext(
+          StrCat("the collectives of session '", handle, "' on worker ", env_->task_name));
+    }
+    collectives = std::move(made).value();
   }
   auto session = std::make_shared<WorkerSession>(
       handle, env_->task_name, std::make_unique<DeviceMgr>(std::move(devices)),
-      std::move(owned_cache), env_->worker_cache, std::move(make_collectives), env_->op_registry,
+      std::move(owned_cache), env_->worker_cache, std::move(collectives), env_->op_registry,
       env_->kernel_registry);
   MutexLock lock(mu_);
   if (!sessions_.emplace(handle, std::move(session)).second) {

@@ -26,19 +26,14 @@ struct WorkerEnv;
 
 class WorkerSession {
  public:
-  // Makes the session's collectives across tasks, given its worker cache: null when it has none.
-  using CollectivesFactory =
-      std::function<StatusOr<std::unique_ptr<CollectiveExecutorMgrInterface>>(
-          WorkerCacheInterface* worker_cache)>;
-
   // `owned_worker_cache` is the session's own cache (ClusterSpec propagation), or null when it
-  // uses `worker_cache` (not owned, may be null for a cluster of one task). `make_collectives`
-  // (may be null: collectives among this task's devices only) runs on the first step that has a
-  // collective, so sessions without any (parameter-server steps) hold no manager and its thread.
+  // uses `worker_cache` (not owned, may be null for a cluster of one task). `collectives` (may be
+  // null: collectives among this task's devices only) uses the session's cache.
   WorkerSession(std::string handle, std::string task_name, std::unique_ptr<DeviceMgr> devices,
                 std::unique_ptr<WorkerCacheInterface> owned_worker_cache,
-                WorkerCacheInterface* worker_cache, CollectivesFactory make_collectives,
-                const OpRegistry* ops, const KernelRegistry* kernels);
+                WorkerCacheInterface* worker_cache,
+                std::unique_ptr<CollectiveExecutorMgrInterface> collectives, const OpRegistry* ops,
+                const KernelRegistry* kernels);
   ~WorkerSession();
   WorkerSession(const WorkerSession&) = delete;
   WorkerSession& operator=(const WorkerSession&) = delete;
@@ -47,9 +42,9 @@ class WorkerSession {
   const DeviceMgr& devices() const { return *devices_; }
   WorkerCacheInterface* worker_cache() const { return worker_cache_; }
   GraphMgr* graph_mgr() { return graph_mgr_.get(); }
-  // The collectives of groups that span tasks, made on first use; null when the session's steps
-  // use only this task's devices' (a LocalCollectiveExecutor per step). The factory's error.
-  StatusOr<CollectiveExecutorMgrInterface*> collective_executor_mgr() WEFT_EXCLUDES(mu_);
+  // The collectives of groups that span tasks; null when the session's steps use only this task's
+  // devices' (a LocalCollectiveExecutor per step).
+  CollectiveExecutorMgrInterface* collective_executor_mgr() const { return collectives_.get(); }
 
   // Registers a running step; `abort` runs (once) if the session is aborted before RemoveStep.
   // Returns 0, without registering, when the session has already been aborted.
@@ -63,12 +58,10 @@ class WorkerSession {
   const std::shared_ptr<const DeviceMgr> devices_;
   const std::unique_ptr<WorkerCacheInterface> owned_worker_cache_;
   WorkerCacheInterface* const worker_cache_;
-  const CollectivesFactory make_collectives_;
+  // Declared after the cache it uses, so it goes first.
+  const std::unique_ptr<CollectiveExecutorMgrInterface> collectives_;
   const std::unique_ptr<GraphMgr> graph_mgr_;
   Mutex mu_;
-  // Declared after the cache it uses, so it goes first.
-  std::unique_ptr<CollectiveExecutorMgrInterface> collectives_ WEFT_GUARDED_BY(mu_);
-  bool collectives_made_ WEFT_GUARDED_BY(mu_) = false;
   bool aborted_ WEFT_GUARDED_BY(mu_) = false;
   int64_t next_step_token_ WEFT_GUARDED_BY(mu_) = 0;
   std::map<int64_t, StatusCallback> steps_ WEFT_GUARDED_BY(mu_);
