@@ -10,7 +10,6 @@
 #include "weft/framework/cancellation.h"
 #include "weft/framework/copy_tensor.h"
 #include "weft/framework/rendezvous.h"
-#include "weft/runtime/collective/local_collective_executor.h"
 #include "weft/runtime/trace/step_stats_collector.h"
 
 namespace weft {
@@ -98,6 +97,23 @@ void Worker::DeregisterGraphAsync(CallOptions* /*options*/,
   done((*session)->graph_mgr()->Deregister(request->graph_handle()));
 }
 
+namespace {
+
+// What the step owns until its `done`.
+struct StepState {
+  std::shared_ptr<WorkerSession> session;
+  std::shared_ptr<RemoteRendezvous> rendezvous;
+  // A traced step's; shared with the rendezvous, which records the step's RecvTensor calls.
+  std::shared_ptr<StepStatsCollector> stats;
+  // The session's collectives across tasks when it has them, else among this task's devices.
+  // Declared after the stats it records into.
+  std::unique_ptr<CollectiveExecutor> collectives;
+  CancellationManager cancellation;
+  int64_t token = 0;
+};
+
+}  // namespace
+
 void Worker::RunGraphAsync(CallOptions* options, const proto::RunGraphRequest* request,
                            proto::RunGraphResponse* response, StatusCallback done) {
   done = CountedStep("worker", std::move(done));
@@ -120,18 +136,6 @@ void Worker::RunGraphAsync(CallOptions* options, const proto::RunGraphRequest* r
     return;
   }
 
-  // What the step owns until its `done`.
-  struct StepState {
-    std::shared_ptr<WorkerSession> session;
-    std::shared_ptr<RemoteRendezvous> rendezvous;
-    // A traced step's; shared with the rendezvous, which records the step's RecvTensor calls.
-    std::shared_ptr<StepStatsCollector> stats;
-    // The session's collectives across tasks when it has them, else among this task's devices.
-    // Declared after the stats it records into.
-    std::unique_ptr<CollectiveExecutor> collectives;
-    CancellationManager cancellation;
-    int64_t token = 0;
-  };
   auto state = std::make_shared<StepState>();
   state->session = session;
   state->rendezvous = std::move(rendezvous).value();
@@ -139,9 +143,7 @@ void Worker::RunGraphAsync(CallOptions* options, const proto::RunGraphRequest* r
     state->stats = std::make_shared<StepStatsCollector>();
     state->rendezvous->SetStepStats(state->stats);
   }
-  CollectiveExecutorMgrInterface* spanning = session->collective_executor_mgr();
-  state->collectives = spanning != nullptr ? spanning->NewStepExecutor(step_id, state->stats.get())
-                                           : std::make_unique<LocalCollectiveExecutor>();
+  state->collectives = session->NewStepCollectives(step_id, state->stats.get());
   auto abort = [weak = std::weak_ptr<StepState>(state)](const Status& status) {
     if (auto alive = weak.lock()) {
       // Abort first: a Recv woken by the cancellation then reports the abort's reason.

@@ -5,6 +5,7 @@
 
 #include "weft/distributed/cluster/cluster_spec.h"
 #include "weft/distributed/worker/worker.h"
+#include "weft/runtime/collective/local_collective_executor.h"
 
 namespace weft {
 
@@ -22,6 +23,12 @@ WorkerSession::WorkerSession(std::string handle, std::string task_name,
       graph_mgr_(std::make_unique<GraphMgr>(std::move(task_name), devices_, ops, kernels)) {}
 
 WorkerSession::~WorkerSession() = default;
+
+std::unique_ptr<CollectiveExecutor> WorkerSession::NewStepCollectives(
+    int64_t step_id, StepStatsCollector* stats) const {
+  if (collectives_ == nullptr) return std::make_unique<LocalCollectiveExecutor>();
+  return collectives_->NewStepExecutor(step_id, stats);
+}
 
 int64_t WorkerSession::AddStep(StatusCallback abort) {
   MutexLock lock(mu_);

@@ -42,9 +42,11 @@ class WorkerSession {
   const DeviceMgr& devices() const { return *devices_; }
   WorkerCacheInterface* worker_cache() const { return worker_cache_; }
   GraphMgr* graph_mgr() { return graph_mgr_.get(); }
-  // The collectives of groups that span tasks; null when the session's steps use only this task's
-  // devices' (a LocalCollectiveExecutor per step).
-  CollectiveExecutorMgrInterface* collective_executor_mgr() const { return collectives_.get(); }
+  // The CollectiveExecutor of step `step_id`: through the session's collectives across tasks when
+  // its cluster has other tasks, else among this task's devices (a LocalCollectiveExecutor). With
+  // `stats` (a traced step; it outlives the executor) operations across tasks are recorded.
+  std::unique_ptr<CollectiveExecutor> NewStepCollectives(int64_t step_id,
+                                                         StepStatsCollector* stats) const;
 
   // Registers a running step; `abort` runs (once) if the session is aborted before RemoveStep.
   // Returns 0, without registering, when the session has already been aborted.
