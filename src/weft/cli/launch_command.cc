@@ -76,7 +76,8 @@ PsLaunchPlan PlanPsLaunch(const LaunchFlags& flags, const std::vector<std::strin
   using Addresses = std::vector<std::string>;
   const auto workers = addresses.begin() + 1;
   const auto ps = workers + flags.workers;
-  plan.cluster["chief"] = Addresses{addresses[0]};
+  const std::string chief_address = addresses[0].substr(0, addresses[0].rfind(':')) + ":0";
+  plan.cluster["chief"] = Addresses{chief_address};
   plan.cluster["worker"] = Addresses(workers, ps);
   plan.cluster["ps"] = Addresses(ps, ps + flags.ps);
   const std::string devices = StrCat("WEFT_DEVICES_PER_WORKER=", flags.devices_per_worker);
@@ -102,7 +103,7 @@ PsLaunchPlan PlanPsLaunch(const LaunchFlags& flags, const std::vector<std::strin
   plan.chief.prefix = "[chief] ";
   plan.chief.name = "chief:0";
   plan.tasks.push_back(plan.chief.name);
-  plan.addresses.push_back(addresses[0]);
+  plan.addresses.push_back(chief_address);
   return plan;
 }
 

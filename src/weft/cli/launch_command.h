@@ -51,8 +51,10 @@ std::string WeftConfigJson(const std::map<std::string, std::vector<std::string>>
 // The processes of `weft launch --ps`: one `weft server` per worker and ps task (`server_binary
 // server --job J --task I`, WEFT_CONFIG naming that task), restarted up to --max-restarts times
 // with --restart-failed, and the command as the chief (WEFT_CONFIG task chief:0). Every one sees
-// the cluster {chief: [addresses[0]], worker: the next N, ps: the last M}; the workers and the
-// chief also get WEFT_DEVICES_PER_WORKER. `tasks` and `addresses` name each process in
+// the cluster {chief: [addresses[0]'s host, port 0], worker: the next N, ps: the last M}: no task
+// dials the chief (its sessions send the address it serves at), so it binds a port of its own
+// choosing rather than racing other processes for a port picked here. The workers and the chief
+// also get WEFT_DEVICES_PER_WORKER. `tasks` and `addresses` name each process in
 // RunWithServices's order: the servers, then the chief.
 struct PsLaunchPlan {
   std::map<std::string, std::vector<std::string>> cluster;
