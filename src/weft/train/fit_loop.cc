@@ -12,21 +12,6 @@ using Clock = std::chrono::steady_clock;
 
 }  // namespace
 
-Status CheckBatchElement(const data::Element& element, size_t components, std::string_view what) {
-  if (element.size() < components) {
-    return InvalidArgument(what, " needs dataset elements of ", components,
-                           components == 1 ? " component (inputs)" : " components (inputs, labels)",
-                           ", got ", element.size());
-  }
-  for (size_t c = 0; c < components; ++c) {
-    if (element[c].dims() < 1) {
-      return InvalidArgument(what, " needs batched elements (Dataset::Batch), but component ", c,
-                             " is a scalar");
-    }
-  }
-  return Status::OK();
-}
-
 StatusOr<History> FitLoop::Run() {
   History history;
   for (int epoch = static_cast<int>(model_.position_.epoch);
@@ -75,7 +60,7 @@ Status FitLoop::StartEpoch(int epoch) {
 Status FitLoop::RunStep(int epoch) {
   TrainPosition& position = model_.position_;
   data::Element batch = std::move(next_);
-  WEFT_RETURN_IF_ERROR(CheckBatchElement(batch, 2, "Fit"));
+  WEFT_RETURN_IF_ERROR(model_.CheckElement(batch, /*with_labels=*/true, "Fit"));
   bool traced = false;
   for (Callback* callback : options_.callbacks) {
     traced = traced || callback->TraceTrainBatch(position.global_step + 1);
@@ -120,7 +105,7 @@ Logs FitLoop::StepLogs(int64_t batch, int64_t examples, double seconds, double l
 
 Status FitLoop::ScheduleStep(int epoch) {
   data::Element batch = std::move(next_);
-  WEFT_RETURN_IF_ERROR(CheckBatchElement(batch, 2, "Fit"));
+  WEFT_RETURN_IF_ERROR(model_.CheckElement(batch, /*with_labels=*/true, "Fit"));
   WEFT_ASSIGN_OR_RETURN(Model::BatchStep step,
                         model_.PrepareBatch(batch, model_.graph_->training, false));
   const Model& model = model_;

@@ -19,9 +19,6 @@
 
 namespace weft::train {
 
-// InvalidArgument naming `what` ("Fit") unless `element` has `components` batched components.
-Status CheckBatchElement(const data::Element& element, size_t components, std::string_view what);
-
 // Gives each traced step a fresh RunMetadata on an arena whose first block stays from step to
 // step: the step stats' few hundred protos and strings then cost no malloc or free each (they
 // were a third of what tracing every step of W1 cost).

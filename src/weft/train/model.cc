@@ -30,8 +30,46 @@ StatusOr<std::map<std::string, int>> LocalDeviceCounts(const std::vector<std::st
 
 }  // namespace
 
-Model::Model(CallFn call, std::string name) : name_(std::move(name)), call_(std::move(call)) {}
-Model::Model(std::string name) : name_(std::move(name)) {}
+namespace {
+
+// A model of one input and one output: its call on a signature of one of each.
+Model::MultiCallFn FromSingle(Model::CallFn call) {
+  return [call = std::move(call)](const Scope& scope, const std::vector<Output>& inputs) {
+    return std::vector<Output>{call(scope, inputs[0])};
+  };
+}
+
+const Model::Signature& SingleSignature() {
+  static const auto* signature = new Model::Signature{{"inputs"}, {"outputs"}};
+  return *signature;
+}
+
+// InvalidArgument unless `signature` has inputs and outputs with unique, non-empty names.
+Status CheckSignature(const std::string& model, const Model::Signature& signature) {
+  for (const auto* names : {&signature.inputs, &signature.outputs}) {
+    const char* what = names == &signature.inputs ? "inputs" : "outputs";
+    if (names->empty()) return InvalidArgument("model '", model, "' has no ", what);
+    for (size_t i = 0; i < names->size(); ++i) {
+      if ((*names)[i].empty()) {
+        return InvalidArgument("model '", model, "': ", what, " ", i, " has no name");
+      }
+      if (std::find(names->begin(), names->begin() + i, (*names)[i]) != names->begin() + i) {
+        return InvalidArgument("model '", model, "' names ", what, " '", (*names)[i], "' twice");
+      }
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Model::Model(CallFn call, std::string name)
+    : name_(std::move(name)), signature_(SingleSignature()), call_(FromSingle(std::move(call))) {}
+Model::Model(Signature signature, MultiCallFn call, std::string name)
+    : name_(std::move(name)), signature_(std::move(signature)), call_(std::move(call)) {}
+Model::Model(std::string name) : name_(std::move(name)), signature_(SingleSignature()) {}
+
+void Model::set_call(CallFn call) { call_ = FromSingle(std::move(call)); }
 
 Model::~Model() {
   // A worker thread waiting for its lost worker to come back would hold up the coordinator.
@@ -44,13 +82,53 @@ Model::~Model() {
 
 Status Model::Compile(std::unique_ptr<Optimizer> optimizer, Loss loss,
                       const std::vector<std::string>& metrics, CompileOptions options) {
-  if (strategy_ != nullptr) return FailedPrecondition("model '", name_, "' is already compiled");
-  if (optimizer == nullptr) return InvalidArgument("Compile: the optimizer is missing");
   if (!loss) return InvalidArgument("Compile: the loss is missing");
-  std::vector<Metric> resolved;
-  for (const std::string& metric : metrics) {
-    WEFT_ASSIGN_OR_RETURN(Metric made, GetMetric(metric, loss));
-    resolved.push_back(std::move(made));
+  return CompileWith(std::move(optimizer), std::vector<Loss>(signature_.outputs.size(), loss),
+                     metrics, std::move(options));
+}
+
+Status Model::Compile(std::unique_ptr<Optimizer> optimizer, std::map<std::string, Loss> losses,
+                      const std::vector<std::string>& metrics, CompileOptions options) {
+  std::vector<Loss> ordered;
+  for (const std::string& output : signature_.outputs) {
+    auto found = losses.find(output);
+    if (found == losses.end() || !found->second) {
+      return InvalidArgument("Compile: model '", name_, "' has no loss for its output '", output,
+                             "'");
+    }
+    ordered.push_back(std::move(found->second));
+    losses.erase(found);
+  }
+  if (!losses.empty()) {
+    return InvalidArgument("Compile: model '", name_, "' has no output '", losses.begin()->first,
+                           "' (its outputs: ", StrJoin(signature_.outputs, ", "), ")");
+  }
+  return CompileWith(std::move(optimizer), std::move(ordered), metrics, std::move(options));
+}
+
+Status Model::CompileWith(std::unique_ptr<Optimizer> optimizer, std::vector<Loss> losses,
+                          const std::vector<std::string>& metrics, CompileOptions options) {
+  if (strategy_ != nullptr) return FailedPrecondition("model '", name_, "' is already compiled");
+  WEFT_RETURN_IF_ERROR(CheckSignature(name_, signature_));
+  if (optimizer == nullptr) return InvalidArgument("Compile: the optimizer is missing");
+  for (const auto& [output, weight] : options.loss_weights) {
+    if (std::find(signature_.outputs.begin(), signature_.outputs.end(), output) ==
+        signature_.outputs.end()) {
+      return InvalidArgument("Compile: loss_weights names '", output,
+                             "', which is not an output of model '", name_, "'");
+    }
+  }
+  std::vector<double> weights;
+  for (const std::string& output : signature_.outputs) {
+    auto found = options.loss_weights.find(output);
+    weights.push_back(found == options.loss_weights.end() ? 1.0 : found->second);
+  }
+  std::vector<std::vector<Metric>> resolved(losses.size());
+  for (size_t o = 0; o < losses.size(); ++o) {
+    for (const std::string& metric : metrics) {
+      WEFT_ASSIGN_OR_RETURN(Metric made, GetMetric(metric, losses[o]));
+      resolved[o].push_back(std::move(made));
+    }
   }
   if (options.strategy == nullptr) {
     WEFT_ASSIGN_OR_RETURN(std::unique_ptr<distribute::OneDeviceStrategy> one,
@@ -60,16 +138,25 @@ Status Model::Compile(std::unique_ptr<Optimizer> optimizer, Loss loss,
   }
   optimizer_ = std::move(optimizer);
   learning_rate_ = optimizer_->learning_rate();
-  loss_ = std::move(loss);
+  losses_ = std::move(losses);
+  loss_weights_ = std::move(weights);
   metrics_ = std::move(resolved);
-  options_ = options;
-  strategy_ = options.strategy;
+  options_ = std::move(options);
+  strategy_ = options_.strategy;
   return Status::OK();
 }
 
-Status Model::Build(const InputSpec& input) { return EnsureBuilt(input, nullptr); }
+Status Model::Build(const InputSpec& input) { return Build(std::vector<InputSpec>{input}); }
 
-Status Model::EnsureBuilt(const InputSpec& input, const Tensor* labels) {
+Status Model::Build(const std::vector<InputSpec>& inputs) {
+  if (inputs.size() != signature_.inputs.size()) {
+    return InvalidArgument("Build: model '", name_, "' has ", signature_.inputs.size(), " inputs (",
+                           StrJoin(signature_.inputs, ", "), "), got ", inputs.size());
+  }
+  return EnsureBuilt(inputs, nullptr);
+}
+
+Status Model::EnsureBuilt(const std::vector<InputSpec>& inputs, const std::vector<Tensor>* labels) {
   if (strategy_ == nullptr) return FailedPrecondition("model '", name_, "' is not compiled");
   if (!call_) return FailedPrecondition("model '", name_, "' has no layers");
   const distribute::Strategy& strategy = *strategy_;
@@ -80,20 +167,26 @@ Status Model::EnsureBuilt(const InputSpec& input, const Tensor* labels) {
   }
   ModelGraph& graph = *graph_;
   if (graph.has_inference || graph.has_training) {
-    if (input.dtype != graph.input.dtype || !graph.input.shape.Merge(input.shape).ok()) {
-      return InvalidArgument("model '", name_, "' was built for inputs ",
-                             DataTypeName(graph.input.dtype), " ",
-                             WithBatch(graph.input.shape).DebugString(), ", got ",
-                             DataTypeName(input.dtype), " ", WithBatch(input.shape).DebugString());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const InputSpec& built = graph.inputs[i];
+      if (inputs[i].dtype != built.dtype || !built.shape.Merge(inputs[i].shape).ok()) {
+        const std::string what =
+            inputs.size() > 1 ? StrCat("input '", signature_.inputs[i], "' of ") : "inputs ";
+        return InvalidArgument("model '", name_, "' was built for ", what,
+                               DataTypeName(built.dtype), " ", WithBatch(built.shape).DebugString(),
+                               ", got ", DataTypeName(inputs[i].dtype), " ",
+                               WithBatch(inputs[i].shape).DebugString());
+      }
     }
   }
   const bool build_training = labels != nullptr && !graph.has_training;
   const bool build_inference = !graph.has_inference;
   if (!build_training && !build_inference) return Status::OK();
-  graph.input = input;
+  graph.inputs = inputs;
   distribute::StrategyScope in_scope = strategy.Scope();
-  ModelGraphBuilder builder(strategy, {name_, call_, loss_, *optimizer_, metrics_}, graph, input,
-                            labels);
+  ModelGraphBuilder builder(
+      strategy, {name_, signature_, call_, losses_, loss_weights_, *optimizer_, metrics_}, graph,
+      inputs, labels);
   if (build_training) {
     WEFT_RETURN_IF_ERROR(builder.BuildMetricTotals());
     WEFT_RETURN_IF_ERROR(builder.BuildTrainingPart());

@@ -17,7 +17,10 @@
 // over the same dataset and trains on its share of each global batch; its logs are its own
 // replicas' (the loss, the metrics), and Evaluate and Predict run the whole dataset on each worker.
 // The graph is built on first use from the first batch's shapes and dtypes (or by Build) and kept
-// with its session for the model's life. Not thread-safe; one call at a time.
+// with its session for the model's life. A functional model may have several named inputs and
+// outputs (Model::Signature): its dataset's elements then hold the inputs, then one label per
+// output, in the signature's order; each output has its loss (Compile with losses by output name)
+// and the model minimises their weighted sum. Not thread-safe; one call at a time.
 #pragma once
 
 #include <atomic>
@@ -78,6 +81,9 @@ struct CompileOptions {
   // to answer again (its session is then re-created and it takes steps again) before the worker
   // is retired and the others carry on.
   int64_t worker_recovery_timeout_ms = 60'000;
+  // With several outputs: each output's weight in the loss the model minimises (the weighted sum
+  // of the outputs' losses), by output name; an output not named weighs 1.
+  std::map<std::string, double> loss_weights{};
   // Under an asynchronous strategy: every this many steps Fit keeps a snapshot of the variables in
   // this process (VariableSnapshot), from which a ps task that restarted is restored (0: none; a
   // restarted ps task then ends Fit with an error naming it).
@@ -104,8 +110,19 @@ class Model {
  public:
   // Builds the model's output from its input by calling layers (functional form).
   using CallFn = std::function<Output(const Scope& scope, const Output& input)>;
+  // Builds the outputs (one per Signature::outputs name, in order) from the inputs (one per
+  // Signature::inputs name, in order).
+  using MultiCallFn =
+      std::function<std::vector<Output>(const Scope& scope, const std::vector<Output>& inputs)>;
+  // A functional model's named inputs and outputs, after the reference's Model(inputs={...},
+  // outputs={...}). The names must be unique, non-empty node names.
+  struct Signature {
+    std::vector<std::string> inputs;
+    std::vector<std::string> outputs;
+  };
 
   explicit Model(CallFn call, std::string name = "model");
+  Model(Signature signature, MultiCallFn call, std::string name = "model");
   virtual ~Model();
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
@@ -113,12 +130,18 @@ class Model {
   const std::string& name() const { return name_; }
 
   // FailedPrecondition when already compiled; InvalidArgument for a null optimizer, an empty loss
-  // or an unknown metric.
+  // or an unknown metric. With several outputs, `loss` is every output's and each metric is
+  // logged per output ("<output>_<metric>", beside "<output>_loss" and the total "loss").
   Status Compile(std::unique_ptr<Optimizer> optimizer, Loss loss,
                  const std::vector<std::string>& metrics = {}, CompileOptions options = {});
+  // Each output's own loss, by output name (every output needs one; InvalidArgument naming an
+  // output missing or unknown).
+  Status Compile(std::unique_ptr<Optimizer> optimizer, std::map<std::string, Loss> losses,
+                 const std::vector<std::string>& metrics = {}, CompileOptions options = {});
   // Builds the inference graph now for inputs of `input` (Fit, Evaluate and Predict build it on
-  // first use otherwise). Needs Compile.
+  // first use otherwise), or of `inputs` (one per input, in the signature's order). Needs Compile.
   Status Build(const InputSpec& input);
+  Status Build(const std::vector<InputSpec>& inputs);
 
   // Trains on the dataset's batches (elements (inputs, labels), batched): options.epochs passes,
   // each restarting the dataset. Returns each epoch's logs: "loss" (the mean of the batches'
@@ -126,9 +149,12 @@ class Model {
   StatusOr<History> Fit(const data::Dataset& dataset, const FitOptions& options = {});
   // The loss and metrics over the whole dataset, in inference mode.
   StatusOr<Logs> Evaluate(const data::Dataset& dataset);
-  // The model's outputs for every example of the dataset (its elements' first component), in
-  // order, concatenated along dimension 0.
+  // The model's output for every example of the dataset (its elements' first components, the
+  // inputs), in order, concatenated along dimension 0. A model of several outputs: PredictOutputs.
   StatusOr<Tensor> Predict(const data::Dataset& dataset);
+  // Every output's, in the signature's order.
+  StatusOr<std::vector<Tensor>> PredictOutputs(const data::Dataset& dataset);
+  const Signature& signature() const { return signature_; }
 
   // A table of the layers called (name and type, output shape, parameter count) and the totals,
   // like the reference's model.summary(). Needs the model built.
@@ -174,14 +200,21 @@ class Model {
 
  protected:
   explicit Model(std::string name);
-  void set_call(CallFn call) { call_ = std::move(call); }
+  void set_call(CallFn call);
 
  private:
   friend struct ModelGraph;
   friend class FitLoop;
-  // Builds what is missing: the inference graph for `input`, and with `labels` (the first batch's
-  // labels) the training and evaluation graphs.
-  Status EnsureBuilt(const InputSpec& input, const Tensor* labels);
+  // Builds what is missing: the inference graph for `inputs`, and with `labels` (the first
+  // batch's, one per output) the training and evaluation graphs.
+  Status EnsureBuilt(const std::vector<InputSpec>& inputs, const std::vector<Tensor>* labels);
+  // Checks and stores what both Compile overloads were given (one loss per output).
+  Status CompileWith(std::unique_ptr<Optimizer> optimizer, std::vector<Loss> losses,
+                     const std::vector<std::string>& metrics, CompileOptions options);
+  // A dataset element's components: the inputs, then (with labels) one label per output.
+  size_t NumComponents(bool with_labels) const {
+    return signature_.inputs.size() + (with_labels ? signature_.outputs.size() : 0);
+  }
   // Feeds every replica its slice of `batch` (inputs, and labels when `names` has them), fetches
   // the replicas' outputs and runs their steps: the whole batch on replica 0 alone when it does
   // not split evenly and `allow_uneven` (inference needs no other replica).
@@ -212,10 +245,16 @@ class Model {
   // WorkerSessions' RestoreTasksFn: the variables of `tasks` from the snapshot, through `session`.
   Status RestoreTasks(Session& session, const std::vector<std::string>& tasks);
   // Starts a pass over `dataset` for `what` ("Fit", ...): its iterator, positioned after the first
-  // batch (in *first), checked to have `components` batched components, and the model built for it.
+  // batch (in *first), checked to hold the inputs (and `with_labels`, the labels), and the model
+  // built for it.
   StatusOr<std::unique_ptr<data::Iterator>> StartPass(const data::Dataset& dataset,
-                                                      size_t components, std::string_view what,
+                                                      bool with_labels, std::string_view what,
                                                       data::Element* first);
+  // "inputs" / "input 'ids'", "labels" / "labels of 'ctr'": what component `component` holds.
+  std::string ComponentName(size_t component) const;
+  // InvalidArgument naming `what` unless `element` holds NumComponents(with_labels) batched
+  // components.
+  Status CheckElement(const data::Element& element, bool with_labels, std::string_view what) const;
   std::vector<Variable> LayerVariables(bool trainable_only) const;
   // Takes the strategy's variables made since the last call into the model's own list.
   void AdoptNewVariables();
@@ -224,10 +263,13 @@ class Model {
   Status SendNewNodes(std::vector<Output> initializers);
 
   std::string name_;
-  CallFn call_;
+  Signature signature_;
+  MultiCallFn call_;
   std::unique_ptr<Optimizer> optimizer_;
-  Loss loss_;
-  std::vector<Metric> metrics_;
+  // Per output, in the signature's order: its loss, its weight and its metrics.
+  std::vector<Loss> losses_;
+  std::vector<double> loss_weights_;
+  std::vector<std::vector<Metric>> metrics_;
   CompileOptions options_;
   std::unique_ptr<distribute::Strategy> owned_strategy_;
   const distribute::Strategy* strategy_ = nullptr;

@@ -96,12 +96,13 @@ StatusOr<Model::BatchStep> Model::PrepareBatch(const data::Element& batch,
         " replicas (batch the dataset by a multiple of ", parts, ", or with drop_remainder)");
   }
   const int used = even ? replicas : 1;
+  const size_t inputs = signature_.inputs.size();
   BatchStep step;
   NamedTensorList& feeds = step.feeds;
-  for (size_t c = 0; c < (with_labels ? 2u : 1u); ++c) {
+  for (size_t c = 0; c < NumComponents(with_labels); ++c) {
     if (batch[c].dim_size(0) != examples) {
-      return InvalidArgument("the batch's inputs have ", examples, " examples but its labels ",
-                             batch[c].dim_size(0));
+      return InvalidArgument("the batch's ", ComponentName(c), " has ", batch[c].dim_size(0),
+                             " examples but its ", ComponentName(0), " ", examples);
     }
     Tensor share = batch[c];
     if (!allow_uneven) {
@@ -111,25 +112,63 @@ StatusOr<Model::BatchStep> Model::PrepareBatch(const data::Element& batch,
     if (used > 1) {
       WEFT_ASSIGN_OR_RETURN(slices, strategy_->SplitBatch(share));
     }
-    const std::vector<std::string>& placeholders = c == 0 ? names.inputs : names.labels;
-    for (int r = 0; r < used; ++r) feeds.emplace_back(placeholders[r], std::move(slices[r]));
+    for (int r = 0; r < used; ++r) {
+      const std::string& placeholder =
+          c < inputs ? names.inputs[r][c] : names.labels[r][c - inputs];
+      feeds.emplace_back(placeholder, std::move(slices[r]));
+    }
   }
   for (int r = 0; r < used; ++r) {
-    step.fetches.push_back(names.outputs[r]);
+    step.fetches.insert(step.fetches.end(), names.outputs[r].begin(), names.outputs[r].end());
     if (!names.steps[r].empty()) step.targets.push_back(names.steps[r]);
   }
   return step;
 }
 
+std::string Model::ComponentName(size_t component) const {
+  const size_t inputs = signature_.inputs.size();
+  if (component < inputs) {
+    return inputs == 1 ? "inputs" : StrCat("input '", signature_.inputs[component], "'");
+  }
+  return signature_.outputs.size() == 1
+             ? "labels"
+             : StrCat("labels of '", signature_.outputs[component - inputs], "'");
+}
+
+Status Model::CheckElement(const data::Element& element, bool with_labels,
+                           std::string_view what) const {
+  const size_t components = NumComponents(with_labels);
+  if (element.size() < components) {
+    std::vector<std::string> expected;
+    for (size_t c = 0; c < components; ++c) expected.push_back(ComponentName(c));
+    return InvalidArgument(what, " needs dataset elements of ", components,
+                           components == 1 ? " component (" : " components (",
+                           StrJoin(expected, ", "), "), got ", element.size());
+  }
+  for (size_t c = 0; c < components; ++c) {
+    if (element[c].dims() < 1) {
+      return InvalidArgument(what, " needs batched elements (Dataset::Batch), but component ", c,
+                             " (", ComponentName(c), ") is a scalar");
+    }
+  }
+  return Status::OK();
+}
+
 StatusOr<std::unique_ptr<data::Iterator>> Model::StartPass(const data::Dataset& dataset,
-                                                           size_t components, std::string_view what,
+                                                           bool with_labels, std::string_view what,
                                                            data::Element* first) {
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<data::Iterator> iterator, dataset.MakeIterator());
   bool end = false;
   WEFT_RETURN_IF_ERROR(iterator->GetNext(first, &end));
   if (end) return InvalidArgument(what, ": the dataset is empty");
-  WEFT_RETURN_IF_ERROR(CheckBatchElement(*first, components, what));
-  WEFT_RETURN_IF_ERROR(EnsureBuilt(SpecOf((*first)[0]), components > 1 ? &(*first)[1] : nullptr));
+  WEFT_RETURN_IF_ERROR(CheckElement(*first, with_labels, what));
+  const size_t inputs = signature_.inputs.size();
+  std::vector<InputSpec> specs;
+  for (size_t i = 0; i < inputs; ++i) specs.push_back(SpecOf((*first)[i]));
+  std::vector<Tensor> labels(
+      first->begin() + inputs,
+      first->begin() + static_cast<std::ptrdiff_t>(NumComponents(with_labels)));
+  WEFT_RETURN_IF_ERROR(EnsureBuilt(specs, with_labels ? &labels : nullptr));
   return iterator;
 }
 
@@ -160,7 +199,7 @@ StatusOr<History> Model::Fit(const data::Dataset& dataset, const FitOptions& opt
   {
     // The graph is built from the first batch's shapes, before any callback runs.
     data::Element first;
-    WEFT_RETURN_IF_ERROR(StartPass(dataset, 2, "Fit", &first).status());
+    WEFT_RETURN_IF_ERROR(StartPass(dataset, /*with_labels=*/true, "Fit", &first).status());
   }
   stop_training_ = false;
   resume_.reset();
@@ -181,12 +220,12 @@ StatusOr<History> Model::Fit(const data::Dataset& dataset, const FitOptions& opt
 StatusOr<Logs> Model::Evaluate(const data::Dataset& dataset) {
   data::Element batch;
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<data::Iterator> iterator,
-                        StartPass(dataset, 2, "Evaluate", &batch));
+                        StartPass(dataset, /*with_labels=*/true, "Evaluate", &batch));
   bool end = false;
   std::vector<Tensor> outputs;
   WEFT_RETURN_IF_ERROR(session_->Run({}, {}, {graph_->reset_metrics}, &outputs));
   while (!end) {
-    WEFT_RETURN_IF_ERROR(CheckBatchElement(batch, 2, "Evaluate"));
+    WEFT_RETURN_IF_ERROR(CheckElement(batch, /*with_labels=*/true, "Evaluate"));
     WEFT_RETURN_IF_ERROR(RunBatch(batch, graph_->evaluation, /*allow_uneven=*/true, &outputs));
     WEFT_RETURN_IF_ERROR(iterator->GetNext(&batch, &end));
   }
@@ -194,18 +233,40 @@ StatusOr<Logs> Model::Evaluate(const data::Dataset& dataset) {
 }
 
 StatusOr<Tensor> Model::Predict(const data::Dataset& dataset) {
+  if (signature_.outputs.size() != 1) {
+    return FailedPrecondition("Predict: model '", name_, "' has ", signature_.outputs.size(),
+                              " outputs (", StrJoin(signature_.outputs, ", "),
+                              "); PredictOutputs gives each");
+  }
+  WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, PredictOutputs(dataset));
+  return std::move(outputs[0]);
+}
+
+StatusOr<std::vector<Tensor>> Model::PredictOutputs(const data::Dataset& dataset) {
   data::Element batch;
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<data::Iterator> iterator,
-                        StartPass(dataset, 1, "Predict", &batch));
+                        StartPass(dataset, /*with_labels=*/false, "Predict", &batch));
+  const size_t num_outputs = signature_.outputs.size();
   bool end = false;
-  std::vector<Tensor> parts, outputs;
+  // Per output, its batches' parts (each replica's, in order).
+  std::vector<std::vector<Tensor>> parts(num_outputs);
+  std::vector<Tensor> outputs;
   while (!end) {
-    WEFT_RETURN_IF_ERROR(CheckBatchElement(batch, 1, "Predict"));
-    WEFT_RETURN_IF_ERROR(RunBatch({batch[0]}, graph_->inference, /*allow_uneven=*/true, &outputs));
-    parts.insert(parts.end(), outputs.begin(), outputs.end());
+    WEFT_RETURN_IF_ERROR(CheckElement(batch, /*with_labels=*/false, "Predict"));
+    batch.resize(signature_.inputs.size());
+    WEFT_RETURN_IF_ERROR(RunBatch(batch, graph_->inference, /*allow_uneven=*/true, &outputs));
+    // The fetches are replica-major: replica 0's outputs, then replica 1's, ...
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      parts[i % num_outputs].push_back(std::move(outputs[i]));
+    }
     WEFT_RETURN_IF_ERROR(iterator->GetNext(&batch, &end));
   }
-  return ConcatRows(parts);
+  std::vector<Tensor> results;
+  for (const std::vector<Tensor>& output : parts) {
+    WEFT_ASSIGN_OR_RETURN(Tensor whole, ConcatRows(output));
+    results.push_back(std::move(whole));
+  }
+  return results;
 }
 
 StatusOr<std::string> Model::Summary() const {

@@ -11,12 +11,12 @@
 
 namespace weft::train {
 
-// The tensors of one part of the graph, per replica.
+// The tensors of one part of the graph, per replica ([replica][...]).
 struct ReplicaNames {
-  std::vector<std::string> inputs;   // placeholders
-  std::vector<std::string> labels;   // placeholders (not in the inference part)
-  std::vector<std::string> outputs;  // predictions (inference) or losses
-  std::vector<std::string> steps;    // targets: a training step, or the metrics' updates
+  std::vector<std::vector<std::string>> inputs;   // placeholders, one per model input
+  std::vector<std::vector<std::string>> labels;   // placeholders, one per output (none: inference)
+  std::vector<std::vector<std::string>> outputs;  // the predictions (inference), or the loss
+  std::vector<std::string> steps;  // targets: a training step, or the metrics' updates
 };
 
 struct ModelGraph {
@@ -32,7 +32,7 @@ struct ModelGraph {
   std::vector<std::shared_ptr<distribute::DistributedVariable>> variables;
 
   bool has_inference = false;
-  InputSpec input;
+  std::vector<InputSpec> inputs;  // one per model input
   ReplicaNames inference;
   bool has_training = false;
   ReplicaNames training;
@@ -40,7 +40,8 @@ struct ModelGraph {
   // Unique layers of the first part built (replica 0), with their output shapes: Summary's rows.
   std::vector<LayerCallContext::Call> calls;
 
-  std::vector<std::string> metric_names;    // "loss", then the metrics'
+  // "loss", then (several outputs) each output's loss, then the metrics' (per output).
+  std::vector<std::string> metric_names;
   std::vector<std::string> metric_results;  // cross-replica total / count, in that order
   std::string reset_metrics;
   std::string learning_rate_value;  // placeholder

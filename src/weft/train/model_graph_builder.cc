@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "weft/core/str_util.h"
+
 namespace weft::train {
 namespace {
 
@@ -36,58 +38,92 @@ PartialShape WithBatch(const PartialShape& example) {
 }
 
 ModelGraphBuilder::ModelGraphBuilder(const distribute::Strategy& strategy, ModelParts model,
-                                     ModelGraph& graph, const InputSpec& input,
-                                     const Tensor* labels)
-    : strategy_(strategy), model_(model), graph_(graph), input_(input), labels_(labels) {
+                                     ModelGraph& graph, const std::vector<InputSpec>& inputs,
+                                     const std::vector<Tensor>* labels)
+    : strategy_(strategy), model_(model), graph_(graph), inputs_(inputs), labels_(labels) {
   if (labels != nullptr) {
-    std::vector<int64_t> dims = {-1};
-    for (int i = 1; i < labels->dims(); ++i) dims.push_back(labels->dim_size(i));
-    label_shape_ = PartialShape(std::move(dims));
+    for (const Tensor& label : *labels) {
+      std::vector<int64_t> dims = {-1};
+      for (int i = 1; i < label.dims(); ++i) dims.push_back(label.dim_size(i));
+      label_shapes_.emplace_back(std::move(dims));
+    }
   }
 }
 
 Status ModelGraphBuilder::BuildPart(bool training, bool with_labels, ReplicaNames* names,
                                     const Finish& finish) {
   const int replicas = strategy_.num_local_replicas();
-  names->inputs.assign(replicas, "");
-  names->labels.assign(with_labels ? replicas : 0, "");
-  names->outputs.assign(replicas, "");
+  const Model::Signature& signature = model_.signature;
+  names->inputs.assign(replicas, {});
+  names->labels.assign(with_labels ? replicas : 0, {});
+  names->outputs.assign(replicas, {});
   names->steps.assign(replicas, "");
+  const std::string prefix = training ? "" : "eval_";
   auto replica_fn = [&](distribute::ReplicaContext& context,
                         const Scope& scope) -> StatusOr<std::vector<Output>> {
     const int r = context.replica_id();
-    Output inputs = ops::Placeholder(scope.WithOpName(training ? "inputs" : "eval_inputs"),
-                                     input_.dtype, WithBatch(input_.shape));
-    Output label_placeholder;
-    if (with_labels) {
-      label_placeholder = ops::Placeholder(scope.WithOpName(training ? "labels" : "eval_labels"),
-                                           labels_->dtype(), label_shape_);
+    ReplicaTensors tensors;
+    for (size_t i = 0; i < signature.inputs.size(); ++i) {
+      tensors.inputs.push_back(ops::Placeholder(scope.WithOpName(prefix + signature.inputs[i]),
+                                                inputs_[i].dtype, WithBatch(inputs_[i].shape)));
+      names->inputs[r].push_back(tensors.inputs.back().name());
+    }
+    for (size_t o = 0; with_labels && o < signature.outputs.size(); ++o) {
+      const std::string label =
+          signature.outputs.size() == 1 ? "labels" : signature.outputs[o] + "_labels";
+      tensors.labels.push_back(ops::Placeholder(scope.WithOpName(prefix + label),
+                                                (*labels_)[o].dtype(), label_shapes_[o]));
+      names->labels[r].push_back(tensors.labels.back().name());
     }
     LayerCallContext calls(training);
-    Output predictions = model_.call(scope, inputs);
+    tensors.predictions = model_.call(scope, tensors.inputs);
     WEFT_RETURN_IF_ERROR(scope.status());
-    if (!predictions) return InvalidArgument("model '", model_.name, "' built no output");
+    if (tensors.predictions.size() != signature.outputs.size()) {
+      return InvalidArgument("model '", model_.name, "' built ", tensors.predictions.size(),
+                             " outputs, but its signature names ", signature.outputs.size(), " (",
+                             StrJoin(signature.outputs, ", "), ")");
+    }
+    for (size_t o = 0; o < tensors.predictions.size(); ++o) {
+      if (!tensors.predictions[o]) {
+        return InvalidArgument("model '", model_.name, "' built no output '", signature.outputs[o],
+                               "'");
+      }
+    }
     if (r == 0 && graph_.calls.empty()) graph_.calls = UniqueCalls(calls.calls());
-    std::vector<Output> outputs;
-    WEFT_RETURN_IF_ERROR(
-        finish(context, scope, inputs, label_placeholder, predictions, calls, &outputs));
+    PartOutputs outputs;
+    WEFT_RETURN_IF_ERROR(finish(context, scope, tensors, calls, &outputs));
     WEFT_RETURN_IF_ERROR(scope.status());
-    names->inputs[r] = inputs.name();
-    if (with_labels) names->labels[r] = label_placeholder.name();
-    names->outputs[r] = outputs[0].name();
-    if (outputs.size() > 1) names->steps[r] = outputs[1].name();
-    return outputs;
+    for (const Output& fetch : outputs.fetches) names->outputs[r].push_back(fetch.name());
+    std::vector<Output> made = outputs.fetches;
+    if (outputs.step) {
+      names->steps[r] = outputs.step.name();
+      made.push_back(outputs.step);
+    }
+    return made;
   };
   return strategy_.Run(graph_.root, replica_fn).status();
 }
 
 Status ModelGraphBuilder::BuildMetricTotals() {
+  const std::vector<std::string>& outputs = model_.signature.outputs;
+  std::vector<MetricTotals> wanted = {MetricTotals{}};
   graph_.metric_names = {"loss"};
-  for (const Metric& metric : model_.metrics) graph_.metric_names.push_back(metric.name());
+  // With one output its loss is the total; with several each is logged as "<output>_loss".
+  for (size_t o = 0; outputs.size() > 1 && o < outputs.size(); ++o) {
+    graph_.metric_names.push_back(outputs[o] + "_loss");
+    wanted.push_back({nullptr, nullptr, static_cast<int>(o), -1});
+  }
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    for (size_t m = 0; m < model_.metrics[o].size(); ++m) {
+      const std::string& metric = model_.metrics[o][m].name();
+      graph_.metric_names.push_back(outputs.size() > 1 ? outputs[o] + "_" + metric : metric);
+      wanted.push_back({nullptr, nullptr, static_cast<int>(o), static_cast<int>(m)});
+    }
+  }
   Scope metrics_scope = graph_.root.NewSubScope("metrics");
-  for (const std::string& metric : graph_.metric_names) {
-    MetricTotals made;
-    const Scope metric_scope = metrics_scope.NewSubScope(metric);
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    MetricTotals& made = wanted[i];
+    const Scope metric_scope = metrics_scope.NewSubScope(graph_.metric_names[i]);
     for (auto [name, slot] : {std::pair{"total", &made.total}, std::pair{"count", &made.count}}) {
       WEFT_ASSIGN_OR_RETURN(
           *slot, strategy_.CreateVariable(metric_scope, name, TensorShape(), DataType::kFloat,
@@ -102,47 +138,74 @@ Status ModelGraphBuilder::BuildMetricTotals() {
 }
 
 std::vector<Output> ModelGraphBuilder::UpdateMetrics(int replica, const Scope& scope,
-                                                     const Output& inputs, const Output& labels,
-                                                     const Output& predictions,
-                                                     const Output& loss) {
+                                                     const ReplicaTensors& tensors,
+                                                     const std::vector<Output>& losses) {
   Scope update = scope.NewSubScope("update_metrics");
   // This replica's examples, as a float scalar.
   Output batch = ops::Cast(
-      update, ops::Sum(update, ops::Slice(update, ops::Shape(update, inputs), {0}, {1}), 0),
+      update,
+      ops::Sum(update, ops::Slice(update, ops::Shape(update, tensors.inputs[0]), {0}, {1}), 0),
       DataType::kFloat);
-  std::vector<Output> updates = {
-      totals_[0].total->component(replica).AssignAdd(update, ops::Mul(update, loss, batch)),
-      totals_[0].count->component(replica).AssignAdd(update, batch)};
-  for (size_t m = 0; m < model_.metrics.size(); ++m) {
-    Output values = model_.metrics[m](update, labels, predictions);
-    updates.push_back(
-        totals_[m + 1].total->component(replica).AssignAdd(update, ops::Sum(update, values, 0)));
-    updates.push_back(totals_[m + 1].count->component(replica).AssignAdd(
-        update, ops::Cast(update, ops::Size(update, values), DataType::kFloat)));
+  std::vector<Output> updates;
+  for (const MetricTotals& totals : totals_) {
+    Output total, count;
+    if (totals.metric < 0) {
+      total = ops::Mul(update, losses[totals.output + 1], batch);
+      count = batch;
+    } else {
+      const Metric& metric = model_.metrics[totals.output][totals.metric];
+      Output values =
+          metric(update, tensors.labels[totals.output], tensors.predictions[totals.output]);
+      total = ops::Sum(update, values, 0);
+      count = ops::Cast(update, ops::Size(update, values), DataType::kFloat);
+    }
+    updates.push_back(totals.total->component(replica).AssignAdd(update, total));
+    updates.push_back(totals.count->component(replica).AssignAdd(update, count));
   }
   return updates;
+}
+
+std::vector<Output> ModelGraphBuilder::Losses(const Scope& scope,
+                                              const ReplicaTensors& tensors) const {
+  std::vector<Output> losses = {Output()};
+  for (size_t o = 0; o < tensors.predictions.size(); ++o) {
+    losses.push_back(model_.losses[o](scope, tensors.labels[o], tensors.predictions[o]));
+  }
+  if (losses.size() == 2 && model_.loss_weights[0] == 1.0) {
+    losses[0] = losses[1];
+    return losses;
+  }
+  Scope total = scope.NewSubScope("total_loss");
+  std::vector<Output> weighted;
+  for (size_t o = 0; o + 1 < losses.size(); ++o) {
+    const float weight = static_cast<float>(model_.loss_weights[o]);
+    weighted.push_back(weight == 1.0f ? losses[o + 1]
+                                      : ops::Mul(total, losses[o + 1], ops::Const(total, weight)));
+  }
+  losses[0] = weighted.size() == 1 ? weighted[0] : ops::AddN(total, weighted);
+  return losses;
 }
 
 Status ModelGraphBuilder::BuildTrainingPart() {
   const Graph* raw_graph = graph_.root.graph();
   return BuildPart(
       /*training=*/true, /*with_labels=*/true, &graph_.training,
-      [&](distribute::ReplicaContext& context, const Scope& scope, const Output& inputs,
-          const Output& labels, const Output& predictions, LayerCallContext& calls,
-          std::vector<Output>* outputs) -> Status {
-        Output loss = model_.loss(scope, labels, predictions);
+      [&](distribute::ReplicaContext& context, const Scope& scope, const ReplicaTensors& tensors,
+          LayerCallContext& calls, PartOutputs* outputs) -> Status {
+        std::vector<Output> losses = Losses(scope, tensors);
         WEFT_RETURN_IF_ERROR(scope.status());
         WEFT_ASSIGN_OR_RETURN(
             Output train_op,
-            model_.optimizer.Minimize(scope, loss,
+            model_.optimizer.Minimize(scope, losses[0],
                                       TrainableIn(calls.calls(), raw_graph, context.replica_id()),
                                       &context));
         std::vector<Output> step = {train_op};
         step.insert(step.end(), calls.updates().begin(), calls.updates().end());
         std::vector<Output> metric_updates =
-            UpdateMetrics(context.replica_id(), scope, inputs, labels, predictions, loss);
+            UpdateMetrics(context.replica_id(), scope, tensors, losses);
         step.insert(step.end(), metric_updates.begin(), metric_updates.end());
-        *outputs = {loss, ops::NoOp(scope.WithOpName("train_step").WithControlDependencies(step))};
+        outputs->fetches = {losses[0]};
+        outputs->step = ops::NoOp(scope.WithOpName("train_step").WithControlDependencies(step));
         return Status::OK();
       });
 }
@@ -150,14 +213,14 @@ Status ModelGraphBuilder::BuildTrainingPart() {
 Status ModelGraphBuilder::BuildEvaluationPart() {
   return BuildPart(
       /*training=*/false, /*with_labels=*/true, &graph_.evaluation,
-      [&](distribute::ReplicaContext& context, const Scope& scope, const Output& inputs,
-          const Output& labels, const Output& predictions, LayerCallContext&,
-          std::vector<Output>* outputs) -> Status {
-        Output loss = model_.loss(scope, labels, predictions);
+      [&](distribute::ReplicaContext& context, const Scope& scope, const ReplicaTensors& tensors,
+          LayerCallContext&, PartOutputs* outputs) -> Status {
+        std::vector<Output> losses = Losses(scope, tensors);
         std::vector<Output> metric_updates =
-            UpdateMetrics(context.replica_id(), scope, inputs, labels, predictions, loss);
-        *outputs = {
-            loss, ops::NoOp(scope.WithOpName("eval_step").WithControlDependencies(metric_updates))};
+            UpdateMetrics(context.replica_id(), scope, tensors, losses);
+        outputs->fetches = {losses[0]};
+        outputs->step =
+            ops::NoOp(scope.WithOpName("eval_step").WithControlDependencies(metric_updates));
         return Status::OK();
       });
 }
@@ -216,9 +279,9 @@ Status ModelGraphBuilder::BuildSyncOnReadMeans() {
 Status ModelGraphBuilder::BuildInferencePart() {
   return BuildPart(
       /*training=*/false, /*with_labels=*/false, &graph_.inference,
-      [](distribute::ReplicaContext&, const Scope&, const Output&, const Output&,
-         const Output& predictions, LayerCallContext&, std::vector<Output>* outputs) {
-        *outputs = {predictions};
+      [](distribute::ReplicaContext&, const Scope&, const ReplicaTensors& tensors,
+         LayerCallContext&, PartOutputs* outputs) {
+        outputs->fetches = tensors.predictions;
         return Status::OK();
       });
 }

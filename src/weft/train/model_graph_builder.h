@@ -29,16 +29,19 @@ class ModelGraphBuilder {
   // What the builder reads from the model (its Compile arguments and its layers); borrowed.
   struct ModelParts {
     const std::string& name;
-    const Model::CallFn& call;
-    const Loss& loss;
+    const Model::Signature& signature;
+    const Model::MultiCallFn& call;
+    // Per output: its loss, its weight in the total and its metrics.
+    const std::vector<Loss>& losses;
+    const std::vector<double>& loss_weights;
     Optimizer& optimizer;
-    const std::vector<Metric>& metrics;
+    const std::vector<std::vector<Metric>>& metrics;
   };
 
-  // Builds into `graph` for inputs of `input` and, in the training and evaluation parts, labels
-  // shaped like `labels` (the first batch's; null when only inference is built).
+  // Builds into `graph` for inputs of `inputs` and, in the training and evaluation parts, labels
+  // shaped like `labels` (the first batch's, one per output; null when only inference is built).
   ModelGraphBuilder(const distribute::Strategy& strategy, ModelParts model, ModelGraph& graph,
-                    const InputSpec& input, const Tensor* labels);
+                    const std::vector<InputSpec>& inputs, const std::vector<Tensor>* labels);
   ModelGraphBuilder(const ModelGraphBuilder&) = delete;
   ModelGraphBuilder& operator=(const ModelGraphBuilder&) = delete;
 
@@ -46,7 +49,8 @@ class ModelGraphBuilder {
   // once the training part made the optimizer's variables; the means need every variable the
   // parts made taken into graph.variables first, by Model::AdoptNewVariables).
   //
-  // A sync-on-read SUM total and count per metric ("loss" first), one component per replica.
+  // A sync-on-read SUM total and count per metric ("loss" first, then each output's loss when
+  // there are several), one component per replica.
   Status BuildMetricTotals();
   // Per replica: the loss, the optimizer's update and the metric updates, as "train_step".
   Status BuildTrainingPart();
@@ -64,32 +68,44 @@ class ModelGraphBuilder {
   Status BuildInferencePart();
 
  private:
-  // A part's own outputs on one replica: its first (the loss or the predictions) and, when it has
-  // one, its step (a target).
+  // A part's own outputs on one replica: what it fetches (the loss, or the predictions) and, when
+  // it has one, its step (a target).
+  struct PartOutputs {
+    std::vector<Output> fetches;
+    Output step;
+  };
+  // One replica's tensors of a part: placeholders (labels: none in inference) and predictions.
+  struct ReplicaTensors {
+    std::vector<Output> inputs, labels, predictions;
+  };
   using Finish =
       std::function<Status(distribute::ReplicaContext& context, const Scope& scope,
-                           const Output& inputs, const Output& labels, const Output& predictions,
-                           LayerCallContext& calls, std::vector<Output>* outputs)>;
-  // A metric's running totals: sync-on-read SUM variables, one component per replica.
+                           const ReplicaTensors& tensors, LayerCallContext& calls, PartOutputs*)>;
+  // A metric's running totals: sync-on-read SUM variables, one component per replica, and what
+  // they sum: `metric` of `output`, or (metric -1) the loss of `output` (-1: the total loss).
   struct MetricTotals {
     std::shared_ptr<distribute::DistributedVariable> total, count;
+    int output = -1;
+    int metric = -1;
   };
 
   // Builds one part: per replica, placeholders, the model, and `finish`'s outputs and steps,
   // whose names go to `names`.
   Status BuildPart(bool training, bool with_labels, ReplicaNames* names, const Finish& finish);
-  // The ops that add replica `replica`'s batch to its components of the totals.
-  std::vector<Output> UpdateMetrics(int replica, const Scope& scope, const Output& inputs,
-                                    const Output& labels, const Output& predictions,
-                                    const Output& loss);
+  // The ops that add replica `replica`'s batch to its components of the totals; `losses` holds
+  // the total loss, then each output's.
+  std::vector<Output> UpdateMetrics(int replica, const Scope& scope, const ReplicaTensors& tensors,
+                                    const std::vector<Output>& losses);
+  // Each output's loss and, first, their weighted sum (the loss itself with one output).
+  std::vector<Output> Losses(const Scope& scope, const ReplicaTensors& tensors) const;
 
   const distribute::Strategy& strategy_;
   ModelParts model_;
   ModelGraph& graph_;
-  const InputSpec& input_;
-  const Tensor* labels_;
-  // Labels [batch, ...] as the first batch's, with any batch size.
-  PartialShape label_shape_;
+  const std::vector<InputSpec>& inputs_;
+  const std::vector<Tensor>* labels_;
+  // Per output: labels [batch, ...] as the first batch's, with any batch size.
+  std::vector<PartialShape> label_shapes_;
   std::vector<MetricTotals> totals_;  // made by BuildMetricTotals, in graph_.metric_names' order
 };
 
