@@ -68,6 +68,8 @@ Model::Model(CallFn call, std::string name)
 Model::Model(Signature signature, MultiCallFn call, std::string name)
     : name_(std::move(name)), signature_(std::move(signature)), call_(std::move(call)) {}
 Model::Model(std::string name) : name_(std::move(name)), signature_(SingleSignature()) {}
+Model::Model(Signature signature, std::string name)
+    : name_(std::move(name)), signature_(std::move(signature)) {}
 
 void Model::set_call(CallFn call) { call_ = FromSingle(std::move(call)); }
 

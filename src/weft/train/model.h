@@ -200,7 +200,9 @@ class Model {
 
  protected:
   explicit Model(std::string name);
+  Model(Signature signature, std::string name);
   void set_call(CallFn call);
+  void set_call(MultiCallFn call) { call_ = std::move(call); }
 
  private:
   friend struct ModelGraph;

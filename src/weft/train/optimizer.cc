@@ -70,20 +70,37 @@ StatusOr<Output> Optimizer::ApplyInReplicaContext(const Scope& scope,
   // As the reference's optimizer: one MergeCall, in which the strategy's policy reduces every
   // gradient onto its variable's devices (one batch, so they travel packed) and places each
   // update where the variable lives; every replica then continues with its own train op.
+  const distribute::Strategy& strategy = context.strategy();
+  // With one replica in sync (one device, or each worker's step under parameter servers) nothing
+  // is reduced, and a sparse gradient reaches its variable's device as its rows and ids. With
+  // several, replicas' rows are reduced as the dense gradient they stand for: each replica looks
+  // up different rows, and the all-reduce needs one shape on every replica.
+  const bool keep_sparse = strategy.num_replicas_in_sync() == 1;
   std::vector<Output> values;
   std::vector<Variable> variables;
+  std::vector<Output> indices;  // per gradient; empty when dense
   for (const GradientAndVariable& pair : gradients) {
     if (!pair.gradient) continue;
-    // Replicas' rows are reduced as the dense gradient they stand for: each replica looks up
-    // different rows, and the all-reduce needs one shape on every replica.
-    values.push_back(pair.indices ? DensifyGradient(scope, pair) : pair.gradient);
+    const bool sparse = pair.indices && keep_sparse;
+    values.push_back(pair.indices && !sparse ? DensifyGradient(scope, pair) : pair.gradient);
+    indices.push_back(sparse ? pair.indices : Output());
     variables.push_back(pair.variable);
   }
   if (values.empty()) return ops::NoOp(scope.NewSubScope(name()).WithOpName("train_op"));
-  const distribute::Strategy& strategy = context.strategy();
-  auto merge_fn = [this, &strategy, &variables](const Scope& cross_replica_scope,
-                                                const std::vector<distribute::PerReplica>& grouped)
+  // The ids travel through the merge after the gradients, in the same order.
+  const size_t num_gradients = values.size();
+  for (const Output& ids : indices) {
+    if (ids) values.push_back(ids);
+  }
+  auto merge_fn = [this, &strategy, &variables, &indices, num_gradients](
+                      const Scope& cross_replica_scope,
+                      const std::vector<distribute::PerReplica>& all)
       -> StatusOr<std::vector<distribute::DistributedValues>> {
+    std::vector<distribute::PerReplica> grouped(all.begin(), all.begin() + num_gradients);
+    std::vector<Output> sparse_ids(num_gradients);
+    for (size_t v = 0, next = num_gradients; v < num_gradients; ++v) {
+      if (indices[v]) sparse_ids[v] = all[next++].values()[0];
+    }
     std::vector<std::shared_ptr<distribute::DistributedVariable>> targets;
     for (const Variable& variable : variables) {
       std::shared_ptr<distribute::DistributedVariable> target = strategy.FindVariable(variable);
@@ -94,7 +111,7 @@ StatusOr<Output> Optimizer::ApplyInReplicaContext(const Scope& scope,
       }
       targets.push_back(std::move(target));
     }
-    return ApplyReduced(cross_replica_scope, strategy, targets, grouped);
+    return ApplyReduced(cross_replica_scope, strategy, targets, grouped, sparse_ids);
   };
   WEFT_ASSIGN_OR_RETURN(std::vector<Output> mine, context.MergeCall(values, merge_fn));
   if (mine.size() != 1) {
@@ -106,7 +123,7 @@ StatusOr<Output> Optimizer::ApplyInReplicaContext(const Scope& scope,
 StatusOr<std::vector<distribute::DistributedValues>> Optimizer::ApplyReduced(
     const Scope& cross_replica_scope, const distribute::Strategy& strategy,
     const std::vector<std::shared_ptr<distribute::DistributedVariable>>& targets,
-    const std::vector<distribute::PerReplica>& grouped) {
+    const std::vector<distribute::PerReplica>& grouped, const std::vector<Output>& sparse_ids) {
   placed_.clear();
   placement_error_ = Status::OK();
   WEFT_ASSIGN_OR_RETURN(std::vector<distribute::Mirrored> reduced,
@@ -132,7 +149,7 @@ StatusOr<std::vector<distribute::DistributedValues>> Optimizer::ApplyReduced(
                                    [&](const Scope& scope, int component,
                                        const std::vector<Output>& args) -> StatusOr<Output> {
                                      return UpdateComponent(scope, strategy, target, component,
-                                                            args[0], *learning_rate);
+                                                            args[0], sparse_ids[v], *learning_rate);
                                    }));
     for (int i = 0; i < target.num_components(); ++i) {
       const std::string device = distribute::CanonicalDevice(target.devices()[i]);
@@ -197,6 +214,7 @@ StatusOr<Output> Optimizer::UpdateComponent(const Scope& scope,
                                             const distribute::Strategy& strategy,
                                             const distribute::DistributedVariable& target,
                                             int component, const Output& gradient,
+                                            const Output& sparse_ids,
                                             const distribute::DistributedVariable& learning_rate) {
   const std::string device = distribute::CanonicalDevice(target.devices()[component]);
   const Variable* rate = ComponentOn(learning_rate, device);
@@ -206,7 +224,10 @@ StatusOr<Output> Optimizer::UpdateComponent(const Scope& scope,
   }
   placement_ = Placement{&strategy, &target, &learning_rate, device};
   CreateSharedSlots(scope, target.dtype());
-  Output update = ApplyOne(scope, target.component(component), gradient, rate->Read(scope));
+  Output update = sparse_ids
+                      ? ApplySparseOne(scope, target.component(component), gradient, sparse_ids,
+                                       rate->Read(scope))
+                      : ApplyOne(scope, target.component(component), gradient, rate->Read(scope));
   placement_.reset();
   return update;
 }

@@ -122,21 +122,23 @@ class Optimizer {
                                          const std::vector<GradientAndVariable>& gradients,
                                          distribute::ReplicaContext& context);
   // The merge function's work, in cross-replica context: reduce, update, one train op per replica.
+  // `sparse_ids` holds, per gradient, the ids of a sparse one (its rows are `grouped`'s; one
+  // replica in sync) or an empty Output.
   StatusOr<std::vector<distribute::DistributedValues>> ApplyReduced(
       const Scope& cross_replica_scope, const distribute::Strategy& strategy,
       const std::vector<std::shared_ptr<distribute::DistributedVariable>>& targets,
-      const std::vector<distribute::PerReplica>& grouped);
+      const std::vector<distribute::PerReplica>& grouped, const std::vector<Output>& sparse_ids);
   // The gradients' MEAN over every replica, on each variable's devices (as they are with one
   // replica in sync).
   StatusOr<std::vector<distribute::Mirrored>> ReduceOntoVariables(
       const Scope& cross_replica_scope, const distribute::Strategy& strategy,
       const std::vector<std::shared_ptr<distribute::DistributedVariable>>& targets,
       const std::vector<distribute::PerReplica>& grouped);
-  // ApplyOne for component `component` of `target`, with the slots and the learning rate on its
-  // device.
+  // ApplyOne (ApplySparseOne with `sparse_ids`) for component `component` of `target`, with the
+  // slots and the learning rate on its device.
   StatusOr<Output> UpdateComponent(const Scope& scope, const distribute::Strategy& strategy,
                                    const distribute::DistributedVariable& target, int component,
-                                   const Output& gradient,
+                                   const Output& gradient, const Output& sparse_ids,
                                    const distribute::DistributedVariable& learning_rate);
   // Each local replica's train op, from the op that finishes the updates on each device.
   static distribute::PerReplica TrainOpsPerReplica(const Scope& optimizer_scope,

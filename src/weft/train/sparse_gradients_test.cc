@@ -4,7 +4,10 @@
 
 #include "weft/runtime/session.h"
 #include "weft/testing/tensor_matchers.h"
+#include "weft/train/layers/core.h"
+#include "weft/train/model.h"
 #include "weft/train/optimizer.h"
+#include "weft/train/testing/model_test_util.h"
 
 namespace weft::train {
 namespace {
@@ -107,6 +110,44 @@ TEST(SparseGradientsTest, EveryOptimizerTrainsALookedUpTableAsADenseOne) {
     EXPECT_TENSOR_NEAR(trained_sparse, trained_dense, 1e-12, 0) << c.name;
     EXPECT_GT(std::abs(trained_sparse.data<double>()[0] - 0.5), 1e-3) << c.name << " did not train";
   }
+}
+
+// How many nodes of each op type in `model`'s graph, after one step of Fit.
+std::map<std::string, int> OpsAfterOneStep(Model& model) {
+  Tensor ids = Tensor::FromVector<int64_t>({0, 1, 2, 3, 4, 5, 1, 2}, TensorShape({4, 2}));
+  Tensor labels = Tensor::FromVector<float>({1, 0, 1, 0}, TensorShape({4, 1}));
+  auto fitted = model.Fit(data::Dataset::FromTensors({ids, labels}).Batch(4), {.epochs = 1});
+  EXPECT_TRUE(fitted.ok()) << fitted.status();
+  std::map<std::string, int> ops;
+  Status counted = model.AddToGraph([&](const Scope& root) {
+    for (const Node* node : root.graph()->nodes()) ++ops[node->type_string()];
+    return Status::OK();
+  });
+  EXPECT_TRUE(counted.ok()) << counted;
+  return ops;
+}
+
+// Through Model (in replica context): with one replica in sync the table's rows and ids reach the
+// sparse kernel; with two they are densified for the all-reduce.
+TEST(SparseGradientsTest, ModelKeepsATablesGradientSparseWithOneReplicaInSync) {
+  auto make = [] {
+    auto model = std::make_unique<Sequential>(Embedding(6, 2), Flatten(), Dense(1));
+    return model;
+  };
+  auto one = make();
+  ASSERT_TRUE(one->Compile(NewAdagradOptimizer(0.1), BinaryCrossentropy(true)).ok());
+  std::map<std::string, int> one_ops = OpsAfterOneStep(*one);
+  EXPECT_EQ(one_ops["ResourceSparseApplyAdagradV2"], 1);
+  EXPECT_EQ(one_ops["UnsortedSegmentSum"], 0);
+
+  std::unique_ptr<distribute::Strategy> mirrored = testing::Mirrored(2);
+  auto two = make();
+  ASSERT_TRUE(two->Compile(NewAdagradOptimizer(0.1), BinaryCrossentropy(true), {},
+                           {.strategy = mirrored.get()})
+                  .ok());
+  std::map<std::string, int> two_ops = OpsAfterOneStep(*two);
+  EXPECT_EQ(two_ops["ResourceSparseApplyAdagradV2"], 0);
+  EXPECT_EQ(two_ops["UnsortedSegmentSum"], 2);  // one per replica
 }
 
 }  // namespace
