@@ -1,6 +1,6 @@
 // Math ops: elementwise arithmetic and comparisons with NumPy broadcasting, SelectV2, unary
-// functions, AddN, MatMul, Cast and BroadcastGradientArgs. Reductions (Sum, Mean, Max, ArgMax)
-// live in reduction_ops.cc.
+// functions, AddN, MatMul, BatchMatMulV2, Cast and BroadcastGradientArgs. Reductions (Sum, Mean,
+// Max, ArgMax) live in reduction_ops.cc.
 #include <algorithm>
 #include <vector>
 
@@ -136,6 +136,57 @@ Status MatMulShape(InferenceContext& context) {
   return Status::OK();
 }
 
+// BatchMatMulV2: x [..., M, K] (or [..., K, M] with adj_x) times y [..., K, N] (or [..., N, K]
+// with adj_y) -> [B..., M, N], B the NumPy broadcast of the batch dims (all but the last two) of x
+// and y. An unknown rank on either side leaves the output rank unknown: the batch rank is unknown.
+Status BatchMatMulV2Shape(InferenceContext& context) {
+  WEFT_RETURN_IF_ERROR(context.WithRankAtLeast(0, 2));
+  WEFT_RETURN_IF_ERROR(context.WithRankAtLeast(1, 2));
+  bool adj_x = false, adj_y = false;
+  WEFT_RETURN_IF_ERROR(context.GetAttr("adj_x", &adj_x));
+  WEFT_RETURN_IF_ERROR(context.GetAttr("adj_y", &adj_y));
+  const PartialShape& x = context.input(0);
+  const PartialShape& y = context.input(1);
+  if (!x.rank_known() || !y.rank_known()) {
+    context.set_output(0, PartialShape::UnknownRank());
+    return Status::OK();
+  }
+  const int rx = x.rank(), ry = y.rank();
+  const int64_t m = x.dim(rx - (adj_x ? 1 : 2)), k_x = x.dim(rx - (adj_x ? 2 : 1));
+  const int64_t k_y = y.dim(ry - (adj_y ? 1 : 2)), n = y.dim(ry - (adj_y ? 2 : 1));
+  if (k_x >= 0 && k_y >= 0 && k_x != k_y) {
+    return context.Error("inner dimensions must be equal, but are ", k_x, " and ", k_y, " for ",
+                         x.DebugString(), " x ", y.DebugString(),
+                         adj_x || adj_y ? StrCat(" (adj_x=", adj_x, ", adj_y=", adj_y, ")") : "");
+  }
+  StatusOr<PartialShape> batch =
+      BroadcastShapes(PartialShape(std::vector<int64_t>(x.dims().begin(), x.dims().end() - 2)),
+                      PartialShape(std::vector<int64_t>(y.dims().begin(), y.dims().end() - 2)));
+  if (!batch.ok()) {
+    return context.Error("batch dimensions of ", x.DebugString(), " and ", y.DebugString(),
+                         " cannot be broadcast together");
+  }
+  std::vector<int64_t> dims = batch->dims();
+  dims.push_back(m);
+  dims.push_back(n);
+  context.set_output(0, PartialShape(std::move(dims)));
+  return Status::OK();
+}
+
+void RegisterBatchMatMulOp(OpRegistry& registry) {
+  registry.RegisterOrDie(
+      OpDefBuilder("BatchMatMulV2")
+          .Input("x: T")
+          .Input("y: T")
+          .Output("output: T")
+          .Attr("adj_x: bool = false")
+          .Attr("adj_y: bool = false")
+          .Attr("T: {float32, float64, int32, int64}")
+          .SetShapeFn(BatchMatMulV2Shape)
+          .Doc("Matrix product of each matrix (last two dims) of x and y, each optionally "
+               "transposed; the batch dims broadcast."));
+}
+
 // The number of gradient reduction axes for each side of a broadcast of s0 with s1 (the kernel
 // computes the axes themselves); InvalidArgument when the shapes cannot be broadcast.
 Status GradientAxisCounts(const InferenceContext& context, const std::vector<int64_t>& s0,
@@ -202,6 +253,7 @@ void RegisterMathOps(OpRegistry& registry) {
                              .Attr("T: {float32, float64, int32, int64}")
                              .SetShapeFn(MatMulShape)
                              .Doc("Matrix product of a and b, each optionally transposed."));
+  RegisterBatchMatMulOp(registry);
   // What graph/fuse_ops.h makes of MatMul -> BiasAdd (-> Relu) inside one partition.
   registry.RegisterOrDie(OpDefBuilder("_FusedMatMul")
                              .Input("a: T")

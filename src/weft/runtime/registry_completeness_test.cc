@@ -237,6 +237,7 @@ const std::vector<std::pair<std::string, BuildFn>>& BuilderTable() {
       {"Log1p", [](const Scope& s) { ops::Log1p(s, F(s)); }},
       {"AddN", [](const Scope& s) { ops::AddN(s, {F(s), F(s)}); }},
       {"MatMul", [](const Scope& s) { ops::MatMul(s, F(s), F(s)); }},
+      {"BatchMatMulV2", [](const Scope& s) { ops::BatchMatMul(s, F(s), F(s)); }},
       {"Sum", [](const Scope& s) { ops::Sum(s, F(s), 0); }},
       {"Mean", [](const Scope& s) { ops::Mean(s, F(s), 0); }},
       {"Max", [](const Scope& s) { ops::Max(s, F(s), 0); }},

@@ -1,7 +1,7 @@
 // Gradient functions of the math ops: broadcasting binary arithmetic and SelectV2 (gradients
-// summed back to each input's shape), the unary functions, AddN, MatMul, the reductions Sum, Mean
-// and Max, and Cast between floating types. Comparison, index and shape-metadata ops block
-// gradients.
+// summed back to each input's shape), the unary functions, AddN, MatMul, BatchMatMulV2, the
+// reductions Sum, Mean and Max, and Cast between floating types. Comparison, index and
+// shape-metadata ops block gradients.
 #include <algorithm>
 
 #include "weft/framework/attr_value_util.h"
@@ -152,6 +152,47 @@ Status MatMulGrad(const Scope& scope, Node* op, const Grads& dz, Grads* dx) {
   return scope.status();
 }
 
+// True when neither side of a BatchMatMulV2 can have been broadcast: both are matrices, or their
+// batch dims (all but the last two) are known and equal.
+bool BatchDimsMatch(const PartialShape& x, const PartialShape& y) {
+  if (!x.rank_known() || !y.rank_known()) return false;
+  if (x.rank() == 2 && y.rank() == 2) return true;
+  const PartialShape xb(std::vector<int64_t>(x.dims().begin(), x.dims().end() - 2));
+  const PartialShape yb(std::vector<int64_t>(y.dims().begin(), y.dims().end() - 2));
+  return xb.IsFullyDefined() && xb == yb;
+}
+
+// z = adj(x) adj(y) per batch entry: per matrix, the four cases of MatMulGrad. Each gradient has
+// the output's (broadcast) batch dims and is then summed over the ones its input was broadcast
+// along and reshaped to it, as the reference does with BroadcastGradientArgs on the batch shapes
+// (SumToShapeOf takes whole shapes, whose matrix dims always agree).
+Status BatchMatMulGrad(const Scope& scope, Node* op, const Grads& dz, Grads* dx) {
+  bool adj_x = false, adj_y = false;
+  WEFT_RETURN_IF_ERROR(GetNodeAttr(op->def(), "adj_x", &adj_x));
+  WEFT_RETURN_IF_ERROR(GetNodeAttr(op->def(), "adj_y", &adj_y));
+  Output x = InputOf(op, 0), y = InputOf(op, 1), g = dz[0];
+  Output gx, gy;
+  if (!adj_x && !adj_y) {  // z = x y
+    gx = ops::BatchMatMul(scope, g, y, {.adj_y = true});
+    gy = ops::BatchMatMul(scope, x, g, {.adj_x = true});
+  } else if (!adj_x && adj_y) {  // z = x y'
+    gx = ops::BatchMatMul(scope, g, y);
+    gy = ops::BatchMatMul(scope, g, x, {.adj_x = true});
+  } else if (adj_x && !adj_y) {  // z = x' y
+    gx = ops::BatchMatMul(scope, y, g, {.adj_y = true});
+    gy = ops::BatchMatMul(scope, x, g);
+  } else {  // z = x' y'
+    gx = ops::BatchMatMul(scope, y, g, {.adj_x = true, .adj_y = true});
+    gy = ops::BatchMatMul(scope, g, x, {.adj_x = true, .adj_y = true});
+  }
+  if (BatchDimsMatch(x.shape(), y.shape())) {
+    *dx = {gx, gy};
+  } else {
+    *dx = {SumToShapeOf(scope, gx, x), SumToShapeOf(scope, gy, y)};
+  }
+  return scope.status();
+}
+
 // The keep_dims shape of a reduction (its input's shape with 1 at the reduced axes), or an empty
 // Output when the reduction kept its dims already.
 StatusOr<Output> KeptShapeUnlessKept(const Scope& scope, Node* op) {
@@ -244,6 +285,7 @@ void RegisterMathGradients(GradientRegistry& registry) {
   registry.Register("Log1p", Log1pGrad);
   registry.Register("AddN", AddNGrad);
   registry.Register("MatMul", MatMulGrad);
+  registry.Register("BatchMatMulV2", BatchMatMulGrad);
   registry.Register("Sum", SumGrad);
   registry.Register("Mean", MeanGrad);
   registry.Register("Max", MaxGrad);

@@ -1,7 +1,8 @@
 // Numeric checks of the math gradients in float64: broadcasting binary ops and SelectV2 (shapes
-// known, rank only, unknown), unary functions, AddN, every MatMul transpose combination,
-// Sum/Mean/Max over several axes with and without keep_dims (constant and fed axes), Max ties,
-// Cast, and the ops that block gradients.
+// known, rank only, unknown), unary functions, AddN, every MatMul transpose combination, every
+// BatchMatMulV2 adjoint combination with and without broadcast batch dims, Sum/Mean/Max over
+// several axes with and without keep_dims (constant and fed axes), Max ties, Cast, and the ops that
+// block gradients.
 #include <string>
 #include <vector>
 
@@ -178,6 +179,42 @@ TEST(MathGradTest, MatMulEveryTransposeCombination) {
   }
 }
 
+// Each operand stored as BatchMatMulV2 reads it: [batch..., rows, cols], or [batch..., cols, rows]
+// when adjoint.
+TensorShape StoredMatrices(std::vector<int64_t> batch, int64_t rows, int64_t cols, bool adjoint) {
+  batch.push_back(adjoint ? cols : rows);
+  batch.push_back(adjoint ? rows : cols);
+  return TensorShape(batch);
+}
+
+// [3,4] x [4,2] products under batch dims that match, broadcast on one or both sides, or differ
+// in rank; the gradients of broadcast operands are summed back to their shapes.
+TEST(MathGradTest, BatchMatMulEveryAdjointCombinationAndBroadcast) {
+  struct Batches {
+    std::vector<int64_t> x, y;
+  };
+  for (const Batches& batches : {Batches{{}, {}}, Batches{{2}, {2}}, Batches{{2, 1}, {3}},
+                                 Batches{{}, {2}}, Batches{{1, 2}, {3, 1}}}) {
+    for (bool adj_x : {false, true}) {
+      for (bool adj_y : {false, true}) {
+        for (ShapeKnowledge knowledge : kAllShapeKnowledges) {
+          const TensorShape x_shape = StoredMatrices(batches.x, 3, 4, adj_x);
+          const TensorShape y_shape = StoredMatrices(batches.y, 4, 2, adj_y);
+          Scope root = Scope::NewRootScope();
+          Output x = Float64Placeholder(root.WithOpName("x"), x_shape, knowledge);
+          Output y = Float64Placeholder(root.WithOpName("y"), y_shape, knowledge);
+          Output product = ops::BatchMatMul(root, x, y, {.adj_x = adj_x, .adj_y = adj_y});
+          EXPECT_TRUE(GradientNear(
+              root, {x, y}, {RandomTensor(x_shape, -1, 1, 14), RandomTensor(y_shape, -1, 1, 15)},
+              product, kGradientTolerance))
+              << x_shape << " x " << y_shape << " adj_x " << adj_x << " adj_y " << adj_y
+              << " knowledge " << static_cast<int>(knowledge);
+        }
+      }
+    }
+  }
+}
+
 using ReductionOp = Output (*)(const Scope&, const Input&, const Input&,
                                const ops::ReductionAttrs&);
 
@@ -341,9 +378,9 @@ TEST(MathGradTest, OrderingsBlockGradientsThroughTheirOutputs) {
 
 TEST(MathGradTest, EveryMathOpWithAGradientIsRegistered) {
   for (const char* op :
-       {"Add",    "Sub",  "Mul",    "Div", "Maximum", "Minimum", "SelectV2",   "Neg",
-        "Square", "Sqrt", "Rsqrt",  "Exp", "Log",     "Log1p",   "Reciprocal", "Abs",
-        "Sign",   "AddN", "MatMul", "Sum", "Mean",    "Max",     "Cast"}) {
+       {"Add",    "Sub",  "Mul",    "Div",           "Maximum", "Minimum", "SelectV2",   "Neg",
+        "Square", "Sqrt", "Rsqrt",  "Exp",           "Log",     "Log1p",   "Reciprocal", "Abs",
+        "Sign",   "AddN", "MatMul", "BatchMatMulV2", "Sum",     "Mean",    "Max",        "Cast"}) {
     StatusOr<const GradFunc*> fn = AllGradients().Lookup(op);
     ASSERT_TRUE(fn.ok()) << op << ": " << fn.status();
     EXPECT_TRUE(**fn) << op;

@@ -2,6 +2,7 @@
 list(APPEND WEFT_KERNEL_SOURCES
   math/add_n_op.cc
   math/argmax_op.cc
+  math/batch_matmul_op.cc
   math/bcast.cc
   math/broadcast_gradient_args_op.cc
   math/cast_op.cc
@@ -19,6 +20,7 @@ weft_test(kernels_math_test
   SOURCES
     math/add_n_op_test.cc
     math/argmax_op_test.cc
+    math/batch_matmul_op_test.cc
     math/bcast_test.cc
     math/broadcast_gradient_args_op_test.cc
     math/cast_op_test.cc

@@ -14,6 +14,7 @@ void RegisterSelectKernels(KernelRegistry& registry);        // select_op.cc: Se
 void RegisterCwiseUnaryKernels(KernelRegistry& registry);    // cwise_unary_ops.cc
 void RegisterAddNKernels(KernelRegistry& registry);          // add_n_op.cc
 void RegisterMatMulKernels(KernelRegistry& registry);        // matmul_op.cc
+void RegisterBatchMatMulKernels(KernelRegistry& registry);   // batch_matmul_op.cc
 void RegisterReductionKernels(KernelRegistry& registry);     // reduction_ops.cc: Sum, Mean, Max
 void RegisterArgMaxKernels(KernelRegistry& registry);        // argmax_op.cc
 void RegisterCastKernels(KernelRegistry& registry);          // cast_op.cc

@@ -98,6 +98,44 @@ TEST(MathShapeFnsTest, MatMul) {
   EXPECT_FALSE(InferShapes("MatMul", {PartialShape({3}), PartialShape({3, 6})}, {}, {}).ok());
 }
 
+TEST(MathShapeFnsTest, BatchMatMulV2) {
+  const std::map<std::string, proto::AttrValue> adj_y = {{"adj_y", MakeAttrValue(true)}};
+  // Batch dims broadcast; an unknown dim against 1 stays unknown, against a known one takes it.
+  EXPECT_EQ(Infer1("BatchMatMulV2", {PartialShape({2, 1, 3, 4}), PartialShape({5, 4, 6})}),
+            PartialShape({2, 5, 3, 6}));
+  EXPECT_EQ(Infer1("BatchMatMulV2", {PartialShape({kUnknown, 1, 3, kUnknown}),
+                                     PartialShape({kUnknown, 4, kUnknown})}),
+            PartialShape({kUnknown, kUnknown, 3, kUnknown}));
+  EXPECT_EQ(
+      Infer1("BatchMatMulV2", {PartialShape({kUnknown, 3, 4}), PartialShape({7, 6, 4})}, {}, adj_y),
+      PartialShape({7, 3, 6}));
+  EXPECT_EQ(Infer1("BatchMatMulV2", {PartialShape({3, 4}), PartialShape({4, 6})}),
+            PartialShape({3, 6}));
+  EXPECT_EQ(Infer1("BatchMatMulV2", {PartialShape({4, 3}), PartialShape({2, 6, 4})}, {},
+                   {{"adj_x", MakeAttrValue(true)}, {"adj_y", MakeAttrValue(true)}}),
+            PartialShape({2, 3, 6}));
+  // An unknown rank on either side: the batch rank, so the output rank, is unknown.
+  EXPECT_EQ(Infer1("BatchMatMulV2", {PartialShape(), PartialShape({2, 4, 6})}), PartialShape());
+  EXPECT_EQ(Infer1("BatchMatMulV2", {PartialShape({3, 4}), PartialShape()}), PartialShape());
+
+  StatusOr<std::vector<PartialShape>> inner = InferShapes(
+      "BatchMatMulV2", {PartialShape({kUnknown, 3, 4}), PartialShape({2, 5, 6})}, {}, {});
+  ASSERT_FALSE(inner.ok());
+  EXPECT_EQ(inner.status().message(),
+            "node 's' (BatchMatMulV2): inner dimensions must be equal, but are 4 and 5 for "
+            "[?,3,4] x [2,5,6]");
+  StatusOr<std::vector<PartialShape>> batch = InferShapes(
+      "BatchMatMulV2", {PartialShape({2, 3, 4}), PartialShape({3, kUnknown, 5})}, {}, {});
+  ASSERT_FALSE(batch.ok());
+  EXPECT_EQ(batch.status().message(),
+            "node 's' (BatchMatMulV2): batch dimensions of [2,3,4] and [3,?,5] cannot be "
+            "broadcast together");
+  StatusOr<std::vector<PartialShape>> rank =
+      InferShapes("BatchMatMulV2", {PartialShape({3}), PartialShape({3, 6})}, {}, {});
+  ASSERT_FALSE(rank.ok());
+  EXPECT_NE(rank.status().message().find("[3]"), std::string::npos) << rank.status();
+}
+
 TEST(MathShapeFnsTest, ReductionsWithKnownAndUnknownAxes) {
   Tensor axes = Tensor::FromVector<int32_t>({-1, 0});
   EXPECT_EQ(Infer1("Sum", {PartialShape({kUnknown, 3, 4}), PartialShape({2})}, {nullptr, &axes}),

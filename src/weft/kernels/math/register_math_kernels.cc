@@ -13,6 +13,7 @@ void RegisterMathKernels(KernelRegistry& registry) {
   RegisterCwiseUnaryKernels(registry);
   RegisterAddNKernels(registry);
   RegisterMatMulKernels(registry);
+  RegisterBatchMatMulKernels(registry);
   RegisterReductionKernels(registry);
   RegisterArgMaxKernels(registry);
   RegisterCastKernels(registry);

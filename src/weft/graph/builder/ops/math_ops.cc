@@ -81,6 +81,15 @@ Output MatMul(const Scope& scope, const Input& a, const Input& b, const MatMulAt
                          .Attr("transpose_b", attrs.transpose_b));
 }
 
+Output BatchMatMul(const Scope& scope, const Input& x, const Input& y,
+                   const BatchMatMulAttrs& attrs) {
+  return FirstOutput(NodeBuilder(scope, "BatchMatMulV2")
+                         .Input(x)
+                         .Input(y)
+                         .Attr("adj_x", attrs.adj_x)
+                         .Attr("adj_y", attrs.adj_y));
+}
+
 Output Sum(const Scope& scope, const Input& input, const Input& axis, const ReductionAttrs& attrs) {
   return Reduction(scope, "Sum", input, axis, attrs);
 }

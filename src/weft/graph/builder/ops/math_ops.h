@@ -44,6 +44,14 @@ struct MatMulAttrs {
 };
 Output MatMul(const Scope& scope, const Input& a, const Input& b, const MatMulAttrs& attrs = {});
 
+struct BatchMatMulAttrs {
+  bool adj_x = false;
+  bool adj_y = false;
+};
+// BatchMatMulV2: the product of each matrix (last two dims) of x and y; the batch dims broadcast.
+Output BatchMatMul(const Scope& scope, const Input& x, const Input& y,
+                   const BatchMatMulAttrs& attrs = {});
+
 struct ReductionAttrs {
   bool keep_dims = false;
 };
