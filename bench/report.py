@@ -254,6 +254,24 @@ def main():
         print(f"METRIC trace_on_mlp_images_per_sec {on:.0f} images/s")
         print(f"RATIO trace_off_vs_before_mlp {off / before:.3f}")
         print(f"RATIO trace_on_vs_off_mlp {on / off:.3f}")
+    elif kind == "ps":
+        # W7 with 2 workers and 2 ps tasks: Weft (`weft launch --ps`, w7_dlrm as the chief) against
+        # PyTorch's parameter server on torch.distributed.rpc (bench/torch_rpc_ps_w7.py).
+        weft_rate = None
+        with open(f"{path}/w7_ps.txt") as f:
+            for line in f:
+                fields = line.split()
+                if len(fields) >= 3 and fields[0] in ("METRIC", "RATIO"):
+                    print(line.strip().replace("METRIC w7_", "METRIC ps_w7_", 1)
+                          .replace("RATIO w7_", "RATIO ps_w7_", 1).replace("ps_w7_ps_w7_", "ps_w7_"))
+                    if fields[1] == "w7_examples_per_sec":
+                        weft_rate = float(fields[2])
+        torch = load_json(f"{path}/torch_rpc_w7.json")
+        print(f"METRIC ps_w7_torch_rpc_examples_per_sec {torch['examples_per_sec']:.0f} examples/s "
+              f"({torch['trainers']} trainers, {torch['ps']} ps, {torch['rpc_backend']})")
+        if weft_rate is None:
+            raise SystemExit("the W7 run printed no METRIC w7_examples_per_sec")
+        print(f"RATIO ps_w7_vs_torch_rpc {weft_rate / torch['examples_per_sec']:.3f}")
     else:
         raise SystemExit(f"unknown kind {kind}")
 

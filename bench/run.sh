@@ -2,9 +2,9 @@
 # Runs Weft's benchmarks and prints `METRIC <name> <value> <unit>` and `RATIO <name> <value>` lines
 # (a RATIO above 1 means Weft is better). Usage: bench/run.sh [executor] [matmul] [conv] [train]
 # [allreduce] [mirrored] [rpc] [cluster] [collective] [multiworker] [checkpoint] [libtorch]
-# [trace] [ps] (all when none). `train`, `mirrored`, `conv`, `cluster` and `multiworker` need PyTorch (Debian's
-# python3-torch) for the peer side, `collective` needs Gloo (libgloo-dev), `libtorch` libtorch's C++
-# frontend (libtorch-dev, installed when missing). A benchmark whose Weft side is missing from the
+# [trace] [ps] (all when none). `train`, `mirrored`, `conv`, `cluster`, `multiworker` and `ps` need
+# PyTorch (Debian's python3-torch) for the peer side, `collective` needs Gloo (libgloo-dev),
+# `libtorch` libtorch's C++ frontend (libtorch-dev, installed when missing). A benchmark whose Weft side is missing from the
 # build says so on stderr; the others still run, and the script then exits 1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -183,11 +183,20 @@ for name in "${names[@]}"; do
       ;;
     ps)
       # Parameter-server training's coordinator: empty functions per second dispatched over 2
-      # workers (4 in flight on each) by the chief of a `weft launch` on loopback. (W7 across
-      # workers and ps tasks against torch.distributed.rpc is not here yet: issue 24.)
-      cmake --build build --target coordinator_bench >/dev/null
+      # workers (4 in flight on each) by the chief of a `weft launch` on loopback.
+      cmake --build build --target coordinator_bench w7_dlrm >/dev/null
       build/bin/weft launch --workers 2 --ps 1 -- build/bench/coordinator_bench 2>/dev/null |
         sed -n 's/^\[chief\] METRIC/METRIC/p' | sed 's/$/ functions\/s/'
+      # W7 (docs/embeddings.md) on 2 workers and 2 ps tasks: 2,000 steps of 512 (the first 50
+      # untimed), then the held-out log loss of 100,000 examples, and the bytes sent over
+      # loopback per step; against PyTorch's parameter server on torch.distributed.rpc (2 trainers
+      # and 2 ps processes, sparse row gradients, 500 timed steps per trainer).
+      build/bin/weft launch --workers 2 --ps 2 -- build/bench/w7_dlrm --strategy parameter_server \
+        --steps 1950 --warmup 50 --held-out 100000 2>/dev/null | sed -n 's/^\[chief\] //p' \
+        >"$out/w7_ps.txt"
+      OPENBLAS_NUM_THREADS=1 /usr/bin/python3 bench/torch_rpc_ps_w7.py --steps 500 --warmup 20 \
+        --batch 512 --seed 1 --trainers 2 --ps 2 --heldout 0 >"$out/torch_rpc_w7.json"
+      python3 bench/report.py ps "$out"
       ;;
     checkpoint)
       # A 256 MB model saved and restored against plain write+fsync and read of the same bytes in

@@ -65,13 +65,19 @@ GradientAndVariable Combine(const Scope& scope, const Variable& variable,
       dense.push_back(grads[i]);
       continue;
     }
-    rows.push_back(ops::Reshape(scope, grads[i], rows_of));
-    indices.push_back(ops::Reshape(scope, reads[i].indices, flat));
+    // Beside a lookup placed explicitly (ShardedVariable::LookupMany: on the table's task), so
+    // that its rows' gradient and ids stay where the update runs.
+    const std::string& device = reads[i].value.node()->requested_device();
+    const Scope there = device.empty() ? scope : scope.WithDevice(device);
+    rows.push_back(ops::Reshape(there, grads[i], rows_of));
+    indices.push_back(ops::Reshape(there, reads[i].indices, flat));
   }
   GradientAndVariable sparse{Output(), variable, Output()};
   if (!rows.empty()) {
-    sparse.gradient = rows.size() == 1 ? rows[0] : ops::Concat(scope, rows, 0);
-    sparse.indices = indices.size() == 1 ? indices[0] : ops::Concat(scope, indices, 0);
+    const std::string& device = rows[0].node()->requested_device();
+    const Scope there = device.empty() ? scope : scope.WithDevice(device);
+    sparse.gradient = rows.size() == 1 ? rows[0] : ops::Concat(there, rows, 0);
+    sparse.indices = indices.size() == 1 ? indices[0] : ops::Concat(there, indices, 0);
     if (dense.empty()) return sparse;
     dense.push_back(DensifyGradient(scope, sparse));
   }

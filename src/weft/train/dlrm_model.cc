@@ -59,14 +59,11 @@ DlrmModel::DlrmModel(DlrmOptions options)
     top_.push_back(dense(options_.top_units[i], "relu", StrCat("top_", i)));
   }
   top_.push_back(dense(1, "", StrCat("top_", options_.top_units.size())));
-  for (size_t t = 0; t < options_.table_rows.size(); ++t) {
-    tables_.push_back(std::make_unique<Embedding>(
-        options_.table_rows[t], options_.embedding_dim,
-        EmbeddingOptions{
-            .name = StrCat("table_", t),
-            .embeddings_initializer = Initializer::RandomUniform(-0.05, 0.05, ++seed)}));
-  }
-  pair_positions_ = UpperTrianglePositions(static_cast<int64_t>(tables_.size()) + 1);
+  tables_ = std::make_unique<EmbeddingCollection>(
+      options_.table_rows, options_.embedding_dim,
+      EmbeddingOptions{.name = "tables",
+                       .embeddings_initializer = Initializer::RandomUniform(-0.05, 0.05, ++seed)});
+  pair_positions_ = UpperTrianglePositions(static_cast<int64_t>(options_.table_rows.size()) + 1);
   set_call([this](const Scope& scope, const std::vector<Output>& inputs) {
     return Call(scope, inputs);
   });
@@ -75,20 +72,21 @@ DlrmModel::DlrmModel(DlrmOptions options)
 std::vector<Output> DlrmModel::Call(const Scope& scope, const std::vector<Output>& inputs) {
   Output bottom = inputs[0];
   for (const auto& layer : bottom_) bottom = (*layer)(scope, bottom);
-  std::vector<Output> vectors = {ops::ExpandDims(scope, bottom, 1)};  // [B, 1, d]
-  for (size_t t = 0; t < tables_.size(); ++t) {
-    const int64_t column = static_cast<int64_t>(t);
-    Output ids = ops::Slice(scope, inputs[1], {int64_t{0}, column}, {int64_t{-1}, int64_t{1}});
-    vectors.push_back((*tables_[t])(scope, ids));  // [B, 1, d]
-  }
-  const int64_t n = static_cast<int64_t>(vectors.size());
-  Output stacked = ops::Concat(scope, vectors, 1);  // [B, n, d]
-  Output products = ops::Sum(
-      scope,
-      ops::Mul(scope, ops::ExpandDims(scope, stacked, 2), ops::ExpandDims(scope, stacked, 1)),
-      3);  // [B, n, n]
-  Output pairs = ops::GatherV2(scope, ops::Reshape(scope, products, {int64_t{-1}, n * n}),
-                               ops::Const(scope, pair_positions_), 1);  // [B, n (n - 1) / 2]
+  // [B, 1 + tables, d]: the bottom MLP's vector, then each table's.
+  Output stacked =
+      ops::Concat(scope, {ops::ExpandDims(scope, bottom, 1), (*tables_)(scope, inputs[1])}, 1);
+  const int64_t n = static_cast<int64_t>(options_.table_rows.size()) + 1;
+  Output products = ops::BatchMatMul(scope, stacked, stacked, {.adj_y = true});  // [B, n, n]
+  // The pairs i < j of each example, gathered from the flattened products along dimension 0
+  // (example b's pair p at b * n * n + position p): a gather along dimension 1 would transpose
+  // [B, n * n] in the forward pass and twice in its gradient.
+  Output examples = ops::Reshape(scope, ops::Slice(scope, ops::Shape(scope, stacked), {0}, {1}),
+                                 Tensor::FromVector(std::vector<int32_t>{}));
+  Output starts = ops::Mul(scope, ops::Range(scope, 0, examples, 1), static_cast<int32_t>(n * n));
+  Output at =
+      ops::Add(scope, ops::ExpandDims(scope, starts, 1), ops::Const(scope, pair_positions_));
+  Output pairs = ops::GatherV2(scope, ops::Reshape(scope, products, {int64_t{-1}}), at,
+                               0);  // [B, n (n - 1) / 2]
   Output top = ops::Concat(scope, {bottom, pairs}, 1);
   for (const auto& layer : top_) top = (*layer)(scope, top);
   return {top};

@@ -1,10 +1,10 @@
 // DlrmModel: workload W7's recommendation model (DLRM) as a Model of two named inputs and one
 // output, after Naumov et al.: "dense" float [batch, dense_features] through a bottom MLP
-// (13-64-16 in W7), "ids" int64 [batch, tables] looked up in one Embedding per table (dimension
-// 16), the dot products of every pair of the tables' vectors and the bottom MLP's (351 pairs for
-// 27 vectors) beside the bottom output, and a top MLP (256-128-1) giving the "click" logit. Under a
-// strategy that shards (ParameterServerStrategy) each table above its threshold is cut across the
-// ps tasks. Owns its layers; not thread-safe (as Model).
+// (13-64-16 in W7), "ids" int64 [batch, tables] looked up in an EmbeddingCollection (one table
+// per column, dimension 16), the dot products of every pair of the tables' vectors and the bottom
+// MLP's (351 pairs for 27 vectors) beside the bottom output, and a top MLP (256-128-1) giving the
+// "click" logit. Under a strategy that shards (ParameterServerStrategy) each table above its
+// threshold is cut across the ps tasks. Owns its layers; not thread-safe (as Model).
 #pragma once
 
 #include <cstdint>
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "weft/train/layers/core.h"
+#include "weft/train/layers/embedding_collection.h"
 #include "weft/train/model.h"
 
 namespace weft::train {
@@ -37,7 +38,7 @@ class DlrmModel final : public Model {
 
   DlrmOptions options_;
   std::vector<std::unique_ptr<Dense>> bottom_, top_;
-  std::vector<std::unique_ptr<Embedding>> tables_;
+  std::unique_ptr<EmbeddingCollection> tables_;
   Tensor pair_positions_;  // the pairs (i < j) as positions in the flattened [n, n] products
 };
 

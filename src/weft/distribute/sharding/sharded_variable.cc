@@ -1,6 +1,7 @@
 #include "weft/distribute/sharding/sharded_variable.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 
 #include "weft/core/str_util.h"
@@ -75,9 +76,8 @@ std::vector<Output> ShardedVariable::initializers() const {
   return initializers;
 }
 
-Output ShardedVariable::Lookup(const Scope& scope, const Input& ids) const {
-  Scope lookup = scope.NewSubScope(StrCat(name_, "_lookup"));
-  if (shards_.size() == 1) return ops::ResourceGather(lookup, shards_[0].handle(), ids, dtype_);
+ShardedVariable::SplitIds ShardedVariable::PartitionIds(const Scope& lookup,
+                                                        const Input& ids) const {
   const int64_t count = static_cast<int64_t>(shards_.size());
   Output flat = ops::Cast(lookup, ops::Reshape(lookup, ids, {int64_t{-1}}), DataType::kInt64);
   // Shard of each id: how many shard starts after the first it has reached.
@@ -91,14 +91,16 @@ Output ShardedVariable::Lookup(const Scope& scope, const Input& ids) const {
       lookup, flat,
       ops::GatherV2(lookup, ops::Const(lookup, Tensor::FromVector(offsets_)), shard_of, 0));
   Output positions = ops::Range(lookup, 0, ops::Size(lookup, flat), 1);
-  std::vector<Output> local_parts = ops::DynamicPartition(lookup, local, shard_of, count);
-  std::vector<Output> position_parts = ops::DynamicPartition(lookup, positions, shard_of, count);
-  if (static_cast<int64_t>(local_parts.size()) != count) return Output();
-  std::vector<Output> rows;
-  for (int64_t s = 0; s < count; ++s) {
-    rows.push_back(ops::ResourceGather(lookup, shards_[s].handle(), local_parts[s], dtype_));
-  }
-  Output merged = ops::DynamicStitch(lookup, position_parts, rows);
+  SplitIds split;
+  split.local = ops::DynamicPartition(lookup, local, shard_of, count);
+  split.positions = ops::DynamicPartition(lookup, positions, shard_of, count);
+  if (static_cast<int64_t>(split.local.size()) != count) return SplitIds();
+  return split;
+}
+
+Output ShardedVariable::Assemble(const Scope& lookup, const Input& ids, const SplitIds& split,
+                                 const std::vector<Output>& rows) const {
+  Output merged = ops::DynamicStitch(lookup, split.positions, rows);
   std::vector<int64_t> row_dims(shape_.dim_sizes().begin() + 1, shape_.dim_sizes().end());
   // The ids' static shape when at most one dimension is unknown (a batch of ids), so that the
   // rows keep a static shape for the layers after the lookup; else computed in the step.
@@ -120,6 +122,118 @@ Output ShardedVariable::Lookup(const Scope& scope, const Input& ids) const {
       {ops::Shape(lookup, ids, DataType::kInt64), ops::Const(lookup, Tensor::FromVector(row_dims))},
       0);
   return ops::Reshape(lookup, merged, out_shape);
+}
+
+Output ShardedVariable::Lookup(const Scope& scope, const Input& ids) const {
+  Scope lookup = scope.NewSubScope(StrCat(name_, "_lookup"));
+  if (shards_.size() == 1) return ops::ResourceGather(lookup, shards_[0].handle(), ids, dtype_);
+  SplitIds split = PartitionIds(lookup, ids);
+  if (split.local.empty()) return Output();
+  std::vector<Output> rows;
+  for (size_t s = 0; s < shards_.size(); ++s) {
+    rows.push_back(ops::ResourceGather(lookup, shards_[s].handle(), split.local[s], dtype_));
+  }
+  return Assemble(lookup, ids, split, rows);
+}
+
+std::vector<Output> ShardedVariable::LookupMany(const Scope& scope,
+                                                const std::vector<ShardedVariable>& tables,
+                                                const std::vector<Output>& ids) {
+  if (tables.size() != ids.size()) {
+    scope.UpdateStatus(
+        InvalidArgument("LookupMany: ", tables.size(), " tables but ", ids.size(), " id tensors"));
+    return {};
+  }
+  Scope lookup = scope.NewSubScope("lookup_many");
+  // Each table's ids split by shard, and the shards grouped by device, in order of first use.
+  struct Entry {
+    size_t table, shard;
+  };
+  std::vector<SplitIds> splits(tables.size());
+  std::vector<std::string> devices;
+  std::map<std::string, std::vector<Entry>> entries_on;
+  for (size_t t = 0; t < tables.size(); ++t) {
+    const ShardedVariable& table = tables[t];
+    if (!table || table.dtype_ != tables[0].dtype_) {
+      scope.UpdateStatus(InvalidArgument("LookupMany: table ", t, " ('", table.name_,
+                                         "') is empty or not of table 0's dtype"));
+      return {};
+    }
+    const Scope mine = lookup.NewSubScope(table.name_);
+    if (table.shards_.size() == 1) {
+      Output flat = ops::Cast(mine, ops::Reshape(mine, ids[t], {int64_t{-1}}), DataType::kInt64);
+      splits[t] = {{flat}, {ops::Range(mine, 0, ops::Size(mine, flat), 1)}};
+    } else {
+      splits[t] = table.PartitionIds(mine, ids[t]);
+      if (splits[t].local.empty()) return {};
+    }
+    for (size_t s = 0; s < table.shards_.size(); ++s) {
+      const std::string& device = table.shards_[s].handle().node()->requested_device();
+      if (!entries_on.contains(device)) devices.push_back(device);
+      entries_on[device].push_back({t, s});
+    }
+  }
+  // Per device: every shard's ids in one tensor (ids, then which shard each is for), one gather
+  // per shard there, and their rows back in one tensor; the gradients of those rows then travel
+  // as one tensor too, and are cut per shard where the shards live.
+  std::vector<std::vector<Output>> rows(tables.size());
+  for (size_t t = 0; t < tables.size(); ++t) rows[t].resize(tables[t].shards_.size());
+  for (const std::string& device : devices) {
+    const std::vector<Entry>& entries = entries_on[device];
+    const int64_t count = static_cast<int64_t>(entries.size());
+    if (device.empty() || device == lookup.device()) {
+      // Shards here (or placed with their ids): nothing to exchange.
+      for (const Entry& entry : entries) {
+        const ShardedVariable& table = tables[entry.table];
+        rows[entry.table][entry.shard] =
+            ops::ResourceGather(lookup, table.shards_[entry.shard].handle(),
+                                splits[entry.table].local[entry.shard], table.dtype_);
+      }
+      continue;
+    }
+    std::vector<Output> local, labels;
+    for (int64_t e = 0; e < count; ++e) {
+      const Output& part = splits[entries[e].table].local[entries[e].shard];
+      local.push_back(part);
+      labels.push_back(ops::Fill(lookup,
+                                 ops::Reshape(lookup, ops::Size(lookup, part), {int64_t{1}}),
+                                 ops::Const(lookup, static_cast<int32_t>(e))));
+    }
+    Output all_labels = ops::Concat(lookup, labels, 0);
+    Output packed = ops::Concat(
+        lookup, {ops::Concat(lookup, local, 0), ops::Cast(lookup, all_labels, DataType::kInt64)},
+        0);
+    const Scope there = device.empty() ? lookup : lookup.WithDevice(device);
+    Output half = ops::Reshape(
+        there, ops::Div(there, ops::Size(there, packed), ops::Const(there, int32_t{2})),
+        {int64_t{1}});
+    Output received_ids = ops::Slice(
+        there, packed, ops::Const(there, Tensor::FromVector(std::vector<int32_t>{0})), half);
+    Output received_labels =
+        ops::Cast(there,
+                  ops::Slice(there, packed, half,
+                             ops::Const(there, Tensor::FromVector(std::vector<int32_t>{-1}))),
+                  DataType::kInt32);
+    std::vector<Output> received =
+        ops::DynamicPartition(there, received_ids, received_labels, count);
+    if (static_cast<int64_t>(received.size()) != count) return {};
+    std::vector<Output> gathered;
+    for (int64_t e = 0; e < count; ++e) {
+      const ShardedVariable& table = tables[entries[e].table];
+      gathered.push_back(ops::ResourceGather(there, table.shards_[entries[e].shard].handle(),
+                                             received[e], table.dtype_));
+    }
+    std::vector<Output> back =
+        ops::DynamicPartition(lookup, ops::Concat(there, gathered, 0), all_labels, count);
+    if (static_cast<int64_t>(back.size()) != count) return {};
+    for (int64_t e = 0; e < count; ++e) rows[entries[e].table][entries[e].shard] = back[e];
+  }
+  std::vector<Output> results;
+  for (size_t t = 0; t < tables.size(); ++t) {
+    results.push_back(
+        tables[t].Assemble(lookup.NewSubScope(tables[t].name_), ids[t], splits[t], rows[t]));
+  }
+  return results;
 }
 
 Output ShardedVariable::Read(const Scope& scope) const {

@@ -51,7 +51,27 @@ class ShardedVariable {
   // The whole value, the shards concatenated (a dense read: for saving or evaluation, not steps).
   Output Read(const Scope& scope) const;
 
+  // Lookup of `ids[t]` in `tables[t]` for every t, with one exchange per device instead of one per
+  // shard: the ids every shard on a device needs travel there as one tensor, and its shards' rows
+  // come back as one (their gradients then return as one, and are cut per shard on that device,
+  // where each shard's sparse update runs). A recommendation model's tens of tables cost a step
+  // three transfers per parameter server rather than three per shard. The tables share one dtype;
+  // errors go to `scope` (the result is then empty).
+  static std::vector<Output> LookupMany(const Scope& scope,
+                                        const std::vector<ShardedVariable>& tables,
+                                        const std::vector<Output>& ids);
+
  private:
+  // A lookup's ids by shard: each shard's local row numbers, and where in the flattened ids each
+  // came from. Empty after an error.
+  struct SplitIds {
+    std::vector<Output> local, positions;
+  };
+  SplitIds PartitionIds(const Scope& lookup, const Input& ids) const;
+  // The rows of `ids` from each shard's `rows` (in SplitIds' order): ids.shape + shape[1:].
+  Output Assemble(const Scope& lookup, const Input& ids, const SplitIds& split,
+                  const std::vector<Output>& rows) const;
+
   std::string name_;
   TensorShape shape_;
   DataType dtype_ = DataType::kInvalid;

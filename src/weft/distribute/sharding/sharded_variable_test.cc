@@ -131,6 +131,63 @@ TEST(ShardedVariableTest, TrainingThroughLookupsUpdatesEachShardSparselyLikeOneT
   EXPECT_EQ(sharded.data<double>()[2], 2.0);  // row 1 was never looked up
 }
 
+// Two tables of 3 shards on 3 devices looked up together: the same rows as each table's own
+// Lookup, and training through them equals training whole tables, with every shard's sparse
+// gradient (rows and ids) made on the shard's own device, so nothing but one tensor of rows
+// gradients per device goes back to the tables.
+TEST(ShardedVariableTest, LookupManyMatchesEachTablesLookupAndKeepsGradientsWithTheShards) {
+  auto train = [](bool together) {
+    Scope root = Scope::NewRootScope();
+    ShardedVariable first = MakeTable(root);
+    ShardedVariable second = ShardedVariable::Create(root, "emb2", TensorShape({10, 2}),
+                                                     DataType::kDouble, Initializer::Constant(0.5),
+                                                     Partitioner::FixedShards(3), CpuDevices(3));
+    Output ids_a = ops::Const(root, Tensor::FromVector<int64_t>({9, 0, 4, 3, 4}));
+    Output ids_b = ops::Const(root, Tensor::FromVector<int64_t>({1, 1, 8}, TensorShape({3, 1})));
+    std::vector<Output> rows =
+        together ? ShardedVariable::LookupMany(root, {first, second}, {ids_a, ids_b})
+                 : std::vector<Output>{first.Lookup(root, ids_a), second.Lookup(root, ids_b)};
+    EXPECT_EQ(rows.size(), 2u);
+    Output loss =
+        ops::Add(root, ops::Sum(root, ops::Square(root, ops::Sub(root, rows[0], 1.0)), {0, 1}),
+                 ops::Sum(root, ops::Square(root, ops::Sub(root, rows[1], 2.0)), {0, 1, 2}));
+    auto optimizer = train::NewAdagradOptimizer(0.1);
+    std::vector<Variable> variables = first.shards();
+    variables.insert(variables.end(), second.shards().begin(), second.shards().end());
+    auto gradients = optimizer->ComputeGradients(root, loss, variables);
+    EXPECT_TRUE(gradients.ok()) << gradients.status();
+    for (const train::GradientAndVariable& pair : *gradients) {
+      EXPECT_TRUE(pair.indices) << pair.variable.name() << " got a dense gradient";
+      if (!together || !pair.indices) continue;
+      const std::string& device = pair.variable.handle().node()->requested_device();
+      EXPECT_EQ(pair.gradient.node()->requested_device(), device) << pair.variable.name();
+      EXPECT_EQ(pair.indices.node()->requested_device(), device) << pair.variable.name();
+    }
+    auto train_op = optimizer->ApplyGradients(root, *gradients);
+    EXPECT_TRUE(train_op.ok()) << train_op.status();
+    std::vector<Output> inits = first.initializers();
+    for (const Output& init : second.initializers()) inits.push_back(init);
+    for (const Output& init : optimizer->initializers()) inits.push_back(init);
+    std::vector<Output> assigns = AssignTable(root, first);
+    std::vector<Output> reads = {first.Read(root), second.Read(root)};
+    auto session = MakeSession(root, 3);
+    if (session == nullptr) return std::vector<Tensor>();
+    Fetch(*session, {}, inits);
+    Fetch(*session, {}, assigns);
+    std::vector<Tensor> looked_up = Fetch(*session, {rows[0], rows[1]});
+    for (int step = 0; step < 3; ++step) Fetch(*session, {}, {*train_op});
+    std::vector<Tensor> trained = Fetch(*session, reads);
+    looked_up.insert(looked_up.end(), trained.begin(), trained.end());
+    return looked_up;
+  };
+  std::vector<Tensor> together = train(true), apart = train(false);
+  ASSERT_EQ(together.size(), 4u);
+  ASSERT_EQ(apart.size(), 4u);
+  EXPECT_EQ(together[1].shape(), TensorShape({3, 1, 2}));
+  for (size_t i = 0; i < 4; ++i) EXPECT_TENSOR_NEAR(together[i], apart[i], 1e-12, 0) << i;
+  EXPECT_EQ(together[0].data<double>()[0], 18.0);  // row 9 of the first table
+}
+
 TEST(ShardedVariableTest, AnIdOutsideTheTableFailsTheStepNamingTheShard) {
   Scope root = Scope::NewRootScope();
   ShardedVariable table = MakeTable(root);

@@ -55,6 +55,12 @@ class Initializer {
   // rank 0 -> {1, 1}.
   static std::pair<int64_t, int64_t> Fans(const TensorShape& shape);
 
+  // The same initializer with its seed moved by `offset`, for several variables that should start
+  // different (a collection's tables); a seed of 0 (different in every session) stays 0.
+  Initializer WithSeedOffset(int64_t offset) const {
+    return Initializer(kind_, a_, b_, seed_ == 0 ? 0 : seed_ + offset);
+  }
+
  private:
   enum class Kind { kConstant, kUniform, kNormal, kTruncatedNormal, kGlorotUniform };
   Initializer(Kind kind, double a, double b, int64_t seed)

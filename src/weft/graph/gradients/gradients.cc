@@ -110,8 +110,13 @@ Status CallGradientFunction(const Scope& grad_scope, const GradientRegistry& reg
         StrCat("node '", node->name(), "', which lies on a path from the xs to the ys"));
   }
   if (!**fn) return Status::OK();
-  Status status =
-      (**fn)(grad_scope.NewSubScope(node->name() + "_grad"), node, grad_outputs, grad_inputs);
+  // A node placed explicitly has its gradient computed beside it (the reference's gradients
+  // colocated with their ops): a lookup's rows gathered on a parameter server get their
+  // gradients cut there, rather than cut where the loss is and sent piece by piece.
+  Scope scope = grad_scope.NewSubScope(node->name() + "_grad");
+  const std::string& device = node->requested_device();
+  if (!device.empty() && device != grad_scope.device()) scope = scope.WithDevice(device);
+  Status status = (**fn)(scope, node, grad_outputs, grad_inputs);
   if (!status.ok()) {
     return status.WithContext(
         StrCat("gradient of node '", node->name(), "' (", node->type_string(), ")"));
