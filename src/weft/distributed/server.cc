@@ -1,5 +1,6 @@
 #include "weft/distributed/server.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <utility>
@@ -16,6 +17,21 @@ namespace weft {
 namespace {
 
 int ThreadsOrDefault(int requested) { return requested > 0 ? requested : NumSchedulableCpus(); }
+
+// This task's share of the host's cores: the cores over the tasks of its cluster (every job's)
+// that run on its host, at least one. Tasks that share a host then do not run more compute
+// threads than it has cores between them (with `weft launch --workers 2 --ps 2` on 2 cores each
+// server gets one thread and none spins waiting for work another process's thread needs).
+int ShareOfCores(const ServerConfig& config) {
+  auto host_of = [](const std::string& address) { return address.substr(0, address.rfind(':')); };
+  StatusOr<std::string> mine = config.cluster.TaskAddress(config.task.job, config.task.index);
+  if (!mine.ok()) return NumSchedulableCpus();
+  int local = 0;
+  for (const auto& [job, addresses] : config.cluster.jobs()) {
+    for (const std::string& address : addresses) local += host_of(address) == host_of(*mine);
+  }
+  return std::max(1, NumSchedulableCpus() / std::max(1, local));
+}
 
 // Threads for the master's set-up work (session creation, graph registration): calls that block
 // on workers, never on computation.
@@ -53,10 +69,12 @@ Status Server::Start() {
   (*device_config.mutable_device_count())[options_.device_type] = options_.devices;
   WEFT_ASSIGN_OR_RETURN(
       devices_,
-      CreateLocalDevices(device_config, ThreadsOrDefault(options_.intra_op_threads),
-                         config.task.job, config.task.index,
-                         options_.device_factories != nullptr ? *options_.device_factories
-                                                              : DefaultDeviceFactories()));
+      CreateLocalDevices(
+          device_config,
+          options_.intra_op_threads > 0 ? options_.intra_op_threads : ShareOfCores(config),
+          config.task.job, config.task.index,
+          options_.device_factories != nullptr ? *options_.device_factories
+                                               : DefaultDeviceFactories()));
   compute_pool_ =
       std::make_unique<ThreadPool>("worker_compute", ThreadsOrDefault(options_.inter_op_threads));
   master_pool_ = std::make_unique<ThreadPool>("master", kMasterThreads);

@@ -34,7 +34,9 @@ struct ServerOptions {
   std::string device_type = "CPU";
   const DeviceFactoryRegistry* device_factories = nullptr;
   const KernelRegistry* kernel_registry = nullptr;
-  int intra_op_threads = 0;  // 0: one per core, shared out between the devices
+  // 0: this task's share of its host's cores (the cores over the cluster's tasks on this host),
+  // shared out between the devices.
+  int intra_op_threads = 0;
   int inter_op_threads = 0;  // 0: one per core
   // How long the master waits for any one worker to answer (MasterEnv::worker_timeout_ms).
   int64_t worker_timeout_ms = 30000;
