@@ -2,9 +2,9 @@
 // Identity, StopGradient, NoOp, Shape, Size, Rank, Reshape, ExpandDims, Squeeze) and the fills
 // (Fill, ZerosLike, OnesLike). Ops that move elements around (Transpose, ConcatV2, Slice,
 // BroadcastTo, Tile) are in array_transform_ops.cc, the indexing ops (GatherV2,
-// UnsortedSegmentSum) in gather_ops.cc. Shape functions read constant shape inputs
-// (context.input_tensor) so that, e.g., Reshape of a [?,28,28,1] placeholder to [-1,784] infers
-// [?,784].
+// UnsortedSegmentSum) in gather_ops.cc, the ops on innermost matrices (MatrixBandPart) in
+// matrix_ops.cc. Shape functions read constant shape inputs (context.input_tensor) so that, e.g.,
+// Reshape of a [?,28,28,1] placeholder to [-1,784] infers [?,784].
 #include <algorithm>
 
 #include "weft/framework/node_def_util.h"
@@ -17,6 +17,7 @@ namespace weft::ops {
 void RegisterArrayTransformOps(OpRegistry& registry);  // array_transform_ops.cc
 void RegisterGatherOps(OpRegistry& registry);          // gather_ops.cc
 void RegisterPartitionOps(OpRegistry& registry);       // partition_ops.cc
+void RegisterMatrixOps(OpRegistry& registry);          // matrix_ops.cc: MatrixBandPart
 
 namespace {
 
@@ -299,6 +300,7 @@ void RegisterArrayOps(OpRegistry& registry) {
   RegisterArrayTransformOps(registry);
   RegisterGatherOps(registry);
   RegisterPartitionOps(registry);
+  RegisterMatrixOps(registry);
 }
 
 }  // namespace weft::ops

@@ -85,7 +85,8 @@ void RegisterUnaryOps(OpRegistry& registry) {
         Unary{"Reciprocal", kFloat, "1 / x elementwise."}, Unary{"Abs", kAll, "|x| elementwise."},
         Unary{"Sign", kAll, "-1, 0 or 1 elementwise, as x is negative, zero or positive."},
         Unary{"Rsqrt", kFloat, "1 / sqrt(x) elementwise."},
-        Unary{"Log1p", kFloat, "log(1 + x) elementwise, accurate for x near 0."}}) {
+        Unary{"Log1p", kFloat, "log(1 + x) elementwise, accurate for x near 0."},
+        Unary{"Erf", kFloat, "The Gauss error function 2/sqrt(pi) * int_0^x exp(-t^2) dt."}}) {
     registry.RegisterOrDie(OpDefBuilder(op.name)
                                .Input("x: T")
                                .Output("y: T")

@@ -1,7 +1,7 @@
 // Neural-network ops that work row by row or element by element: BiasAdd and its gradient, the
-// activations (Relu, Sigmoid, Tanh with their gradients; Softplus), Softmax, LogSoftmax and sparse
-// softmax cross-entropy. The windowed ops (Conv2D, MaxPool, AvgPool and their gradients) are in
-// conv_ops.cc.
+// activations (Relu, Sigmoid, Tanh, Gelu with their gradients; Softplus), Softmax, LogSoftmax
+// (over the last dimension of any rank) and sparse softmax cross-entropy. The windowed ops
+// (Conv2D, MaxPool, AvgPool and their gradients) are in conv_ops.cc.
 #include "weft/framework/shape_inference.h"
 #include "weft/ops/register_ops.h"
 
@@ -131,6 +131,26 @@ void RegisterActivationOps(OpRegistry& registry) {
                              .SetIsInternal()
                              .SetShapeFn(MergeBothInputsShape)
                              .Doc("dy * (1 - y * y): the gradient of Tanh given its output y."));
+  registry.RegisterOrDie(
+      OpDefBuilder("Gelu")
+          .Input("features: T")
+          .Output("activations: T")
+          .Attr("approximate: bool = false")
+          .Attr("T: {float32, float64}")
+          .SetShapeFn(shape_fn::UnchangedShape)
+          .Doc(
+              "x * Phi(x), element-wise, Phi the standard normal CDF: 0.5 x (1 + erf(x / "
+              "sqrt(2))), or with approximate 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))."));
+  registry.RegisterOrDie(
+      OpDefBuilder("GeluGrad")
+          .Input("gradients: T")
+          .Input("features: T")
+          .Output("backprops: T")
+          .Attr("approximate: bool = false")
+          .Attr("T: {float32, float64}")
+          .SetIsInternal()
+          .SetShapeFn(MergeBothInputsShape)
+          .Doc("gradients * Gelu'(features), Gelu' under the same approximate."));
   registry.RegisterOrDie(OpDefBuilder("Softplus")
                              .Input("features: T")
                              .Output("activations: T")

@@ -194,6 +194,7 @@ const std::vector<std::pair<std::string, BuildFn>>& BuilderTable() {
       {"DynamicPartition", [](const Scope& s) { ops::DynamicPartition(s, F(s), I(s), 2); }},
       {"DynamicStitch", [](const Scope& s) { ops::DynamicStitch(s, {I(s), I(s)}, {F(s), F(s)}); }},
       {"Range", [](const Scope& s) { ops::Range(s, 0, I(s), 1); }},
+      {"MatrixBandPart", [](const Scope& s) { ops::MatrixBandPart(s, F(s), -1, 0); }},
       // collective_ops.h
       {"CollectiveAllReduce",
        [](const Scope& s) {
@@ -235,6 +236,7 @@ const std::vector<std::pair<std::string, BuildFn>>& BuilderTable() {
       {"Sign", [](const Scope& s) { ops::Sign(s, F(s)); }},
       {"Rsqrt", [](const Scope& s) { ops::Rsqrt(s, F(s)); }},
       {"Log1p", [](const Scope& s) { ops::Log1p(s, F(s)); }},
+      {"Erf", [](const Scope& s) { ops::Erf(s, F(s)); }},
       {"AddN", [](const Scope& s) { ops::AddN(s, {F(s), F(s)}); }},
       {"MatMul", [](const Scope& s) { ops::MatMul(s, F(s), F(s)); }},
       {"BatchMatMulV2", [](const Scope& s) { ops::BatchMatMul(s, F(s), F(s)); }},
@@ -254,6 +256,8 @@ const std::vector<std::pair<std::string, BuildFn>>& BuilderTable() {
       {"Tanh", [](const Scope& s) { ops::Tanh(s, F(s)); }},
       {"TanhGrad", [](const Scope& s) { ops::TanhGrad(s, F(s), F(s)); }},
       {"Softplus", [](const Scope& s) { ops::Softplus(s, F(s)); }},
+      {"Gelu", [](const Scope& s) { ops::Gelu(s, F(s), {.approximate = true}); }},
+      {"GeluGrad", [](const Scope& s) { ops::GeluGrad(s, F(s), F(s)); }},
       {"Softmax", [](const Scope& s) { ops::Softmax(s, F(s)); }},
       {"LogSoftmax", [](const Scope& s) { ops::LogSoftmax(s, F(s)); }},
       {"SparseSoftmaxCrossEntropyWithLogits",

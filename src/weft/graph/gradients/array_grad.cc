@@ -1,9 +1,10 @@
 // Gradient functions of the array ops: the reshaping ops (the gradient is reshaped back to the
 // input's shape), Transpose (by the inverse permutation), ConcatV2 (a Slice per input), Slice
 // (padded back with zeros: Weft has no Pad op, so the zeros are joined on with ConcatV2 one dim at
-// a time), Tile and BroadcastTo (summed over the copies), Fill (the sum of the gradient), and
-// GatherV2 and UnsortedSegmentSum (each through the other). Constants, placeholders, shape
-// metadata, variable reads and random draws block gradients.
+// a time), Tile and BroadcastTo (summed over the copies), Fill (the sum of the gradient),
+// GatherV2 and UnsortedSegmentSum (each through the other), and MatrixBandPart (the same band of
+// the gradient). Constants, placeholders, shape metadata, variable reads and random draws block
+// gradients.
 //
 // Index inputs (perm, axis, begin, multiples) are used as constants when they are Consts, and
 // otherwise computed in the graph; either way the rank of the data must be known when the
@@ -319,6 +320,13 @@ Status DynamicPartitionGrad(const Scope& scope, Node* op, const Grads& dz, Grads
   return scope.status();
 }
 
+// Only the band reached the output, so only the band of dz flows back (the reference's
+// _MatrixBandPartGrad). The band counts get none.
+Status MatrixBandPartGrad(const Scope& scope, Node* op, const Grads& dz, Grads* dx) {
+  *dx = {ops::MatrixBandPart(scope, dz[0], InputOf(op, 1), InputOf(op, 2)), Output(), Output()};
+  return scope.status();
+}
+
 }  // namespace
 
 void RegisterArrayGradients(GradientRegistry& registry) {
@@ -336,6 +344,7 @@ void RegisterArrayGradients(GradientRegistry& registry) {
   registry.Register("UnsortedSegmentSum", UnsortedSegmentSumGrad);
   registry.Register("DynamicStitch", DynamicStitchGrad);
   registry.Register("DynamicPartition", DynamicPartitionGrad);
+  registry.Register("MatrixBandPart", MatrixBandPartGrad);
   // Nothing flows into a resource: a variable's gradient is that of its read's output.
   for (const char* op :
        {"Const", "Placeholder", "StopGradient", "NoOp", "Shape", "Size", "Rank", "Range",

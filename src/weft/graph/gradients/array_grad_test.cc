@@ -1,7 +1,7 @@
 // Numeric checks of the array gradients in float64: the reshaping ops, Transpose, ConcatV2, Slice,
-// Tile, BroadcastTo and Fill, each with constant index inputs and known shapes (the static paths)
-// and with fed index inputs or unknown dims (the graph-computed paths); and the ops that block
-// gradients. GatherV2 and UnsortedSegmentSum are checked in gather_grad_test.cc.
+// Tile, BroadcastTo, Fill and MatrixBandPart, each with constant index inputs and known shapes
+// (the static paths) and with fed index inputs or unknown dims (the graph-computed paths); and the
+// ops that block gradients. GatherV2 and UnsortedSegmentSum are checked in gather_grad_test.cc.
 #include <functional>
 #include <iterator>
 #include <string>
@@ -240,6 +240,38 @@ TEST(ArrayGradTest, Fill) {
   }
 }
 
+// Bands of batches of square and non-square matrices, with the counts constant or fed (int32 and
+// int64) and the shape known or not: the gradient is the same band of the incoming gradient.
+TEST(ArrayGradTest, MatrixBandPart) {
+  struct Bands {
+    int64_t lower, upper;
+  };
+  for (const TensorShape& shape :
+       {TensorShape({3, 4}), TensorShape({2, 4, 3}), TensorShape({2, 1, 3, 3})}) {
+    for (Bands bands : {Bands{0, -1}, Bands{-1, 0}, Bands{0, 0}, Bands{1, 2}, Bands{-4, 1}}) {
+      for (ShapeKnowledge knowledge : kAllShapeKnowledges) {
+        for (bool fed : {false, true}) {
+          Scope root = Scope::NewRootScope();
+          GradientCheckOptions options;
+          Output x = Float64Placeholder(root.WithOpName("x"), shape, knowledge);
+          const DataType index_type = fed ? DataType::kInt32 : DataType::kInt64;
+          auto count = [&](int64_t value) {
+            Tensor t = index_type == DataType::kInt64
+                           ? Tensor::Scalar<int64_t>(value)
+                           : Tensor::Scalar<int32_t>(static_cast<int32_t>(value));
+            return IndexInput(root, t, fed, &options);
+          };
+          Output y = ops::MatrixBandPart(root, x, count(bands.lower), count(bands.upper));
+          EXPECT_TRUE(GradientNear(root, {x}, {RandomTensor(shape, -1, 1, 30)}, y,
+                                   kGradientTolerance, options))
+              << shape << " bands " << bands.lower << ", " << bands.upper << " knowledge "
+              << static_cast<int>(knowledge) << " fed " << fed;
+        }
+      }
+    }
+  }
+}
+
 TEST(ArrayGradTest, StopGradientBlocks) {
   Scope root = Scope::NewRootScope();
   Output x = ops::Placeholder(root, DataType::kDouble, PartialShape({2}));
@@ -265,7 +297,7 @@ TEST(ArrayGradTest, SourcesAndStateOpsBlockGradients) {
 
 TEST(ArrayGradTest, EveryArrayOpWithAGradientIsRegistered) {
   for (const char* op : {"Identity", "Reshape", "ExpandDims", "Squeeze", "Transpose", "ConcatV2",
-                         "Slice", "Tile", "BroadcastTo", "Fill"}) {
+                         "Slice", "Tile", "BroadcastTo", "Fill", "MatrixBandPart"}) {
     StatusOr<const GradFunc*> fn = AllGradients().Lookup(op);
     ASSERT_TRUE(fn.ok()) << op << ": " << fn.status();
     EXPECT_TRUE(**fn) << op;

@@ -1,7 +1,7 @@
 // Gradient functions of the math ops: broadcasting binary arithmetic and SelectV2 (gradients
-// summed back to each input's shape), the unary functions, AddN, MatMul, BatchMatMulV2, the
-// reductions Sum, Mean and Max, and Cast between floating types. Comparison, index and
-// shape-metadata ops block gradients.
+// summed back to each input's shape), the unary functions (Erf included), AddN, MatMul,
+// BatchMatMulV2, the reductions Sum, Mean and Max, and Cast between floating types. Comparison,
+// index and shape-metadata ops block gradients.
 #include <algorithm>
 
 #include "weft/framework/attr_value_util.h"
@@ -123,6 +123,15 @@ Status RsqrtGrad(const Scope& scope, Node* op, const Grads& dz, Grads* dx) {
 
 Status Log1pGrad(const Scope& scope, Node* op, const Grads& dz, Grads* dx) {
   *dx = {ops::Div(scope, dz[0], ops::Add(scope, InputOf(op, 0), 1.0))};
+  return scope.status();
+}
+
+// d erf(x) = dz * 2 / sqrt(pi) * exp(-x^2).
+Status ErfGrad(const Scope& scope, Node* op, const Grads& dz, Grads* dx) {
+  constexpr double kTwoOverSqrtPi = 1.12837916709551257390;
+  Output x = InputOf(op, 0);
+  *dx = {ops::Mul(scope, ops::Mul(scope, dz[0], kTwoOverSqrtPi),
+                  ops::Exp(scope, ops::Neg(scope, ops::Square(scope, x))))};
   return scope.status();
 }
 
@@ -283,6 +292,7 @@ void RegisterMathGradients(GradientRegistry& registry) {
   registry.Register("Sign", SignGrad);
   registry.Register("Rsqrt", RsqrtGrad);
   registry.Register("Log1p", Log1pGrad);
+  registry.Register("Erf", ErfGrad);
   registry.Register("AddN", AddNGrad);
   registry.Register("MatMul", MatMulGrad);
   registry.Register("BatchMatMulV2", BatchMatMulGrad);

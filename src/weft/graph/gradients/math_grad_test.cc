@@ -1,8 +1,8 @@
 // Numeric checks of the math gradients in float64: broadcasting binary ops and SelectV2 (shapes
-// known, rank only, unknown), unary functions, AddN, every MatMul transpose combination, every
-// BatchMatMulV2 adjoint combination with and without broadcast batch dims, Sum/Mean/Max over
-// several axes with and without keep_dims (constant and fed axes), Max ties, Cast, and the ops that
-// block gradients.
+// known, rank only, unknown), unary functions (Erf included), AddN, every MatMul transpose
+// combination, every BatchMatMulV2 adjoint combination with and without broadcast batch dims,
+// Sum/Mean/Max over several axes with and without keep_dims (constant and fed axes), Max ties,
+// Cast, and the ops that block gradients.
 #include <string>
 #include <vector>
 
@@ -145,6 +145,7 @@ TEST(MathGradTest, Abs) { CheckUnary("Abs", ops::Abs, -2, 2); }
 TEST(MathGradTest, Sign) { CheckUnary("Sign", ops::Sign, -2, 2); }
 TEST(MathGradTest, Rsqrt) { CheckUnary("Rsqrt", ops::Rsqrt, 0.5, 2); }
 TEST(MathGradTest, Log1p) { CheckUnary("Log1p", ops::Log1p, -0.5, 2); }
+TEST(MathGradTest, Erf) { CheckUnary("Erf", ops::Erf, -2, 2); }
 
 TEST(MathGradTest, AddN) {
   Scope root = Scope::NewRootScope();
@@ -378,9 +379,10 @@ TEST(MathGradTest, OrderingsBlockGradientsThroughTheirOutputs) {
 
 TEST(MathGradTest, EveryMathOpWithAGradientIsRegistered) {
   for (const char* op :
-       {"Add",    "Sub",  "Mul",    "Div",           "Maximum", "Minimum", "SelectV2",   "Neg",
-        "Square", "Sqrt", "Rsqrt",  "Exp",           "Log",     "Log1p",   "Reciprocal", "Abs",
-        "Sign",   "AddN", "MatMul", "BatchMatMulV2", "Sum",     "Mean",    "Max",        "Cast"}) {
+       {"Add", "Sub",        "Mul",  "Div",   "Maximum", "Minimum", "SelectV2",
+        "Neg", "Square",     "Sqrt", "Rsqrt", "Exp",     "Log",     "Log1p",
+        "Erf", "Reciprocal", "Abs",  "Sign",  "AddN",    "MatMul",  "BatchMatMulV2",
+        "Sum", "Mean",       "Max",  "Cast"}) {
     StatusOr<const GradFunc*> fn = AllGradients().Lookup(op);
     ASSERT_TRUE(fn.ok()) << op << ": " << fn.status();
     EXPECT_TRUE(**fn) << op;

@@ -1,8 +1,8 @@
 // Gradient functions of the neural-network ops: BiasAdd, the activations (through their *Grad
-// ops; Softplus through Sigmoid), Softmax and LogSoftmax, sparse softmax cross-entropy (through the
-// backprop the op computes), Conv2D (through its two backprop ops), MaxPool and AvgPool (through
-// MaxPoolGrad and AvgPoolGrad). Gradients of the *Grad ops themselves (second order) are not
-// registered.
+// ops, Gelu's fused one included; Softplus through Sigmoid), Softmax and LogSoftmax, sparse softmax
+// cross-entropy (through the backprop the op computes), Conv2D (through its two backprop ops),
+// MaxPool and AvgPool (through MaxPoolGrad and AvgPoolGrad). Gradients of the *Grad ops themselves
+// (second order) are not registered.
 #include "weft/framework/attr_value_util.h"
 #include "weft/graph/gradients/gradients.h"
 #include "weft/graph/gradients/internal/grad_helpers.h"
@@ -33,6 +33,14 @@ Status SigmoidGrad(const Scope& scope, Node* op, const Grads& dz, Grads* dx) {
 
 Status TanhGrad(const Scope& scope, Node* op, const Grads& dz, Grads* dx) {
   *dx = {ops::TanhGrad(scope, Output(op, 0), dz[0])};
+  return scope.status();
+}
+
+// GeluGrad, under the forward op's approximate attr, from the features.
+Status GeluGrad(const Scope& scope, Node* op, const Grads& dz, Grads* dx) {
+  bool approximate = false;
+  WEFT_RETURN_IF_ERROR(GetNodeAttr(op->def(), "approximate", &approximate));
+  *dx = {ops::GeluGrad(scope, dz[0], InputOf(op, 0), {.approximate = approximate})};
   return scope.status();
 }
 
@@ -120,6 +128,7 @@ void RegisterNnGradients(GradientRegistry& registry) {
   registry.Register("Relu", ReluGrad);
   registry.Register("Sigmoid", SigmoidGrad);
   registry.Register("Tanh", TanhGrad);
+  registry.Register("Gelu", GeluGrad);
   registry.Register("Softmax", SoftmaxGrad);
   registry.Register("LogSoftmax", LogSoftmaxGrad);
   registry.Register("SparseSoftmaxCrossEntropyWithLogits", SparseSoftmaxCrossEntropyGrad);

@@ -1,6 +1,7 @@
 // Numeric checks of the neural-network gradients in float64: BiasAdd, the activations (Relu away
-// from its kink, Softplus), Softmax, LogSoftmax, sparse softmax cross-entropy, Conv2D (SAME/VALID,
-// stride 1/2), MaxPool and AvgPool (SAME/VALID, overlapping windows).
+// from its kink, Softplus, Gelu in both modes), Softmax and LogSoftmax (rank 3 under every shape
+// knowledge), sparse softmax cross-entropy, Conv2D (SAME/VALID, stride 1/2), MaxPool and AvgPool
+// (SAME/VALID, overlapping windows).
 #include <string>
 #include <vector>
 
@@ -86,6 +87,63 @@ TEST(NnGradTest, SoftmaxAndLogSoftmax) {
   for (const TensorShape& shape : {TensorShape({2, 4}), TensorShape({5}), TensorShape({2, 2, 3})}) {
     CheckUnary("Softmax", ops::Softmax, shape);
     CheckUnary("LogSoftmax", ops::LogSoftmax, shape);
+  }
+}
+
+// [batch, time, classes] as attention scores are, with the shape known, known in rank only, or
+// unknown: the gradients reduce over the last axis whatever the graph knows.
+TEST(NnGradTest, SoftmaxAndLogSoftmaxOfRankThreeUnderEveryShapeKnowledge) {
+  const TensorShape shape({2, 3, 4});
+  for (ShapeKnowledge knowledge : kAllShapeKnowledges) {
+    for (UnaryOp op : {UnaryOp{ops::Softmax}, UnaryOp{ops::LogSoftmax}}) {
+      Scope root = Scope::NewRootScope();
+      Output x = Float64Placeholder(root.WithOpName("x"), shape, knowledge);
+      EXPECT_TRUE(GradientNear(root, {x}, {RandomTensor(shape, -3, 3, 10)}, op(root, x),
+                               kGradientTolerance))
+          << (op == UnaryOp{ops::Softmax} ? "Softmax" : "LogSoftmax") << " knowledge "
+          << static_cast<int>(knowledge);
+    }
+  }
+}
+
+// Both forms, over the kinkless range where gelu bends most, on several ranks and with the shape
+// known or not.
+TEST(NnGradTest, GeluExactAndApproximate) {
+  for (bool approximate : {false, true}) {
+    for (const TensorShape& shape :
+         {TensorShape({}), TensorShape({2, 3}), TensorShape({2, 2, 3})}) {
+      for (ShapeKnowledge knowledge : {ShapeKnowledge::kFull, ShapeKnowledge::kNone}) {
+        Scope root = Scope::NewRootScope();
+        Output x = Float64Placeholder(root.WithOpName("x"), shape, knowledge);
+        Output y = ops::Gelu(root, x, {.approximate = approximate});
+        EXPECT_TRUE(
+            GradientNear(root, {x}, {RandomTensor(shape, -3, 3, 11)}, y, kGradientTolerance))
+            << "approximate " << approximate << " " << shape << " knowledge "
+            << static_cast<int>(knowledge);
+      }
+    }
+  }
+}
+
+// The gradient keeps the forward op's mode: the two slopes differ by up to ~9e-4 (near x = -2),
+// far above the tolerance here.
+TEST(NnGradTest, GeluGradKeepsTheMode) {
+  for (bool approximate : {false, true}) {
+    Scope root = Scope::NewRootScope();
+    Output x = ops::Placeholder(root, DataType::kDouble, PartialShape({2}));
+    std::vector<Output> grads;
+    ASSERT_TRUE(
+        AddSymbolicGradients(root, {ops::Gelu(root, x, {.approximate = approximate})}, {x}, &grads)
+            .ok());
+    StatusOr<std::vector<Tensor>> values =
+        RunGraph(root, {{x.name(), Tensor::FromVector<double>({-3, 2.5})}}, grads);
+    ASSERT_TRUE(values.ok()) << values.status();
+    // Phi(x) + x phi(x), or the tanh form's slope, at -3 and 2.5.
+    EXPECT_TENSOR_NEAR((*values)[0],
+                       approximate
+                           ? Tensor::FromVector<double>({-0.011584166630969516, 1.037951576212666})
+                           : Tensor::FromVector<double>({-0.01194564720418392, 1.037611085908145}),
+                       1e-12, 1e-12);
   }
 }
 
@@ -184,8 +242,9 @@ TEST(NnGradTest, AvgPool) {
 }
 
 TEST(NnGradTest, EveryNnOpWithAGradientIsRegistered) {
-  for (const char* op : {"BiasAdd", "Relu", "Sigmoid", "Tanh", "Softplus", "Softmax", "LogSoftmax",
-                         "SparseSoftmaxCrossEntropyWithLogits", "Conv2D", "MaxPool", "AvgPool"}) {
+  for (const char* op :
+       {"BiasAdd", "Relu", "Sigmoid", "Tanh", "Gelu", "Softplus", "Softmax", "LogSoftmax",
+        "SparseSoftmaxCrossEntropyWithLogits", "Conv2D", "MaxPool", "AvgPool"}) {
     StatusOr<const GradFunc*> fn = AllGradients().Lookup(op);
     ASSERT_TRUE(fn.ok()) << op << ": " << fn.status();
     EXPECT_TRUE(**fn) << op;

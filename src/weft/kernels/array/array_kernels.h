@@ -20,5 +20,6 @@ void RegisterGatherKernels(
     KernelRegistry& registry);  // gather_ops.cc: GatherV2, UnsortedSegmentSum
 void RegisterPartitionKernels(
     KernelRegistry& registry);  // partition_ops.cc: DynamicPartition, DynamicStitch, Range
+void RegisterMatrixBandPartKernels(KernelRegistry& registry);  // matrix_band_part_op.cc
 
 }  // namespace weft::kernels::array

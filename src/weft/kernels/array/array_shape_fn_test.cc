@@ -262,5 +262,44 @@ TEST(ArrayShapeFnTest, UnsortedSegmentSum) {
       "infer", "input 2 must have rank 0"));
 }
 
+// The input's shape passes through; constant counts are checked against the matrix dims when
+// those are known (negative ones, even below -1, mean the whole triangle).
+TEST(ArrayShapeFnTest, MatrixBandPart) {
+  const PartialShape scalar({});
+  Tensor three = IndexScalar(DataType::kInt64, 3), four = IndexScalar(DataType::kInt64, 4);
+  Tensor minus_five = IndexScalar(DataType::kInt32, -5);
+  auto out =
+      Infer("MatrixBandPart", {PartialShape({-1, 3, 4}), scalar, scalar}, {nullptr, &three, &four});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(*out, PartialShape({-1, 3, 4}));
+  out = Infer("MatrixBandPart", {PartialShape({2, -1, -1}), scalar, scalar},
+              {nullptr, &four, &minus_five});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(*out, PartialShape({2, -1, -1}));
+  out = Infer("MatrixBandPart", {kUnknown, kUnknown, kUnknown}, {nullptr, &four, &four});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(*out, kUnknown);
+
+  EXPECT_TRUE(IsNodeError(Infer("MatrixBandPart", {PartialShape({5}), scalar, scalar}, {}).status(),
+                          "infer", "input 0 must have rank at least 2, but has shape [5]"));
+  EXPECT_TRUE(IsNodeError(
+      Infer("MatrixBandPart", {PartialShape({3, 4}), PartialShape({1}), scalar}, {}).status(),
+      "infer", "input 1 must have rank 0"));
+  EXPECT_TRUE(IsNodeError(
+      Infer("MatrixBandPart", {PartialShape({3, 4}), scalar, PartialShape({2})}, {}).status(),
+      "infer", "input 2 must have rank 0"));
+  EXPECT_TRUE(IsNodeError(
+      Infer("MatrixBandPart", {PartialShape({-1, 3, 4}), scalar, scalar}, {nullptr, &four, &three})
+          .status(),
+      "infer", "num_lower must be negative or at most the number of rows (3), but is 4"));
+  Tensor five = IndexScalar(DataType::kInt64, 5);
+  EXPECT_TRUE(IsNodeError(
+      Infer("MatrixBandPart", {PartialShape({3, 4}), scalar, scalar}, {nullptr, &three, &five})
+          .status(),
+      "infer",
+      "num_upper must be negative or at most the number of columns (4), but "
+      "is 5"));
+}
+
 }  // namespace
 }  // namespace weft::kernels::array

@@ -5,6 +5,7 @@ list(APPEND WEFT_KERNEL_SOURCES
   array/const_op.cc
   array/fill_op.cc
   array/gather_ops.cc
+  array/matrix_band_part_op.cc
   array/partition_ops.cc
   array/identity_op.cc
   array/register_array_kernels.cc
@@ -22,6 +23,7 @@ weft_test(kernels_array_test
     array/const_op_test.cc
     array/fill_op_test.cc
     array/gather_ops_test.cc
+    array/matrix_band_part_op_test.cc
     array/partition_ops_test.cc
     array/identity_op_test.cc
     array/reshape_op_test.cc

@@ -16,6 +16,7 @@ void RegisterArrayKernels(KernelRegistry& registry) {
   array::RegisterTileKernels(registry);
   array::RegisterGatherKernels(registry);
   array::RegisterPartitionKernels(registry);
+  array::RegisterMatrixBandPartKernels(registry);
 }
 
 }  // namespace weft::kernels

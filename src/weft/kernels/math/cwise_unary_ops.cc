@@ -1,6 +1,6 @@
 // CPU kernels for the elementwise unary ops: Neg, Square, Abs and Sign (float32, float64, int32,
-// int64); Sqrt, Rsqrt, Exp, Log, Log1p and Reciprocal (float32, float64). The output reuses the
-// input's buffer when no one else holds it.
+// int64); Sqrt, Rsqrt, Exp, Log, Log1p, Reciprocal and Erf (float32, float64). The output reuses
+// the input's buffer when no one else holds it.
 #include "weft/kernels/math/device_eval.h"
 #include "weft/kernels/math/math_kernels.h"
 
@@ -54,6 +54,10 @@ struct RsqrtFunctor {
 struct Log1pFunctor {
   static auto Apply(const auto& x) { return x.log1p(); }
 };
+// Eigen's erf: a vectorised rational approximation for float, std::erf for double.
+struct ErfFunctor {
+  static auto Apply(const auto& x) { return x.erf(); }
+};
 
 template <typename T, typename Functor>
 void RegisterUnary(KernelRegistry& registry, const char* op) {
@@ -77,6 +81,7 @@ void RegisterForFloatTypes(KernelRegistry& registry) {
   RegisterUnary<T, ReciprocalFunctor>(registry, "Reciprocal");
   RegisterUnary<T, RsqrtFunctor>(registry, "Rsqrt");
   RegisterUnary<T, Log1pFunctor>(registry, "Log1p");
+  RegisterUnary<T, ErfFunctor>(registry, "Erf");
 }
 
 }  // namespace

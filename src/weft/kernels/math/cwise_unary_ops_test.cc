@@ -1,7 +1,8 @@
-// Tests for the unary kernels (Neg, Square, Abs, Sign, Sqrt, Rsqrt, Exp, Log, Log1p, Reciprocal):
-// hand values, a reference loop on several shapes (rank 0, empty, thread pool sized), buffer
+// Tests for the unary kernels (Neg, Square, Abs, Sign, Sqrt, Rsqrt, Exp, Log, Log1p, Reciprocal,
+// Erf): hand values, a reference loop on several shapes (rank 0, empty, thread pool sized), buffer
 // reuse, unregistered dtypes.
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -113,6 +114,33 @@ TEST(CwiseUnaryOpsTest, MatchesReferenceLoop) {
       runner, "Log1p", [](float v) { return std::log1p(v); }, -0.99, 100, 1e-6);
   CheckUnary<double>(
       runner, "Log1p", [](double v) { return std::log1p(v); }, -0.99, 100, 1e-14);
+  // Beyond |x| = 6 erf is +-1 in both types; the range covers the saturated tails.
+  CheckUnary<float>(
+      runner, "Erf", [](float v) { return std::erf(v); }, -7, 7, 1e-6);
+  CheckUnary<double>(
+      runner, "Erf", [](double v) { return std::erf(v); }, -7, 7, 1e-15);
+}
+
+// erf is odd, erf(0.5) and erf(1.5) to double precision, +-1 far out (no NaN for huge or infinite
+// inputs in float, whose erf clamps its argument).
+TEST(CwiseUnaryOpsTest, ErfHandValues) {
+  KernelRunner runner;
+  const double inf = std::numeric_limits<double>::infinity();
+  StatusOr<Tensor> d = runner.RunOne(
+      "Erf", {Tensor::FromVector<double>({0, 0.5, -1.5, 1e-10, 30, -1e300, inf, -inf})});
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_TENSOR_NEAR(*d,
+                     Tensor::FromVector<double>({0, 0.5204998778130465, -0.9661051464753108,
+                                                 1.1283791670955126e-10, 1, -1, 1, -1}),
+                     0, 1e-15);
+  const float inf_f = std::numeric_limits<float>::infinity();
+  StatusOr<Tensor> f = runner.RunOne(
+      "Erf", {Tensor::FromVector<float>({0, 0.5f, -1.5f, 1e-10f, 30, -1e30f, inf_f, -inf_f})});
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_TENSOR_NEAR(*f,
+                     Tensor::FromVector<float>({0, 0.5204998778130465f, -0.9661051464753108f,
+                                                1.1283791670955126e-10f, 1, -1, 1, -1}),
+                     0, 1e-6);
 }
 
 TEST(CwiseUnaryOpsTest, ReusesTheInputBufferWhenNoOneElseHoldsIt) {
@@ -140,6 +168,7 @@ TEST(CwiseUnaryOpsTest, UnregisteredDtypesAreErrors) {
   EXPECT_FALSE(runner.RunOne("Rsqrt", {Tensor::FromVector<int32_t>({4})}).ok());
   EXPECT_FALSE(runner.RunOne("Log1p", {Tensor::FromVector<int64_t>({4})}).ok());
   EXPECT_FALSE(runner.RunOne("Abs", {Tensor::FromVector<bool>({true})}).ok());
+  EXPECT_FALSE(runner.RunOne("Erf", {Tensor::FromVector<int32_t>({1})}).ok());
 }
 
 }  // namespace

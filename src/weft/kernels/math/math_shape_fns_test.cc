@@ -63,7 +63,7 @@ TEST(MathShapeFnsTest, SelectV2BroadcastsAllThreeInputs) {
 }
 
 TEST(MathShapeFnsTest, UnaryAndCastKeepTheShape) {
-  for (const char* op : {"Exp", "Abs", "Sign", "Rsqrt", "Log1p"}) {
+  for (const char* op : {"Exp", "Abs", "Sign", "Rsqrt", "Log1p", "Erf"}) {
     EXPECT_EQ(Infer1(op, {PartialShape({kUnknown, 2})}), PartialShape({kUnknown, 2})) << op;
   }
   EXPECT_EQ(Infer1("Cast", {PartialShape({3})}, {}, {{"DstT", MakeAttrValue(DataType::kInt32)}}),

@@ -7,6 +7,7 @@ list(APPEND WEFT_KERNEL_SOURCES
   nn/conv_common.cc
   nn/conv_grad_ops.cc
   nn/conv_ops.cc
+  nn/gelu_ops.cc
   nn/onednn_conv.cc
   nn/pooling_ops.cc
   nn/register_nn_kernels.cc
@@ -22,6 +23,7 @@ weft_test(kernels_nn_test
     nn/conv_common_test.cc
     nn/conv_grad_ops_test.cc
     nn/conv_ops_test.cc
+    nn/gelu_ops_test.cc
     nn/nn_shape_fns_test.cc
     nn/pooling_ops_test.cc
     nn/softmax_ops_test.cc

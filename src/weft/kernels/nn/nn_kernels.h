@@ -6,6 +6,7 @@
 namespace weft::kernels {
 
 void RegisterActivationKernels(KernelRegistry& registry);  // activation_ops.cc
+void RegisterGeluKernels(KernelRegistry& registry);        // gelu_ops.cc: Gelu, GeluGrad
 void RegisterBiasAddKernels(KernelRegistry& registry);     // bias_add_ops.cc
 void RegisterSoftmaxKernels(KernelRegistry& registry);     // softmax_ops.cc
 void RegisterSparseXentKernels(KernelRegistry& registry);  // sparse_xent_op.cc

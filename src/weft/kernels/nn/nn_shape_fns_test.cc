@@ -170,10 +170,22 @@ TEST(NnShapeFnsTest, ActivationGradsMergeTheirInputs) {
                    "inputs must have the same shape, but are [4,3] and [4,2]");
   EXPECT_EQ(Output(InferShapes("Relu", {{kUnknown, 3}}, {})), PartialShape({kUnknown, 3}));
   EXPECT_EQ(Output(InferShapes("Softplus", {{kUnknown, 3}}, {})), PartialShape({kUnknown, 3}));
+  for (bool approximate : {false, true}) {
+    const AttrMap attrs = {{"approximate", MakeAttrValue(approximate)}};
+    EXPECT_EQ(Output(InferShapes("Gelu", {{kUnknown, 5, 3}}, attrs)),
+              PartialShape({kUnknown, 5, 3}));
+    EXPECT_EQ(Output(InferShapes("GeluGrad", {{kUnknown, 3}, {4, kUnknown}}, attrs)),
+              PartialShape({4, 3}));
+    ExpectShapeError(InferShapes("GeluGrad", {{4, 3}, {4, 2}}, attrs),
+                     "inputs must have the same shape, but are [4,3] and [4,2]");
+  }
 }
 
 TEST(NnShapeFnsTest, SoftmaxAndCrossEntropy) {
   EXPECT_EQ(Output(InferShapes("Softmax", {{kUnknown, 10}}, {})), PartialShape({kUnknown, 10}));
+  EXPECT_EQ(Output(InferShapes("Softmax", {{2, kUnknown, 10}}, {})),
+            PartialShape({2, kUnknown, 10}));
+  EXPECT_EQ(Output(InferShapes("LogSoftmax", {PartialShape()}, {})), PartialShape());
   ExpectShapeError(InferShapes("LogSoftmax", {PartialShape({})}, {}),
                    "input 0 must have rank at least 1");
   StatusOr<std::vector<PartialShape>> xent =

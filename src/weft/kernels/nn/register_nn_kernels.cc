@@ -6,6 +6,7 @@ namespace weft::kernels {
 
 void RegisterNnKernels(KernelRegistry& registry) {
   RegisterActivationKernels(registry);
+  RegisterGeluKernels(registry);
   RegisterBiasAddKernels(registry);
   RegisterSoftmaxKernels(registry);
   RegisterSparseXentKernels(registry);

@@ -1,5 +1,6 @@
-// Tests for Softmax and LogSoftmax: hand-computed values, stability with huge logits, reference
-// loops over ranks 1 to 3 (empty and large tensors included), and error paths.
+// Tests for Softmax and LogSoftmax over the last dimension: hand-computed values, stability with
+// huge logits (rank 2 and [batch, time, classes]), reference loops over ranks 1 to 4 (empty and
+// large tensors included), and error paths.
 #include <cmath>
 
 #include "weft/kernels/testing/nn_test_util.h"
@@ -65,13 +66,37 @@ TEST(SoftmaxTest, StableForHugeLogits) {
   EXPECT_TENSOR_EQ(*log_softmax, Tensor::FromVector<float>({0, -1e30f}));
 }
 
+// [batch, time, classes] logits whose exponentials overflow (e^90 in float, e^710 in double), up to
+// the largest finite values: each row is shifted by its own maximum, so every output is finite.
+template <typename T>
+void CheckHugeLogitsOfRankThree(const std::vector<T>& values, double tolerance) {
+  KernelRunner runner;
+  Tensor logits = Tensor::FromVector<T>(values, TensorShape({2, 2, 3}));
+  for (bool log : {false, true}) {
+    StatusOr<Tensor> out = runner.RunOne(log ? "LogSoftmax" : "Softmax", {logits});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_TENSOR_NEAR(*out, ReferenceSoftmax<T>(logits, log), tolerance, tolerance) << log;
+    for (int64_t i = 0; i < out->NumElements(); ++i) {
+      EXPECT_TRUE(std::isfinite(out->data<T>()[i])) << "element " << i << " log " << log;
+    }
+  }
+}
+
+TEST(SoftmaxTest, StableForHugeLogitsOfRankThree) {
+  CheckHugeLogitsOfRankThree<float>(
+      {1000, 1000, 1000, 88, 89, 90, 3e38f, 0, 3e38f, -1000, -999, -998}, 1e-5);
+  CheckHugeLogitsOfRankThree<double>(
+      {1000, 1000, 1000, 708, 709, 710, 1e308, 0, 1e308, -800, -799, -798}, 1e-13);
+}
+
 template <typename T>
 void CheckAgainstReference(double tolerance) {
   KernelRunner runner;
   uint32_t seed = 1;
   for (const TensorShape& shape :
        {TensorShape({1}), TensorShape({7}), TensorShape({3, 10}), TensorShape({2, 3, 4}),
-        TensorShape({0, 5}), TensorShape({4, 0}), TensorShape({2000, 33})}) {
+        TensorShape({2, 3, 4, 5}), TensorShape({0, 5}), TensorShape({4, 0}),
+        TensorShape({2000, 33})}) {
     SCOPED_TRACE(StrCat("shape ", shape));
     Tensor logits = RandomTensor<T>(shape, ++seed, -20, 20);
     for (bool log : {false, true}) {

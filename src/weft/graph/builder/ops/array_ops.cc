@@ -123,4 +123,10 @@ Output Range(const Scope& scope, const Input& start, const Input& limit, const I
   return FirstOutput(NodeBuilder(scope, "Range").Input(start).Input(limit).Input(delta));
 }
 
+Output MatrixBandPart(const Scope& scope, const Input& input, const Input& num_lower,
+                      const Input& num_upper) {
+  return FirstOutput(
+      NodeBuilder(scope, "MatrixBandPart").Input(input).Input(num_lower).Input(num_upper));
+}
+
 }  // namespace weft::ops

@@ -49,5 +49,10 @@ Output DynamicStitch(const Scope& scope, const std::vector<Output>& indices,
                      const std::vector<Output>& data);
 // start, start + delta, ... below `limit` (int32 or int64 scalars).
 Output Range(const Scope& scope, const Input& start, const Input& limit, const Input& delta);
+// Each innermost matrix of `input` with the elements outside a band zeroed: num_lower
+// subdiagonals and num_upper superdiagonals are kept (int32 or int64 scalars; negative: the whole
+// triangle). MatrixBandPart(ones, -1, 0) is a causal mask.
+Output MatrixBandPart(const Scope& scope, const Input& input, const Input& num_lower,
+                      const Input& num_upper);
 
 }  // namespace weft::ops

@@ -68,6 +68,7 @@ Output Abs(const Scope& scope, const Input& x) { return Unary(scope, "Abs", x); 
 Output Sign(const Scope& scope, const Input& x) { return Unary(scope, "Sign", x); }
 Output Rsqrt(const Scope& scope, const Input& x) { return Unary(scope, "Rsqrt", x); }
 Output Log1p(const Scope& scope, const Input& x) { return Unary(scope, "Log1p", x); }
+Output Erf(const Scope& scope, const Input& x) { return Unary(scope, "Erf", x); }
 
 Output AddN(const Scope& scope, const std::vector<Output>& inputs) {
   return FirstOutput(NodeBuilder(scope, "AddN").InputList(inputs));

@@ -35,6 +35,8 @@ Output Abs(const Scope& scope, const Input& x);
 Output Sign(const Scope& scope, const Input& x);
 Output Rsqrt(const Scope& scope, const Input& x);
 Output Log1p(const Scope& scope, const Input& x);
+// The Gauss error function, elementwise.
+Output Erf(const Scope& scope, const Input& x);
 
 Output AddN(const Scope& scope, const std::vector<Output>& inputs);
 

@@ -39,6 +39,17 @@ Output TanhGrad(const Scope& scope, const Input& y, const Input& dy) {
 Output Softplus(const Scope& scope, const Input& features) {
   return FirstOutput(NodeBuilder(scope, "Softplus").Input(features));
 }
+Output Gelu(const Scope& scope, const Input& features, const GeluAttrs& attrs) {
+  return FirstOutput(
+      NodeBuilder(scope, "Gelu").Input(features).Attr("approximate", attrs.approximate));
+}
+Output GeluGrad(const Scope& scope, const Input& gradients, const Input& features,
+                const GeluAttrs& attrs) {
+  return FirstOutput(NodeBuilder(scope, "GeluGrad")
+                         .Input(gradients)
+                         .Input(features)
+                         .Attr("approximate", attrs.approximate));
+}
 Output Softmax(const Scope& scope, const Input& logits) {
   return FirstOutput(NodeBuilder(scope, "Softmax").Input(logits));
 }

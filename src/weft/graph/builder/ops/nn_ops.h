@@ -19,6 +19,14 @@ Output SigmoidGrad(const Scope& scope, const Input& y, const Input& dy);
 Output Tanh(const Scope& scope, const Input& x);
 Output TanhGrad(const Scope& scope, const Input& y, const Input& dy);
 Output Softplus(const Scope& scope, const Input& features);
+struct GeluAttrs {
+  bool approximate = false;  // the tanh approximation instead of the exact erf form
+};
+// x * Phi(x), Phi the standard normal CDF (see ops/nn_ops.cc for the approximate form).
+Output Gelu(const Scope& scope, const Input& features, const GeluAttrs& attrs = {});
+// gradients * Gelu'(features), under the same attrs as the Gelu.
+Output GeluGrad(const Scope& scope, const Input& gradients, const Input& features,
+                const GeluAttrs& attrs = {});
 Output Softmax(const Scope& scope, const Input& logits);
 Output LogSoftmax(const Scope& scope, const Input& logits);
 
