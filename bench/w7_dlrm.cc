@@ -50,6 +50,7 @@ struct Flags {
   // Under parameter_server: CompileOptions::snapshot_every_steps (0: none). A snapshot copies
   // every table and its Adagrad accumulators to the chief (about 1.1 GB for W7).
   int64_t snapshot_every_steps = 0;
+  int steps_per_execution = 1;
 };
 
 // Bytes sent over the loopback interface so far (every process's), or -1 when unreadable.
@@ -215,6 +216,9 @@ int main(int argc, char** argv) {
   app.add_option("--held-out", flags.held_out, "held-out examples")->check(CLI::PositiveNumber);
   app.add_option("--seed", flags.seed, "the data's seed");
   app.add_option("--learning-rate", flags.learning_rate, "Adagrad's learning rate");
+  app.add_option("--steps-per-execution", flags.steps_per_execution,
+                 "training steps per run (CompileOptions::steps_per_execution)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--snapshot-every-steps", flags.snapshot_every_steps,
                  "parameter_server: keep a snapshot of the variables every this many steps (0: "
                  "none)");

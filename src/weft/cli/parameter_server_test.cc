@@ -22,6 +22,7 @@
 #include "weft/graph/builder/variable.h"
 #include "weft/testing/server_process.h"
 #include "weft/train/layers/core.h"
+#include "weft/train/layers/embedding_collection.h"
 #include "weft/train/model.h"
 #include "weft/train/testing/model_test_util.h"
 
@@ -205,6 +206,45 @@ TEST_F(ParameterServerTest, FitShardsALargeEmbeddingTableAcrossThePsTasks) {
   EXPECT_EQ(parts.count("table/embeddings/part_0"), 1u);
   EXPECT_EQ(parts.count("table/embeddings/part_1"), 1u);
   EXPECT_NE(parts["table/embeddings/part_0"], parts["table/embeddings/part_1"]);
+  EXPECT_LT(history->epochs.back().at("loss"), 0.5 * history->epochs.front().at("loss"));
+  auto evaluated = model.Evaluate(examples);
+  ASSERT_TRUE(evaluated.ok()) << evaluated.status();
+  EXPECT_GT(evaluated->at("accuracy"), 0.9);
+}
+
+// Several tables looked up together (EmbeddingCollection: one exchange of ids and rows per ps
+// task) and three steps per scheduled function (steps_per_execution): every batch is trained once,
+// the large table is cut across both ps tasks, and the ids' classes are learned.
+TEST_F(ParameterServerTest, FitTrainsAnEmbeddingCollectionThreeStepsPerFunction) {
+  auto strategy = NewStrategy();
+  ASSERT_TRUE(strategy.ok()) << strategy.status();
+  const int64_t n = 512;
+  Tensor ids(DataType::kInt64, TensorShape({n, 2}));
+  Tensor labels(DataType::kInt64, TensorShape({n}));
+  for (int64_t i = 0; i < n; ++i) {
+    ids.data<int64_t>()[2 * i] = (i * 7919) % 20000;  // spread over both parts' rows
+    ids.data<int64_t>()[2 * i + 1] = i % 50;
+    labels.data<int64_t>()[i] = i % 2;
+  }
+  data::Dataset examples = data::Dataset::FromTensors({ids, labels}).Batch(32);
+  train::Sequential model(train::EmbeddingCollection({20000, 50}, 8, {.name = "tables"}),
+                          train::Flatten(), train::Dense(2, "", {.name = "logits"}));
+  ASSERT_TRUE(model
+                  .Compile(train::NewAdagradOptimizer(0.5),
+                           train::SparseCategoricalCrossentropy(/*from_logits=*/true), {"accuracy"},
+                           {.strategy = strategy->get(), .steps_per_execution = 3})
+                  .ok());
+  auto history = model.Fit(examples, {.epochs = 6});
+  ASSERT_TRUE(history.ok()) << history.status();
+  EXPECT_EQ(model.position().global_step, 6 * n / 32);
+  std::set<std::string> part_devices;
+  for (const auto& variable : model.distributed_variables()) {
+    if (variable->name().starts_with("tables/table_0/embeddings/part_") &&
+        variable->name().find("Adagrad") == std::string::npos) {
+      part_devices.insert(variable->devices()[0]);
+    }
+  }
+  EXPECT_EQ(part_devices.size(), 2u);
   EXPECT_LT(history->epochs.back().at("loss"), 0.5 * history->epochs.front().at("loss"));
   auto evaluated = model.Evaluate(examples);
   ASSERT_TRUE(evaluated.ok()) << evaluated.status();

@@ -84,6 +84,12 @@ void AddTrainingFlags(CLI::App* command, TrainFlags& flags) {
                    "Learning rate (default 0.05; 0.03 with --strategy parameter_server, whose "
                    "asynchronous steps apply stale gradients)")
       ->check(CLI::PositiveNumber);
+  command
+      ->add_option("--steps-per-execution", flags.steps_per_execution,
+                   "Training steps per run of the session: batches fed together to a graph "
+                   "of that many steps in a row (pays a run's fixed cost once for them)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   command->add_option("--seed", flags.seed, "Seed of initial weights and shuffling")
       ->capture_default_str();
   command->add_option("--data", flags.data_dir, "Fashion-MNIST directory (IDX files)")
@@ -198,6 +204,7 @@ bool OptionsFromFlags(const TrainFlags& flags, train::TrainOptions* options) {
   options->batch_size = flags.batch_size;
   options->optimizer = flags.optimizer;
   options->learning_rate = flags.learning_rate;
+  options->steps_per_execution = flags.steps_per_execution;
   options->seed = flags.seed;
   options->data_dir = flags.data_dir;
   options->strategy = flags.strategy;

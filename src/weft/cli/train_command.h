@@ -12,6 +12,7 @@ struct TrainFlags {
   int batch_size = 128;
   std::string optimizer = "momentum";
   double learning_rate = 0;  // 0: TrainOptions' default for the strategy
+  int steps_per_execution = 1;
   int64_t seed = 1;
   std::string data_dir;
   bool json = false;

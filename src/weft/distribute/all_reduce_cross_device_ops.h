@@ -68,10 +68,8 @@ class AllReduceCrossDeviceOps final : public CrossDeviceOps {
   int64_t NewInstanceKey() { return next_instance_key_++; }
   Scope Ordered(const Scope& scope, int r) const;
   void Remember(int r, const Output& collective);
-  // Starts a new chain (for collectives run in steps of their own, which must not pull in the
-  // others) and returns the old one, which SetOrdering puts back.
-  std::vector<Output> TakeOrdering() { return std::exchange(last_collective_, {}); }
-  void SetOrdering(std::vector<Output> last) { last_collective_ = std::move(last); }
+  std::vector<Output> TakeOrdering() override { return std::exchange(last_collective_, {}); }
+  void SetOrdering(std::vector<Output> last) override { last_collective_ = std::move(last); }
 
  private:
   AllReduceOptions options_;

@@ -35,6 +35,13 @@ class CrossDeviceOps {
   virtual StatusOr<Mirrored> Broadcast(const Scope& scope, const Output& value,
                                        const std::vector<std::string>& destinations) = 0;
 
+  // For implementations that chain their collectives in one order (AllReduceCrossDeviceOps with
+  // order_collectives): starts a new chain, for collectives run in steps of their own that must
+  // not pull in the others (a second training graph, a broadcast of initial values), and returns
+  // the old one, which SetOrdering puts back. Nothing to do for the others.
+  virtual std::vector<Output> TakeOrdering() { return {}; }
+  virtual void SetOrdering(std::vector<Output> /*last*/) {}
+
  protected:
   // BatchReduce as one Reduce per value, for implementations that gain nothing from batching.
   StatusOr<std::vector<Mirrored>> ReduceEach(const Scope& scope, ReduceOp op,

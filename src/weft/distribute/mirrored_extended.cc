@@ -26,4 +26,12 @@ StatusOr<std::vector<Mirrored>> MirroredExtended::BatchReduceTo(
   return BatchReduceByDestination(strategy_.cross_device_ops(), scope, op, values, destinations);
 }
 
+std::vector<Output> MirroredExtended::TakeCollectiveOrdering() const {
+  return strategy_.cross_device_ops().TakeOrdering();
+}
+
+void MirroredExtended::SetCollectiveOrdering(std::vector<Output> chain) const {
+  strategy_.cross_device_ops().SetOrdering(std::move(chain));
+}
+
 }  // namespace weft::distribute

@@ -38,6 +38,8 @@ class MirroredExtended final : public StrategyExtended {
     return Output();
   }
   bool ShouldCheckpoint() const override { return true; }
+  std::vector<Output> TakeCollectiveOrdering() const override;
+  void SetCollectiveOrdering(std::vector<Output> chain) const override;
 
  private:
   const Strategy& strategy_;

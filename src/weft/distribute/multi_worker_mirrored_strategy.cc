@@ -38,6 +38,12 @@ class MultiWorkerMirroredExtended final : public StrategyExtended {
       const std::vector<std::vector<std::string>>& destinations) const override {
     return mirrored_.BatchReduceTo(scope, op, values, destinations);
   }
+  std::vector<Output> TakeCollectiveOrdering() const override {
+    return mirrored_.TakeCollectiveOrdering();
+  }
+  void SetCollectiveOrdering(std::vector<Output> chain) const override {
+    mirrored_.SetCollectiveOrdering(std::move(chain));
+  }
   StatusOr<std::vector<Output>> Update(const Scope& scope, const DistributedVariable& variable,
                                        const std::vector<Mirrored>& args,
                                        const UpdateFn& fn) const override {

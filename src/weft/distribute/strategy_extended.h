@@ -87,6 +87,12 @@ class StrategyExtended {
   // and `dtype` along its first dimension, each made through the strategy's variable creator (the
   // reference's variable_partitioner): 1, whole, but under ParameterServerStrategy.
   virtual int64_t NumShards(const TensorShape& /*shape*/, DataType /*dtype*/) const { return 1; }
+  // When the strategy chains its collectives in one order (across tasks): starts a new chain for
+  // collectives built for a graph run in steps of its own (a model's second training graph, of
+  // several steps per run), so that running it does not pull in the first; returns the old chain,
+  // which SetCollectiveOrdering puts back. Nothing to do otherwise.
+  virtual std::vector<Output> TakeCollectiveOrdering() const { return {}; }
+  virtual void SetCollectiveOrdering(std::vector<Output> /*chain*/) const {}
 };
 
 // The update of a variable component by component, on each component's own device (the policy

@@ -33,7 +33,9 @@ std::vector<VariableRead> ReadsOf(const Variable& variable) {
   return reads;
 }
 
-// Every node from which `loss` can be reached (its ancestors and itself).
+// Every node from which `loss` can be reached along data edges (its ancestors and itself). A
+// control edge carries no gradient: a read that only precedes the loss (an earlier step's, in
+// steps unrolled one after another) is not differentiated.
 std::unordered_set<const Node*> AncestorsOf(const Output& loss) {
   std::unordered_set<const Node*> seen = {loss.node()};
   std::vector<const Node*> stack = {loss.node()};
@@ -41,7 +43,7 @@ std::unordered_set<const Node*> AncestorsOf(const Output& loss) {
     const Node* node = stack.back();
     stack.pop_back();
     for (const Edge* edge : node->in_edges()) {
-      if (seen.insert(edge->src).second) stack.push_back(edge->src);
+      if (!edge->IsControlEdge() && seen.insert(edge->src).second) stack.push_back(edge->src);
     }
   }
   return seen;

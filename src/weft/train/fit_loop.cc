@@ -1,5 +1,7 @@
 #include "weft/train/fit_loop.h"
 
+#include <algorithm>
+
 #include "weft/core/str_util.h"
 #include "weft/runtime/trace/step_stats_collector.h"
 #include "weft/train/callbacks.h"
@@ -57,34 +59,105 @@ Status FitLoop::StartEpoch(int epoch) {
   return Status::OK();
 }
 
+Status FitLoop::TakeExecution(std::vector<data::Element>* batches) {
+  const TrainPosition& position = model_.position_;
+  int64_t room = model_.options_.steps_per_execution;
+  if (options_.steps_per_epoch > 0) room = std::min(room, options_.steps_per_epoch - in_epoch_);
+  if (options_.max_steps >= 0) {
+    room = std::min(room, options_.max_steps - position.global_step - in_flight_steps_);
+  }
+  room = std::max<int64_t>(room, 1);
+  batches->clear();
+  batches->push_back(std::move(next_));
+  ++in_epoch_;
+  while (static_cast<int64_t>(batches->size()) < room) {
+    data::Element batch;
+    WEFT_RETURN_IF_ERROR(iterator_->GetNext(&batch, &end_));
+    if (end_) break;
+    batches->push_back(std::move(batch));
+    ++in_epoch_;
+  }
+  for (const data::Element& batch : *batches) {
+    WEFT_RETURN_IF_ERROR(model_.CheckElement(batch, /*with_labels=*/true, "Fit"));
+  }
+  const bool last = options_.steps_per_epoch > 0 && in_epoch_ >= options_.steps_per_epoch;
+  if (!last && !end_) WEFT_RETURN_IF_ERROR(iterator_->GetNext(&next_, &end_));
+  if (last) end_ = true;
+  return Status::OK();
+}
+
+bool FitLoop::Unrolled(size_t batches) const {
+  return model_.options_.steps_per_execution > 1 &&
+         static_cast<int64_t>(batches) == model_.options_.steps_per_execution;
+}
+
 Status FitLoop::RunStep(int epoch) {
   TrainPosition& position = model_.position_;
-  data::Element batch = std::move(next_);
-  WEFT_RETURN_IF_ERROR(model_.CheckElement(batch, /*with_labels=*/true, "Fit"));
+  const int64_t first_in_epoch = in_epoch_;
+  std::vector<data::Element> batches;
+  WEFT_RETURN_IF_ERROR(TakeExecution(&batches));
   bool traced = false;
-  for (Callback* callback : options_.callbacks) {
-    traced = traced || callback->TraceTrainBatch(position.global_step + 1);
+  for (size_t i = 0; i < batches.size(); ++i) {
+    for (Callback* callback : options_.callbacks) {
+      traced = traced || callback->TraceTrainBatch(position.global_step + 1 + i);
+    }
   }
-  proto::RunMetadata* metadata = traced ? traced_metadata_.Fresh() : nullptr;
-  const int64_t start_nanos = StepStatsNowNanos();
-  const auto start = Clock::now();
-  WEFT_RETURN_IF_ERROR(model_.RunBatch(batch, model_.graph_->training, /*allow_uneven=*/false,
-                                       &outputs_, traced ? &trace_options_ : nullptr, metadata));
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  const int64_t end_nanos = StepStatsNowNanos();
-  double loss = 0;
-  for (const Tensor& replica_loss : outputs_) loss += *replica_loss.data<float>();
-  ++in_epoch_;
+  if (Unrolled(batches.size()) && !traced) {
+    WEFT_ASSIGN_OR_RETURN(Model::BatchStep step, model_.PrepareExecution(batches));
+    const auto start = Clock::now();
+    WEFT_RETURN_IF_ERROR(
+        model_.session_->Run(step.feeds, step.fetches, step.targets, &outputs_)
+            .WithContext(StrCat("the steps of batches ", first_in_epoch + 1, "-",
+                                first_in_epoch + batches.size(), " of epoch ", epoch + 1)));
+    const double seconds =
+        std::chrono::duration<double>(Clock::now() - start).count() / batches.size();
+    for (size_t k = 0; k < batches.size(); ++k) {
+      WEFT_RETURN_IF_ERROR(FinishStep(epoch, batches[k][0].dim_size(0), seconds,
+                                      MeanLoss(outputs_, batches.size(), k),
+                                      k + 1 == batches.size(), nullptr, 0, 0));
+    }
+    return Status::OK();
+  }
+  for (size_t i = 0; i < batches.size(); ++i) {
+    bool trace = false;
+    for (Callback* callback : options_.callbacks) {
+      trace = trace || callback->TraceTrainBatch(position.global_step + 1);
+    }
+    proto::RunMetadata* metadata = trace ? traced_metadata_.Fresh() : nullptr;
+    const int64_t start_nanos = StepStatsNowNanos();
+    const auto start = Clock::now();
+    WEFT_RETURN_IF_ERROR(model_.RunBatch(batches[i], model_.graph_->training,
+                                         /*allow_uneven=*/false, &outputs_,
+                                         trace ? &trace_options_ : nullptr, metadata));
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    WEFT_RETURN_IF_ERROR(FinishStep(epoch, batches[i][0].dim_size(0), seconds,
+                                    MeanLoss(outputs_, 1, 0), i + 1 == batches.size(), metadata,
+                                    start_nanos, StepStatsNowNanos()));
+  }
+  return Status::OK();
+}
+
+double FitLoop::MeanLoss(const std::vector<Tensor>& losses, size_t steps, size_t step) {
+  // Each replica's losses, step-major.
+  const size_t replicas = losses.size() / steps;
+  double sum = 0;
+  for (size_t r = 0; r < replicas; ++r) sum += *losses[r * steps + step].data<float>();
+  return sum / static_cast<double>(replicas);
+}
+
+Status FitLoop::FinishStep(int epoch, int64_t examples, double seconds, double loss,
+                           bool last_of_execution, const proto::RunMetadata* metadata,
+                           int64_t start_nanos, int64_t end_nanos) {
+  TrainPosition& position = model_.position_;
   ++position.global_step;
-  const bool last = options_.steps_per_epoch > 0 && in_epoch_ >= options_.steps_per_epoch;
-  if (!last) WEFT_RETURN_IF_ERROR(iterator_->GetNext(&next_, &end_));
-  position.epoch = last || end_ ? epoch + 1 : epoch;
-  position.batch_index = last || end_ ? 0 : in_epoch_;
-  if (last) end_ = true;
-  Logs logs = StepLogs(in_epoch_, batch[0].dim_size(0), seconds,
-                       loss / static_cast<double>(outputs_.size()));
+  ++finished_in_epoch_;
+  // The epoch is over after the last step of the last execution (end_ says none follows).
+  const bool epoch_done = last_of_execution && end_ && in_flight_.empty();
+  position.epoch = epoch_done ? epoch + 1 : epoch;
+  position.batch_index = epoch_done ? 0 : finished_in_epoch_;
+  Logs logs = StepLogs(finished_in_epoch_, examples, seconds, loss);
   for (Callback* callback : options_.callbacks) {
-    if (traced) {
+    if (metadata != nullptr) {
       WEFT_RETURN_IF_ERROR(
           callback->OnTrainBatchTraced(model_, metadata->step_stats(), start_nanos, end_nanos));
     }
@@ -104,24 +177,36 @@ Logs FitLoop::StepLogs(int64_t batch, int64_t examples, double seconds, double l
 }
 
 Status FitLoop::ScheduleStep(int epoch) {
-  data::Element batch = std::move(next_);
-  WEFT_RETURN_IF_ERROR(model_.CheckElement(batch, /*with_labels=*/true, "Fit"));
-  WEFT_ASSIGN_OR_RETURN(Model::BatchStep step,
-                        model_.PrepareBatch(batch, model_.graph_->training, false));
+  std::vector<data::Element> batches;
+  WEFT_RETURN_IF_ERROR(TakeExecution(&batches));
+  // One function for a whole execution; batches short of one are scheduled one by one.
+  std::vector<std::vector<data::Element>> functions;
+  if (Unrolled(batches.size())) {
+    functions.push_back(std::move(batches));
+  } else {
+    for (data::Element& batch : batches) functions.push_back({std::move(batch)});
+  }
   const Model& model = model_;
-  auto run = [&model, step = std::move(step)](int worker) -> distribute::FunctionResult {
-    std::vector<Tensor> outputs;
-    WEFT_RETURN_IF_ERROR(
-        model.WorkerSession(worker)->Run(step.feeds, step.fetches, step.targets, &outputs));
-    return outputs;
-  };
-  in_flight_.push_back(
-      {model_.coordinator_->Schedule(std::move(run)), batch[0].dim_size(0), Clock::now()});
-  ++in_epoch_;
-  const bool last = options_.steps_per_epoch > 0 && in_epoch_ >= options_.steps_per_epoch;
-  if (!last) WEFT_RETURN_IF_ERROR(iterator_->GetNext(&next_, &end_));
-  if (last) end_ = true;
-  // Two steps per worker: each worker finds its next step queued when it finishes one.
+  for (std::vector<data::Element>& function : functions) {
+    Model::BatchStep step;
+    if (function.size() > 1) {
+      WEFT_ASSIGN_OR_RETURN(step, model_.PrepareExecution(function));
+    } else {
+      WEFT_ASSIGN_OR_RETURN(step, model_.PrepareBatch(function[0], model_.graph_->training, false));
+    }
+    auto run = [&model, step = std::move(step)](int worker) -> distribute::FunctionResult {
+      std::vector<Tensor> outputs;
+      WEFT_RETURN_IF_ERROR(
+          model.WorkerSession(worker)->Run(step.feeds, step.fetches, step.targets, &outputs));
+      return outputs;
+    };
+    std::vector<int64_t> examples;
+    for (const data::Element& batch : function) examples.push_back(batch[0].dim_size(0));
+    in_flight_steps_ += static_cast<int64_t>(function.size());
+    in_flight_.push_back(
+        {model_.coordinator_->Schedule(std::move(run)), std::move(examples), Clock::now()});
+  }
+  // Two functions per worker: each worker finds its next one queued when it finishes one.
   const size_t window = 2 * static_cast<size_t>(model_.coordinator_->num_workers());
   while (in_flight_.size() >= window) WEFT_RETURN_IF_ERROR(FinishOldestStep(epoch));
   return Status::OK();
@@ -130,10 +215,13 @@ Status FitLoop::ScheduleStep(int epoch) {
 Status FitLoop::FinishOldestStep(int epoch) {
   InFlightStep step = std::move(in_flight_.front());
   in_flight_.pop_front();
+  const size_t steps = step.examples.size();
+  in_flight_steps_ -= static_cast<int64_t>(steps);
   distribute::FunctionResult result = step.value.Fetch();
   if (!result.ok()) {
     // The coordinator cancelled the queued steps; Join reports the error once and clears it.
     in_flight_.clear();
+    in_flight_steps_ = 0;
     model_.coordinator_->Join().IgnoreError();
     return result.status().WithContext(StrCat("a training step on worker ", step.value.worker()));
   }
@@ -141,18 +229,12 @@ Status FitLoop::FinishOldestStep(int epoch) {
   // sum of these over an epoch is its wall time, and examples over it the throughput.
   const Clock::time_point now = Clock::now();
   const Clock::time_point since = last_finished_ > step.scheduled ? last_finished_ : step.scheduled;
-  const double seconds = std::chrono::duration<double>(now - since).count();
+  const double seconds = std::chrono::duration<double>(now - since).count() / steps;
   last_finished_ = now;
-  TrainPosition& position = model_.position_;
-  ++position.global_step;
-  ++finished_in_epoch_;
-  WEFT_RETURN_IF_ERROR(model_.MaybeSnapshot(position.global_step));
-  const bool epoch_done = end_ && in_flight_.empty();
-  position.epoch = epoch_done ? epoch + 1 : epoch;
-  position.batch_index = epoch_done ? 0 : finished_in_epoch_;
-  Logs logs = StepLogs(finished_in_epoch_, step.examples, seconds, *(*result)[0].data<float>());
-  for (Callback* callback : options_.callbacks) {
-    WEFT_RETURN_IF_ERROR(callback->OnTrainBatchEnd(model_, logs));
+  for (size_t k = 0; k < steps; ++k) {
+    WEFT_RETURN_IF_ERROR(FinishStep(epoch, step.examples[k], seconds, MeanLoss(*result, steps, k),
+                                    k + 1 == steps, nullptr, 0, 0));
+    WEFT_RETURN_IF_ERROR(model_.MaybeSnapshot(model_.position_.global_step));
   }
   return Status::OK();
 }

@@ -64,25 +64,38 @@ class FitLoop {
   // Whether the global step, counting the steps in flight, reached options.max_steps.
   bool Capped() const {
     return options_.max_steps >= 0 &&
-           model_.position_.global_step + static_cast<int64_t>(in_flight_.size()) >=
-               options_.max_steps;
+           model_.position_.global_step + in_flight_steps_ >= options_.max_steps;
   }
   // Begins `epoch`: its iterator, OnEpochBegin, the metrics' reset, the batches to skip and the
   // first batch read ahead.
   Status StartEpoch(int epoch);
-  // Trains on the batch read ahead, reads the next one, and calls the callbacks with its logs.
+  // The batches of the next execution: the one read ahead and up to steps_per_execution - 1 more,
+  // as far as the epoch, steps_per_epoch and max_steps allow; then reads the next one ahead.
+  Status TakeExecution(std::vector<data::Element>* batches);
+  // Whether `batches` make up a whole execution of the unrolled training graph.
+  bool Unrolled(size_t batches) const;
+  // Trains on the next execution's batches (all at once when they make up a whole one and none
+  // is traced, else one by one) and calls the callbacks with each step's logs.
   Status RunStep(int epoch);
-  // Under an asynchronous strategy (the model has a coordinator): schedules the batch read ahead
-  // on a free worker, reads the next one, and finishes the oldest steps beyond the window.
+  // Under an asynchronous strategy (the model has a coordinator): schedules the next execution's
+  // batches on a free worker (one function for a whole execution), and finishes the oldest
+  // functions beyond the window.
   Status ScheduleStep(int epoch);
-  // Waits for the oldest step in flight and calls the callbacks with its logs, in the order the
-  // steps were scheduled. A step's error is returned once every other step has ended.
+  // Waits for the oldest function in flight and calls the callbacks with its steps' logs, in the
+  // order they were scheduled. A step's error is returned once every other step has ended.
   Status FinishOldestStep(int epoch);
+  // Counts one finished step of `epoch` (the last of its execution or not) and calls the
+  // callbacks with its logs (and its trace, with `metadata`).
+  Status FinishStep(int epoch, int64_t examples, double seconds, double loss,
+                    bool last_of_execution, const proto::RunMetadata* metadata, int64_t start_nanos,
+                    int64_t end_nanos);
+  // Step `step`'s loss over the replicas, from a run's fetches (each replica's `steps` losses).
+  static double MeanLoss(const std::vector<Tensor>& losses, size_t steps, size_t step);
   // The logs of a step and the model's position after it, for the callbacks.
   Logs StepLogs(int64_t batch, int64_t examples, double seconds, double loss) const;
   struct InFlightStep {
     distribute::RemoteValue value;
-    int64_t examples = 0;
+    std::vector<int64_t> examples;  // per step of the function
     std::chrono::steady_clock::time_point scheduled;
   };
   // The epoch's logs (the metrics, and the validation data's), given to OnEpochEnd.
@@ -98,9 +111,11 @@ class FitLoop {
   data::Element next_;
   bool end_ = false;
   int64_t in_epoch_ = 0;  // batches of the current epoch done, skipped ones included
-  // Under an asynchronous strategy: the steps scheduled and not yet finished, oldest first, and
-  // the batches of the epoch finished (in_epoch_ counts those scheduled).
+  // Under an asynchronous strategy: the functions scheduled and not yet finished, oldest first,
+  // and the steps they hold.
   std::deque<InFlightStep> in_flight_;
+  int64_t in_flight_steps_ = 0;
+  // The batches of the epoch finished (in_epoch_ counts those taken).
   int64_t finished_in_epoch_ = 0;
   std::chrono::steady_clock::time_point last_finished_{};
   std::vector<Tensor> outputs_;

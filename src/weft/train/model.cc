@@ -113,6 +113,10 @@ Status Model::CompileWith(std::unique_ptr<Optimizer> optimizer, std::vector<Loss
   if (strategy_ != nullptr) return FailedPrecondition("model '", name_, "' is already compiled");
   WEFT_RETURN_IF_ERROR(CheckSignature(name_, signature_));
   if (optimizer == nullptr) return InvalidArgument("Compile: the optimizer is missing");
+  if (options.steps_per_execution < 1) {
+    return InvalidArgument("Compile: steps_per_execution must be at least 1, got ",
+                           options.steps_per_execution);
+  }
   for (const auto& [output, weight] : options.loss_weights) {
     if (std::find(signature_.outputs.begin(), signature_.outputs.end(), output) ==
         signature_.outputs.end()) {
@@ -192,6 +196,13 @@ Status Model::EnsureBuilt(const std::vector<InputSpec>& inputs, const std::vecto
   if (build_training) {
     WEFT_RETURN_IF_ERROR(builder.BuildMetricTotals());
     WEFT_RETURN_IF_ERROR(builder.BuildTrainingPart());
+    if (options_.steps_per_execution > 1) {
+      // Its collectives run in steps of their own: chained apart from the one-step graph's.
+      std::vector<Output> one_step_chain = strategy.extended().TakeCollectiveOrdering();
+      Status built = builder.BuildTrainingPart(options_.steps_per_execution);
+      strategy.extended().SetCollectiveOrdering(std::move(one_step_chain));
+      WEFT_RETURN_IF_ERROR(built);
+    }
     WEFT_RETURN_IF_ERROR(builder.BuildEvaluationPart());
     AdoptNewVariables();
     WEFT_RETURN_IF_ERROR(builder.BuildMetricResults());

@@ -81,6 +81,13 @@ struct CompileOptions {
   // to answer again (its session is then re-created and it takes steps again) before the worker
   // is retired and the others carry on.
   int64_t worker_recovery_timeout_ms = 60'000;
+  // Training steps per run of the session (the reference's steps_per_execution): Fit feeds this
+  // many batches at once to a graph that runs their steps one after the other, so a step's fixed
+  // cost (a run through a master and its workers, a scheduled function under parameter servers)
+  // is paid once for all of them. Logs and callbacks still see every step. Batches that do not
+  // make up a whole execution (an epoch's end, steps_per_epoch, max_steps, a traced step) run one
+  // at a time.
+  int steps_per_execution = 1;
   // With several outputs: each output's weight in the loss the model minimises (the weighted sum
   // of the outputs' losses), by output name; an output not named weighs 1.
   std::map<std::string, double> loss_weights{};
@@ -231,6 +238,13 @@ class Model {
   };
   StatusOr<BatchStep> PrepareBatch(const data::Element& batch, const ReplicaNames& names,
                                    bool allow_uneven) const;
+  // The same for the steps_per_execution batches of one execution of the unrolled training
+  // graph: step k's feeds are batches[k]'s, and the fetches every step's loss, step-major per
+  // replica.
+  StatusOr<BatchStep> PrepareExecution(const std::vector<data::Element>& batches) const;
+  // Adds `batch`'s feeds for step `step` of `names` (of `steps` per run) to *out.
+  Status AddBatchFeeds(const data::Element& batch, const ReplicaNames& names, bool allow_uneven,
+                       int step, int steps, BatchStep* out) const;
   // Under an asynchronous strategy, the session `worker` runs its steps in now.
   std::shared_ptr<Session> WorkerSession(int worker) const {
     return worker_sessions_->session(worker);

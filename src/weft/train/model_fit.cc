@@ -82,6 +82,26 @@ Status Model::RunBatch(const data::Element& batch, const ReplicaNames& names, bo
 
 StatusOr<Model::BatchStep> Model::PrepareBatch(const data::Element& batch,
                                                const ReplicaNames& names, bool allow_uneven) const {
+  BatchStep step;
+  WEFT_RETURN_IF_ERROR(AddBatchFeeds(batch, names, allow_uneven, 0, 1, &step));
+  return step;
+}
+
+StatusOr<Model::BatchStep> Model::PrepareExecution(
+    const std::vector<data::Element>& batches) const {
+  const ReplicaNames& names = graph_->unrolled_training;
+  const int steps = static_cast<int>(batches.size());
+  BatchStep step;
+  for (int k = 0; k < steps; ++k) {
+    WEFT_RETURN_IF_ERROR(
+        AddBatchFeeds(batches[k], names, /*allow_uneven=*/false, k, steps, &step)
+            .WithContext(StrCat("batch ", k + 1, " of ", steps, " in an execution")));
+  }
+  return step;
+}
+
+Status Model::AddBatchFeeds(const data::Element& batch, const ReplicaNames& names,
+                            bool allow_uneven, int step, int steps, BatchStep* out) const {
   const int replicas = strategy_->num_local_replicas();
   const int workers = strategy_->num_workers();
   const bool with_labels = !names.labels.empty();
@@ -97,8 +117,7 @@ StatusOr<Model::BatchStep> Model::PrepareBatch(const data::Element& batch,
   }
   const int used = even ? replicas : 1;
   const size_t inputs = signature_.inputs.size();
-  BatchStep step;
-  NamedTensorList& feeds = step.feeds;
+  const size_t outputs = signature_.outputs.size();
   for (size_t c = 0; c < NumComponents(with_labels); ++c) {
     if (batch[c].dim_size(0) != examples) {
       return InvalidArgument("the batch's ", ComponentName(c), " has ", batch[c].dim_size(0),
@@ -113,16 +132,18 @@ StatusOr<Model::BatchStep> Model::PrepareBatch(const data::Element& batch,
       WEFT_ASSIGN_OR_RETURN(slices, strategy_->SplitBatch(share));
     }
     for (int r = 0; r < used; ++r) {
-      const std::string& placeholder =
-          c < inputs ? names.inputs[r][c] : names.labels[r][c - inputs];
-      feeds.emplace_back(placeholder, std::move(slices[r]));
+      const std::string& placeholder = c < inputs ? names.inputs[r][step * inputs + c]
+                                                  : names.labels[r][step * outputs + (c - inputs)];
+      out->feeds.emplace_back(placeholder, std::move(slices[r]));
     }
   }
+  if (step + 1 < steps) return Status::OK();
+  // After the last step's feeds: every replica's fetches (step-major) and its step.
   for (int r = 0; r < used; ++r) {
-    step.fetches.insert(step.fetches.end(), names.outputs[r].begin(), names.outputs[r].end());
-    if (!names.steps[r].empty()) step.targets.push_back(names.steps[r]);
+    out->fetches.insert(out->fetches.end(), names.outputs[r].begin(), names.outputs[r].end());
+    if (!names.steps[r].empty()) out->targets.push_back(names.steps[r]);
   }
-  return step;
+  return Status::OK();
 }
 
 std::string Model::ComponentName(size_t component) const {

@@ -36,6 +36,9 @@ struct ModelGraph {
   ReplicaNames inference;
   bool has_training = false;
   ReplicaNames training;
+  // CompileOptions::steps_per_execution (K) > 1: K training steps in one run, each replica's
+  // names step-major (step k's inputs, labels and loss at k * per-step count), the step the last.
+  ReplicaNames unrolled_training;
   ReplicaNames evaluation;
   // Unique layers of the first part built (replica 0), with their output shapes: Summary's rows.
   std::vector<LayerCallContext::Call> calls;

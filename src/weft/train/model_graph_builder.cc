@@ -50,8 +50,8 @@ ModelGraphBuilder::ModelGraphBuilder(const distribute::Strategy& strategy, Model
   }
 }
 
-Status ModelGraphBuilder::BuildPart(bool training, bool with_labels, ReplicaNames* names,
-                                    const Finish& finish) {
+Status ModelGraphBuilder::BuildPart(bool training, bool with_labels, int unroll,
+                                    ReplicaNames* names, const Finish& finish) {
   const int replicas = strategy_.num_local_replicas();
   const Model::Signature& signature = model_.signature;
   names->inputs.assign(replicas, {});
@@ -60,48 +60,70 @@ Status ModelGraphBuilder::BuildPart(bool training, bool with_labels, ReplicaName
   names->steps.assign(replicas, "");
   const std::string prefix = training ? "" : "eval_";
   auto replica_fn = [&](distribute::ReplicaContext& context,
-                        const Scope& scope) -> StatusOr<std::vector<Output>> {
+                        const Scope& replica_scope) -> StatusOr<std::vector<Output>> {
     const int r = context.replica_id();
-    ReplicaTensors tensors;
-    for (size_t i = 0; i < signature.inputs.size(); ++i) {
-      tensors.inputs.push_back(ops::Placeholder(scope.WithOpName(prefix + signature.inputs[i]),
-                                                inputs_[i].dtype, WithBatch(inputs_[i].shape)));
-      names->inputs[r].push_back(tensors.inputs.back().name());
-    }
-    for (size_t o = 0; with_labels && o < signature.outputs.size(); ++o) {
-      const std::string label =
-          signature.outputs.size() == 1 ? "labels" : signature.outputs[o] + "_labels";
-      tensors.labels.push_back(ops::Placeholder(scope.WithOpName(prefix + label),
-                                                (*labels_)[o].dtype(), label_shapes_[o]));
-      names->labels[r].push_back(tensors.labels.back().name());
-    }
-    LayerCallContext calls(training);
-    tensors.predictions = model_.call(scope, tensors.inputs);
-    WEFT_RETURN_IF_ERROR(scope.status());
-    if (tensors.predictions.size() != signature.outputs.size()) {
-      return InvalidArgument("model '", model_.name, "' built ", tensors.predictions.size(),
-                             " outputs, but its signature names ", signature.outputs.size(), " (",
-                             StrJoin(signature.outputs, ", "), ")");
-    }
-    for (size_t o = 0; o < tensors.predictions.size(); ++o) {
-      if (!tensors.predictions[o]) {
-        return InvalidArgument("model '", model_.name, "' built no output '", signature.outputs[o],
-                               "'");
+    std::vector<Output> made;
+    Output previous_step;
+    for (int k = 0; k < unroll; ++k) {
+      // Step k + 1 starts once step k's update is done: its reads see the variables it wrote.
+      const Scope scope =
+          k == 0 ? replica_scope : replica_scope.WithControlDependencies({previous_step});
+      const std::string suffix = k == 0 ? "" : StrCat("_", k);
+      // Feeds wait for nothing: a fed value that waited for the previous step would travel to
+      // its replica only once that step is done.
+      const Scope& feed = replica_scope;
+      ReplicaTensors tensors;
+      for (size_t i = 0; i < signature.inputs.size(); ++i) {
+        tensors.inputs.push_back(
+            ops::Placeholder(feed.WithOpName(prefix + signature.inputs[i] + suffix),
+                             inputs_[i].dtype, WithBatch(inputs_[i].shape)));
+        names->inputs[r].push_back(tensors.inputs.back().name());
+      }
+      for (size_t o = 0; with_labels && o < signature.outputs.size(); ++o) {
+        const std::string label =
+            signature.outputs.size() == 1 ? "labels" : signature.outputs[o] + "_labels";
+        tensors.labels.push_back(ops::Placeholder(feed.WithOpName(prefix + label + suffix),
+                                                  (*labels_)[o].dtype(), label_shapes_[o]));
+        names->labels[r].push_back(tensors.labels.back().name());
+      }
+      LayerCallContext calls(training);
+      tensors.predictions = model_.call(scope, tensors.inputs);
+      WEFT_RETURN_IF_ERROR(scope.status());
+      WEFT_RETURN_IF_ERROR(CheckPredictions(tensors.predictions));
+      if (r == 0 && graph_.calls.empty()) graph_.calls = UniqueCalls(calls.calls());
+      PartOutputs outputs;
+      WEFT_RETURN_IF_ERROR(finish(context, scope, tensors, calls, &outputs));
+      WEFT_RETURN_IF_ERROR(scope.status());
+      for (const Output& fetch : outputs.fetches) names->outputs[r].push_back(fetch.name());
+      made.insert(made.end(), outputs.fetches.begin(), outputs.fetches.end());
+      previous_step = outputs.step;
+      if (!previous_step && k + 1 < unroll) {
+        return Internal("a part unrolled ", unroll, " times has no step to order them by");
       }
     }
-    if (r == 0 && graph_.calls.empty()) graph_.calls = UniqueCalls(calls.calls());
-    PartOutputs outputs;
-    WEFT_RETURN_IF_ERROR(finish(context, scope, tensors, calls, &outputs));
-    WEFT_RETURN_IF_ERROR(scope.status());
-    for (const Output& fetch : outputs.fetches) names->outputs[r].push_back(fetch.name());
-    std::vector<Output> made = outputs.fetches;
-    if (outputs.step) {
-      names->steps[r] = outputs.step.name();
-      made.push_back(outputs.step);
+    if (previous_step) {
+      names->steps[r] = previous_step.name();
+      made.push_back(previous_step);
     }
     return made;
   };
   return strategy_.Run(graph_.root, replica_fn).status();
+}
+
+Status ModelGraphBuilder::CheckPredictions(const std::vector<Output>& predictions) const {
+  const Model::Signature& signature = model_.signature;
+  if (predictions.size() != signature.outputs.size()) {
+    return InvalidArgument("model '", model_.name, "' built ", predictions.size(),
+                           " outputs, but its signature names ", signature.outputs.size(), " (",
+                           StrJoin(signature.outputs, ", "), ")");
+  }
+  for (size_t o = 0; o < predictions.size(); ++o) {
+    if (!predictions[o]) {
+      return InvalidArgument("model '", model_.name, "' built no output '", signature.outputs[o],
+                             "'");
+    }
+  }
+  return Status::OK();
 }
 
 Status ModelGraphBuilder::BuildMetricTotals() {
@@ -186,10 +208,11 @@ std::vector<Output> ModelGraphBuilder::Losses(const Scope& scope,
   return losses;
 }
 
-Status ModelGraphBuilder::BuildTrainingPart() {
+Status ModelGraphBuilder::BuildTrainingPart(int unroll) {
   const Graph* raw_graph = graph_.root.graph();
   return BuildPart(
-      /*training=*/true, /*with_labels=*/true, &graph_.training,
+      /*training=*/true, /*with_labels=*/true, unroll,
+      unroll == 1 ? &graph_.training : &graph_.unrolled_training,
       [&](distribute::ReplicaContext& context, const Scope& scope, const ReplicaTensors& tensors,
           LayerCallContext& calls, PartOutputs* outputs) -> Status {
         std::vector<Output> losses = Losses(scope, tensors);
@@ -212,7 +235,7 @@ Status ModelGraphBuilder::BuildTrainingPart() {
 
 Status ModelGraphBuilder::BuildEvaluationPart() {
   return BuildPart(
-      /*training=*/false, /*with_labels=*/true, &graph_.evaluation,
+      /*training=*/false, /*with_labels=*/true, /*unroll=*/1, &graph_.evaluation,
       [&](distribute::ReplicaContext& context, const Scope& scope, const ReplicaTensors& tensors,
           LayerCallContext&, PartOutputs* outputs) -> Status {
         std::vector<Output> losses = Losses(scope, tensors);
@@ -278,7 +301,7 @@ Status ModelGraphBuilder::BuildSyncOnReadMeans() {
 
 Status ModelGraphBuilder::BuildInferencePart() {
   return BuildPart(
-      /*training=*/false, /*with_labels=*/false, &graph_.inference,
+      /*training=*/false, /*with_labels=*/false, /*unroll=*/1, &graph_.inference,
       [](distribute::ReplicaContext&, const Scope&, const ReplicaTensors& tensors,
          LayerCallContext&, PartOutputs* outputs) {
         outputs->fetches = tensors.predictions;

@@ -52,8 +52,10 @@ class ModelGraphBuilder {
   // A sync-on-read SUM total and count per metric ("loss" first, then each output's loss when
   // there are several), one component per replica.
   Status BuildMetricTotals();
-  // Per replica: the loss, the optimizer's update and the metric updates, as "train_step".
-  Status BuildTrainingPart();
+  // Per replica: the loss, the optimizer's update and the metric updates, as "train_step";
+  // with `unroll` > 1 that many steps in a row, each after the previous one's update
+  // (ModelGraph::unrolled_training, for CompileOptions::steps_per_execution).
+  Status BuildTrainingPart(int unroll = 1);
   // Per replica, in inference mode: the loss and the metric updates, as "eval_step".
   Status BuildEvaluationPart();
   // The cross-replica means of the totals, and the op that resets the totals to zero.
@@ -90,8 +92,11 @@ class ModelGraphBuilder {
   };
 
   // Builds one part: per replica, placeholders, the model, and `finish`'s outputs and steps,
-  // whose names go to `names`.
-  Status BuildPart(bool training, bool with_labels, ReplicaNames* names, const Finish& finish);
+  // whose names go to `names`; `unroll` times in a row, each after the previous one's step.
+  Status BuildPart(bool training, bool with_labels, int unroll, ReplicaNames* names,
+                   const Finish& finish);
+  // InvalidArgument unless the call built one output per name of the signature.
+  Status CheckPredictions(const std::vector<Output>& predictions) const;
   // The ops that add replica `replica`'s batch to its components of the totals; `losses` holds
   // the total loss, then each output's.
   std::vector<Output> UpdateMetrics(int replica, const Scope& scope, const ReplicaTensors& tensors,

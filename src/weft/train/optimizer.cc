@@ -92,7 +92,13 @@ StatusOr<Output> Optimizer::ApplyInReplicaContext(const Scope& scope,
   for (const Output& ids : indices) {
     if (ids) values.push_back(ids);
   }
-  auto merge_fn = [this, &strategy, &variables, &indices, num_gradients](
+  // A replica scope that runs after other ops (the previous step, in steps unrolled one after
+  // another) passes that order on to the updates built in the merge, whose cross-replica scope
+  // does not have it: without it, an update's reads of shared state (Adam's powers) could run
+  // before the previous step's update wrote it. A token made under the replica's scope carries it.
+  const bool ordered = !scope.control_dependencies().empty();
+  if (ordered) values.push_back(ops::Const(scope.WithOpName("after_previous_step"), 0.0f));
+  auto merge_fn = [this, &strategy, &variables, &indices, num_gradients, ordered](
                       const Scope& cross_replica_scope,
                       const std::vector<distribute::PerReplica>& all)
       -> StatusOr<std::vector<distribute::DistributedValues>> {
@@ -111,7 +117,8 @@ StatusOr<Output> Optimizer::ApplyInReplicaContext(const Scope& scope,
       }
       targets.push_back(std::move(target));
     }
-    return ApplyReduced(cross_replica_scope, strategy, targets, grouped, sparse_ids);
+    return ApplyReduced(cross_replica_scope, strategy, targets, grouped, sparse_ids,
+                        ordered ? all.back().values() : std::vector<Output>{});
   };
   WEFT_ASSIGN_OR_RETURN(std::vector<Output> mine, context.MergeCall(values, merge_fn));
   if (mine.size() != 1) {
@@ -123,34 +130,49 @@ StatusOr<Output> Optimizer::ApplyInReplicaContext(const Scope& scope,
 StatusOr<std::vector<distribute::DistributedValues>> Optimizer::ApplyReduced(
     const Scope& cross_replica_scope, const distribute::Strategy& strategy,
     const std::vector<std::shared_ptr<distribute::DistributedVariable>>& targets,
-    const std::vector<distribute::PerReplica>& grouped, const std::vector<Output>& sparse_ids) {
-  placed_.clear();
+    const std::vector<distribute::PerReplica>& grouped, const std::vector<Output>& sparse_ids,
+    const std::vector<Output>& order_tokens) {
+  // Slots and the learning rate are made once per graph and shared by every update built in it
+  // (Fit's steps_per_execution unrolls several steps; a second loss may train the same variables).
+  if (placed_graph_ != cross_replica_scope.graph()) {
+    placed_.clear();
+    learning_rate_variable_.reset();
+    placed_graph_ = cross_replica_scope.graph();
+  }
   placement_error_ = Status::OK();
   WEFT_ASSIGN_OR_RETURN(std::vector<distribute::Mirrored> reduced,
                         ReduceOntoVariables(cross_replica_scope, strategy, targets, grouped));
   Scope optimizer_scope = cross_replica_scope.NewSubScope(name());
-  // The learning rate lives beside the first variable (and Adam's powers beside it).
-  WEFT_ASSIGN_OR_RETURN(std::shared_ptr<distribute::DistributedVariable> learning_rate,
-                        strategy.CreateVariableInScope(
-                            optimizer_scope, "learning_rate", TensorShape(), targets[0]->dtype(),
-                            Initializer::Constant(learning_rate_), targets[0].get()));
-  RecordDistributed(*learning_rate);
-  for (const Variable& component : learning_rate->components()) {
-    learning_rate_variables_.push_back(component);
+  if (learning_rate_variable_ == nullptr) {
+    // The learning rate lives beside the first variable (and Adam's powers beside it).
+    WEFT_ASSIGN_OR_RETURN(
+        learning_rate_variable_,
+        strategy.CreateVariableInScope(optimizer_scope.WithNoControlDependencies(), "learning_rate",
+                                       TensorShape(), targets[0]->dtype(),
+                                       Initializer::Constant(learning_rate_), targets[0].get()));
+    RecordDistributed(*learning_rate_variable_);
+    for (const Variable& component : learning_rate_variable_->components()) {
+      learning_rate_variables_.push_back(component);
+    }
   }
+  const std::shared_ptr<distribute::DistributedVariable> learning_rate = learning_rate_variable_;
   // Updates grouped by device, in order of first appearance, for Finish.
   std::vector<std::string> devices;
   std::map<std::string, std::vector<Output>> updates_on;
   for (size_t v = 0; v < targets.size(); ++v) {
     const distribute::DistributedVariable& target = *targets[v];
-    WEFT_ASSIGN_OR_RETURN(
-        std::vector<Output> updates,
-        strategy.extended().Update(optimizer_scope.NewSubScope(target.name()), target, {reduced[v]},
-                                   [&](const Scope& scope, int component,
-                                       const std::vector<Output>& args) -> StatusOr<Output> {
-                                     return UpdateComponent(scope, strategy, target, component,
-                                                            args[0], sparse_ids[v], *learning_rate);
-                                   }));
+    WEFT_ASSIGN_OR_RETURN(std::vector<Output> updates,
+                          strategy.extended().Update(
+                              optimizer_scope.NewSubScope(target.name()), target, {reduced[v]},
+                              [&](const Scope& scope, int component,
+                                  const std::vector<Output>& args) -> StatusOr<Output> {
+                                const std::vector<Output> after =
+                                    TokensFor(strategy, order_tokens, target.devices()[component]);
+                                return UpdateComponent(
+                                    after.empty() ? scope : scope.WithControlDependencies(after),
+                                    strategy, target, component, args[0], sparse_ids[v],
+                                    *learning_rate);
+                              }));
     for (int i = 0; i < target.num_components(); ++i) {
       const std::string device = distribute::CanonicalDevice(target.devices()[i]);
       if (!updates_on.contains(device)) devices.push_back(device);
@@ -191,6 +213,16 @@ StatusOr<std::vector<distribute::DistributedValues>> Optimizer::ApplyReduced(
   WEFT_RETURN_IF_ERROR(cross_replica_scope.status());
   return std::vector<distribute::DistributedValues>{
       TrainOpsPerReplica(optimizer_scope, strategy, done_on)};
+}
+
+std::vector<Output> Optimizer::TokensFor(const distribute::Strategy& strategy,
+                                         const std::vector<Output>& order_tokens,
+                                         const std::string& device) {
+  const std::string canonical = distribute::CanonicalDevice(device);
+  for (size_t r = 0; r < order_tokens.size() && r < strategy.devices().size(); ++r) {
+    if (distribute::CanonicalDevice(strategy.devices()[r]) == canonical) return {order_tokens[r]};
+  }
+  return order_tokens;
 }
 
 StatusOr<std::vector<distribute::Mirrored>> Optimizer::ReduceOntoVariables(
@@ -328,8 +360,8 @@ Variable Optimizer::Placed(const Scope& scope, const std::string& name, const Te
   auto it = placed_.find(name);
   if (it == placed_.end()) {
     StatusOr<std::shared_ptr<distribute::DistributedVariable>> made =
-        placement_->strategy->CreateVariableInScope(scope, name, shape, dtype, initializer,
-                                                    &colocate_with);
+        placement_->strategy->CreateVariableInScope(scope.WithNoControlDependencies(), name, shape,
+                                                    dtype, initializer, &colocate_with);
     if (!made.ok()) {
       if (placement_error_.ok()) placement_error_ = made.status();
       return Variable();

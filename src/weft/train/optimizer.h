@@ -123,11 +123,19 @@ class Optimizer {
                                          distribute::ReplicaContext& context);
   // The merge function's work, in cross-replica context: reduce, update, one train op per replica.
   // `sparse_ids` holds, per gradient, the ids of a sparse one (its rows are `grouped`'s; one
-  // replica in sync) or an empty Output.
+  // replica in sync) or an empty Output. `order_tokens` (one per local replica, or none): ops each
+  // update runs after (see TokensFor).
   StatusOr<std::vector<distribute::DistributedValues>> ApplyReduced(
       const Scope& cross_replica_scope, const distribute::Strategy& strategy,
       const std::vector<std::shared_ptr<distribute::DistributedVariable>>& targets,
-      const std::vector<distribute::PerReplica>& grouped, const std::vector<Output>& sparse_ids);
+      const std::vector<distribute::PerReplica>& grouped, const std::vector<Output>& sparse_ids,
+      const std::vector<Output>& order_tokens);
+  // What an update on `device` waits for, of each replica's token of the previous step: the
+  // token of the replica on that device, else (a variable on a device of its own, as a ps task's)
+  // every token.
+  static std::vector<Output> TokensFor(const distribute::Strategy& strategy,
+                                       const std::vector<Output>& order_tokens,
+                                       const std::string& device);
   // The gradients' MEAN over every replica, on each variable's devices (as they are with one
   // replica in sync).
   StatusOr<std::vector<distribute::Mirrored>> ReduceOntoVariables(
@@ -153,7 +161,10 @@ class Optimizer {
   void RecordDistributed(const distribute::DistributedVariable& created);
 
   std::optional<Placement> placement_;
+  // The slots and the learning rate made through a strategy, and the graph they belong to.
   std::map<std::string, std::shared_ptr<distribute::DistributedVariable>> placed_;
+  std::shared_ptr<distribute::DistributedVariable> learning_rate_variable_;
+  const Graph* placed_graph_ = nullptr;
   Status placement_error_;
   double learning_rate_;
   std::vector<Variable> learning_rate_variables_;

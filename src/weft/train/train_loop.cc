@@ -338,7 +338,8 @@ Status CompileStandardModel(const TrainOptions& options, std::unique_ptr<Optimiz
                         .inter_op_threads = inter_op_threads,
                         .intra_op_threads = options.intra_op_threads,
                         .target = options.target,
-                        .session_config = session_config});
+                        .session_config = session_config,
+                        .steps_per_execution = options.steps_per_execution});
 }
 
 // The trace writer's options: the task's trace file, the steps to trace, and the task's name in a

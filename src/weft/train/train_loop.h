@@ -38,6 +38,7 @@ struct TrainOptions {
   // 0: 0.05, or 0.03 under parameter_server, whose asynchronous steps apply gradients up to a few
   // steps stale (W1 over 2 workers, 3 epochs: 0.82-0.84 test accuracy at 0.05, 0.85-0.86 at 0.03).
   double learning_rate = 0;
+  int steps_per_execution = 1;  // CompileOptions::steps_per_execution
   int64_t seed = 1;
   std::string data_dir;      // empty: the default Fashion-MNIST location
   int inter_op_threads = 1;  // 0: one per core; 1 measured best for W1/W2 on 2 cores

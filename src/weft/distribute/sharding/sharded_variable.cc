@@ -76,6 +76,15 @@ std::vector<Output> ShardedVariable::initializers() const {
   return initializers;
 }
 
+namespace {
+
+// `parts` one after another along dimension 0 (ConcatV2 needs two or more).
+Output ConcatRows(const Scope& scope, const std::vector<Output>& parts) {
+  return parts.size() == 1 ? parts[0] : ops::Concat(scope, parts, 0);
+}
+
+}  // namespace
+
 ShardedVariable::SplitIds ShardedVariable::PartitionIds(const Scope& lookup,
                                                         const Input& ids) const {
   const int64_t count = static_cast<int64_t>(shards_.size());
@@ -199,10 +208,9 @@ std::vector<Output> ShardedVariable::LookupMany(const Scope& scope,
                                  ops::Reshape(lookup, ops::Size(lookup, part), {int64_t{1}}),
                                  ops::Const(lookup, static_cast<int32_t>(e))));
     }
-    Output all_labels = ops::Concat(lookup, labels, 0);
+    Output all_labels = ConcatRows(lookup, labels);
     Output packed = ops::Concat(
-        lookup, {ops::Concat(lookup, local, 0), ops::Cast(lookup, all_labels, DataType::kInt64)},
-        0);
+        lookup, {ConcatRows(lookup, local), ops::Cast(lookup, all_labels, DataType::kInt64)}, 0);
     const Scope there = device.empty() ? lookup : lookup.WithDevice(device);
     Output half = ops::Reshape(
         there, ops::Div(there, ops::Size(there, packed), ops::Const(there, int32_t{2})),
@@ -224,7 +232,7 @@ std::vector<Output> ShardedVariable::LookupMany(const Scope& scope,
                                              received[e], table.dtype_));
     }
     std::vector<Output> back =
-        ops::DynamicPartition(lookup, ops::Concat(there, gathered, 0), all_labels, count);
+        ops::DynamicPartition(lookup, ConcatRows(there, gathered), all_labels, count);
     if (static_cast<int64_t>(back.size()) != count) return {};
     for (int64_t e = 0; e < count; ++e) rows[entries[e].table][entries[e].shard] = back[e];
   }
