@@ -143,19 +143,8 @@ StatusOr<std::vector<distribute::DistributedValues>> Optimizer::ApplyReduced(
   WEFT_ASSIGN_OR_RETURN(std::vector<distribute::Mirrored> reduced,
                         ReduceOntoVariables(cross_replica_scope, strategy, targets, grouped));
   Scope optimizer_scope = cross_replica_scope.NewSubScope(name());
-  if (learning_rate_variable_ == nullptr) {
-    // The learning rate lives beside the first variable (and Adam's powers beside it).
-    WEFT_ASSIGN_OR_RETURN(
-        learning_rate_variable_,
-        strategy.CreateVariableInScope(optimizer_scope.WithNoControlDependencies(), "learning_rate",
-                                       TensorShape(), targets[0]->dtype(),
-                                       Initializer::Constant(learning_rate_), targets[0].get()));
-    RecordDistributed(*learning_rate_variable_);
-    for (const Variable& component : learning_rate_variable_->components()) {
-      learning_rate_variables_.push_back(component);
-    }
-  }
-  const std::shared_ptr<distribute::DistributedVariable> learning_rate = learning_rate_variable_;
+  WEFT_ASSIGN_OR_RETURN(std::shared_ptr<distribute::DistributedVariable> learning_rate,
+                        LearningRateBeside(optimizer_scope, strategy, *targets[0]));
   // Updates grouped by device, in order of first appearance, for Finish.
   std::vector<std::string> devices;
   std::map<std::string, std::vector<Output>> updates_on;
@@ -213,6 +202,22 @@ StatusOr<std::vector<distribute::DistributedValues>> Optimizer::ApplyReduced(
   WEFT_RETURN_IF_ERROR(cross_replica_scope.status());
   return std::vector<distribute::DistributedValues>{
       TrainOpsPerReplica(optimizer_scope, strategy, done_on)};
+}
+
+StatusOr<std::shared_ptr<distribute::DistributedVariable>> Optimizer::LearningRateBeside(
+    const Scope& scope, const distribute::Strategy& strategy,
+    const distribute::DistributedVariable& first) {
+  if (learning_rate_variable_ == nullptr) {
+    WEFT_ASSIGN_OR_RETURN(learning_rate_variable_,
+                          strategy.CreateVariableInScope(
+                              scope.WithNoControlDependencies(), "learning_rate", TensorShape(),
+                              first.dtype(), Initializer::Constant(learning_rate_), &first));
+    RecordDistributed(*learning_rate_variable_);
+    for (const Variable& component : learning_rate_variable_->components()) {
+      learning_rate_variables_.push_back(component);
+    }
+  }
+  return learning_rate_variable_;
 }
 
 std::vector<Output> Optimizer::TokensFor(const distribute::Strategy& strategy,

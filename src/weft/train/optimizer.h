@@ -130,6 +130,11 @@ class Optimizer {
       const std::vector<std::shared_ptr<distribute::DistributedVariable>>& targets,
       const std::vector<distribute::PerReplica>& grouped, const std::vector<Output>& sparse_ids,
       const std::vector<Output>& order_tokens);
+  // The learning rate variable of the graph being built, made on first use beside `first` (the
+  // first variable updated; Adam's powers go beside it too).
+  StatusOr<std::shared_ptr<distribute::DistributedVariable>> LearningRateBeside(
+      const Scope& scope, const distribute::Strategy& strategy,
+      const distribute::DistributedVariable& first);
   // What an update on `device` waits for, of each replica's token of the previous step: the
   // token of the replica on that device, else (a variable on a device of its own, as a ps task's)
   // every token.

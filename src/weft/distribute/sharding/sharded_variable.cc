@@ -83,6 +83,43 @@ Output ConcatRows(const Scope& scope, const std::vector<Output>& parts) {
   return parts.size() == 1 ? parts[0] : ops::Concat(scope, parts, 0);
 }
 
+// One device's share of LookupMany: every part's local ids (`parts[e]`, for `shards[e]`, which
+// live on `device`) in one tensor (the ids, then which part each is for) to `device`, split there,
+// one gather per shard, and the rows back in one tensor, split per part again where `lookup`
+// runs. Empty after an error.
+std::vector<Output> ExchangeWithDevice(const Scope& lookup, const std::string& device,
+                                       const std::vector<Output>& parts,
+                                       const std::vector<Variable>& shards, DataType dtype) {
+  const int64_t count = static_cast<int64_t>(parts.size());
+  std::vector<Output> labels;
+  for (int64_t e = 0; e < count; ++e) {
+    labels.push_back(ops::Fill(lookup,
+                               ops::Reshape(lookup, ops::Size(lookup, parts[e]), {int64_t{1}}),
+                               ops::Const(lookup, static_cast<int32_t>(e))));
+  }
+  Output all_labels = ConcatRows(lookup, labels);
+  Output packed = ops::Concat(
+      lookup, {ConcatRows(lookup, parts), ops::Cast(lookup, all_labels, DataType::kInt64)}, 0);
+  const Scope there = lookup.WithDevice(device);
+  Output half = ops::Reshape(
+      there, ops::Div(there, ops::Size(there, packed), ops::Const(there, int32_t{2})),
+      {int64_t{1}});
+  Output received_ids = ops::Slice(
+      there, packed, ops::Const(there, Tensor::FromVector(std::vector<int32_t>{0})), half);
+  Output received_labels =
+      ops::Cast(there,
+                ops::Slice(there, packed, half,
+                           ops::Const(there, Tensor::FromVector(std::vector<int32_t>{-1}))),
+                DataType::kInt32);
+  std::vector<Output> received = ops::DynamicPartition(there, received_ids, received_labels, count);
+  if (static_cast<int64_t>(received.size()) != count) return {};
+  std::vector<Output> gathered;
+  for (int64_t e = 0; e < count; ++e) {
+    gathered.push_back(ops::ResourceGather(there, shards[e].handle(), received[e], dtype));
+  }
+  return ops::DynamicPartition(lookup, ConcatRows(there, gathered), all_labels, count);
+}
+
 }  // namespace
 
 ShardedVariable::SplitIds ShardedVariable::PartitionIds(const Scope& lookup,
@@ -182,9 +219,8 @@ std::vector<Output> ShardedVariable::LookupMany(const Scope& scope,
       entries_on[device].push_back({t, s});
     }
   }
-  // Per device: every shard's ids in one tensor (ids, then which shard each is for), one gather
-  // per shard there, and their rows back in one tensor; the gradients of those rows then travel
-  // as one tensor too, and are cut per shard where the shards live.
+  // Per device one exchange (ExchangeWithDevice); the gradients of its rows then travel as one
+  // tensor too, and are cut per shard where the shards live.
   std::vector<std::vector<Output>> rows(tables.size());
   for (size_t t = 0; t < tables.size(); ++t) rows[t].resize(tables[t].shards_.size());
   for (const std::string& device : devices) {
@@ -200,39 +236,13 @@ std::vector<Output> ShardedVariable::LookupMany(const Scope& scope,
       }
       continue;
     }
-    std::vector<Output> local, labels;
-    for (int64_t e = 0; e < count; ++e) {
-      const Output& part = splits[entries[e].table].local[entries[e].shard];
-      local.push_back(part);
-      labels.push_back(ops::Fill(lookup,
-                                 ops::Reshape(lookup, ops::Size(lookup, part), {int64_t{1}}),
-                                 ops::Const(lookup, static_cast<int32_t>(e))));
+    std::vector<Output> parts;
+    std::vector<Variable> shards;
+    for (const Entry& entry : entries) {
+      parts.push_back(splits[entry.table].local[entry.shard]);
+      shards.push_back(tables[entry.table].shards_[entry.shard]);
     }
-    Output all_labels = ConcatRows(lookup, labels);
-    Output packed = ops::Concat(
-        lookup, {ConcatRows(lookup, local), ops::Cast(lookup, all_labels, DataType::kInt64)}, 0);
-    const Scope there = device.empty() ? lookup : lookup.WithDevice(device);
-    Output half = ops::Reshape(
-        there, ops::Div(there, ops::Size(there, packed), ops::Const(there, int32_t{2})),
-        {int64_t{1}});
-    Output received_ids = ops::Slice(
-        there, packed, ops::Const(there, Tensor::FromVector(std::vector<int32_t>{0})), half);
-    Output received_labels =
-        ops::Cast(there,
-                  ops::Slice(there, packed, half,
-                             ops::Const(there, Tensor::FromVector(std::vector<int32_t>{-1}))),
-                  DataType::kInt32);
-    std::vector<Output> received =
-        ops::DynamicPartition(there, received_ids, received_labels, count);
-    if (static_cast<int64_t>(received.size()) != count) return {};
-    std::vector<Output> gathered;
-    for (int64_t e = 0; e < count; ++e) {
-      const ShardedVariable& table = tables[entries[e].table];
-      gathered.push_back(ops::ResourceGather(there, table.shards_[entries[e].shard].handle(),
-                                             received[e], table.dtype_));
-    }
-    std::vector<Output> back =
-        ops::DynamicPartition(lookup, ConcatRows(there, gathered), all_labels, count);
+    std::vector<Output> back = ExchangeWithDevice(lookup, device, parts, shards, tables[0].dtype_);
     if (static_cast<int64_t>(back.size()) != count) return {};
     for (int64_t e = 0; e < count; ++e) rows[entries[e].table][entries[e].shard] = back[e];
   }
