@@ -101,9 +101,9 @@ std::vector<Output> ExchangeWithDevice(const Scope& lookup, const std::string& d
   Output packed = ops::Concat(
       lookup, {ConcatRows(lookup, parts), ops::Cast(lookup, all_labels, DataType::kInt64)}, 0);
   const Scope there = lookup.WithDevice(device);
-  Output half = ops::Reshape(
-      there, ops::Div(there, ops::Size(there, packed), ops::Const(there, int32_t{2})),
-      {int64_t{1}});
+  Output half =
+      ops::Reshape(there, ops::Div(there, ops::Size(there, packed), ops::Const(there, int32_t{2})),
+                   {int64_t{1}});
   Output received_ids = ops::Slice(
       there, packed, ops::Const(there, Tensor::FromVector(std::vector<int32_t>{0})), half);
   Output received_labels =
