@@ -180,14 +180,14 @@ void ClusterCoordinator::Retire(int worker, const Status& recovered) {
 
 void ClusterCoordinator::PutBack(int worker, const std::shared_ptr<Closure>& closure,
                                  const Status& why) {
-  {
-    MutexLock lock(mu_);
-    --in_flight_;
-    ++rescheduled_;
-    queue_.push_front(closure);
-    work_available_.NotifyOne();
-  }
+  // Told before the function is back in the queue: once queued it may finish and Join return, and
+  // whoever watches rescheduling must have heard of it by then.
   if (options_.on_rescheduled) options_.on_rescheduled(worker, closure->id, why);
+  MutexLock lock(mu_);
+  --in_flight_;
+  ++rescheduled_;
+  queue_.push_front(closure);
+  work_available_.NotifyOne();
 }
 
 void ClusterCoordinator::Finish(const std::shared_ptr<Closure>& closure, FunctionResult result) {

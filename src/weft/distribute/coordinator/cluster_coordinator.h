@@ -61,7 +61,8 @@ struct ClusterCoordinatorOptions {
   std::function<Status(int worker)> recover_worker;
   // Names of the workers for logs and errors ("/job:worker/task:1"); default "worker <i>".
   std::vector<std::string> worker_names;
-  // Called (from a worker thread) each time a function is put back because its worker was lost.
+  // Called (from a worker thread) each time a function is put back because its worker was lost,
+  // before it is queued again (so before Join can return).
   std::function<void(int worker, int64_t function_id, const Status& why)> on_rescheduled;
   // Called (from the worker's thread, after retired_workers() includes it) when a lost worker
   // could not recover and is retired; `why` is the recovery's error.
