@@ -1,13 +1,15 @@
 // Neural-network ops that work row by row or element by element: BiasAdd and its gradient, the
 // activations (Relu, Sigmoid, Tanh, Gelu with their gradients; Softplus), Softmax, LogSoftmax
 // (over the last dimension of any rank) and sparse softmax cross-entropy. The windowed ops
-// (Conv2D, MaxPool, AvgPool and their gradients) are in conv_ops.cc.
+// (Conv2D, MaxPool, AvgPool and their gradients) are in conv_ops.cc, fused attention in
+// attention_ops.cc.
 #include "weft/framework/shape_inference.h"
 #include "weft/ops/register_ops.h"
 
 namespace weft::ops {
 
-void RegisterConvOps(OpRegistry& registry);  // conv_ops.cc
+void RegisterConvOps(OpRegistry& registry);       // conv_ops.cc
+void RegisterAttentionOps(OpRegistry& registry);  // attention_ops.cc
 
 namespace {
 
@@ -207,6 +209,7 @@ void RegisterNnOps(OpRegistry& registry) {
   RegisterActivationOps(registry);
   RegisterBiasAndSoftmaxOps(registry);
   RegisterConvOps(registry);
+  RegisterAttentionOps(registry);
 }
 
 }  // namespace weft::ops

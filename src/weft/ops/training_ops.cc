@@ -1,9 +1,10 @@
 // Optimizer update ops, applied in place to resource variables with the reference system's
-// formulas: dense ResourceApplyGradientDescent, ResourceApplyMomentum, ResourceApplyAdagradV2 and
-// ResourceApplyAdam, and sparse ResourceSparseApply{GradientDescent,AdagradV2,Adam}, whose `grad`
-// holds rows of the variable named by `indices` (an embedding lookup's gradient). They have no
-// outputs; a training step runs them as targets. Hyperparameters are scalars of the variable's
-// dtype; the kernels, which see the variable, check `grad` against its shape.
+// formulas: dense ResourceApplyGradientDescent, ResourceApplyMomentum, ResourceApplyAdagradV2,
+// ResourceApplyAdam and ResourceApplyAdamW (Adam with decoupled weight decay), and sparse
+// ResourceSparseApply{GradientDescent,AdagradV2,Adam}, whose `grad` holds rows of the variable
+// named by `indices` (an embedding lookup's gradient). They have no outputs; a training step runs
+// them as targets. Hyperparameters are scalars of the variable's dtype; the kernels, which see the
+// variable, check `grad` against its shape.
 #include "weft/framework/shape_inference.h"
 #include "weft/ops/register_ops.h"
 
@@ -161,6 +162,26 @@ void RegisterTrainingOps(OpRegistry& registry) {
                              .Doc("Adam: m, v moving moments of grad; var -= lr_t * m / (sqrt(v) "
                                   "+ epsilon), lr_t = lr * sqrt(1 - beta2_power) / (1 - "
                                   "beta1_power)."));
+  registry.RegisterOrDie(OpDefBuilder("ResourceApplyAdamW")
+                             .Input("var: resource")
+                             .Input("m: resource")
+                             .Input("v: resource")
+                             .Input("beta1_power: T")
+                             .Input("beta2_power: T")
+                             .Input("lr: T")
+                             .Input("beta1: T")
+                             .Input("beta2: T")
+                             .Input("epsilon: T")
+                             .Input("weight_decay: T")
+                             .Input("grad: T")
+                             .Attr(kTypes)
+                             .Attr("use_locking: bool = false")
+                             .SetIsStateful()
+                             .SetShapeFn(ApplyShape(3, 10))
+                             .Doc("Adam with decoupled weight decay (AdamW): ResourceApplyAdam's "
+                                  "moments, and var -= lr * weight_decay * var + lr_t * m / "
+                                  "(sqrt(v) + epsilon), var on the right being the value before "
+                                  "the step."));
   RegisterSparseTrainingOps(registry);
 }
 

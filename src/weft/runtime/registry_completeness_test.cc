@@ -264,6 +264,12 @@ const std::vector<std::pair<std::string, BuildFn>>& BuilderTable() {
        [](const Scope& s) {
          ops::SparseSoftmaxCrossEntropyWithLogits(s, F(s), ops::Placeholder(s, DataType::kInt64));
        }},
+      {"FusedAttention",
+       [](const Scope& s) { ops::FusedAttention(s, F(s), F(s), F(s), I(s), {.causal = true}); }},
+      {"FusedAttentionGrad",
+       [](const Scope& s) {
+         ops::FusedAttentionGrad(s, F(s), F(s), F(s), I(s), F(s), F(s), F(s));
+       }},
       {"Conv2D", [](const Scope& s) { ops::Conv2D(s, F(s), F(s), {1, 1, 1, 1}, "SAME"); }},
       {"Conv2DBackpropInput",
        [](const Scope& s) {
@@ -334,6 +340,11 @@ const std::vector<std::pair<std::string, BuildFn>>& BuilderTable() {
        [](const Scope& s) {
          ops::ResourceApplyAdam(s, Handle(s), Handle(s), Handle(s), 0.9f, 0.999f, 0.1f, 0.9f,
                                 0.999f, 1e-7f, F(s));
+       }},
+      {"ResourceApplyAdamW",
+       [](const Scope& s) {
+         ops::ResourceApplyAdamW(s, Handle(s), Handle(s), Handle(s), 0.9f, 0.999f, 0.1f, 0.9f,
+                                 0.999f, 1e-7f, 0.1f, F(s));
        }},
   };
   return *table;

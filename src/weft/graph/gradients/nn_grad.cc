@@ -1,8 +1,8 @@
 // Gradient functions of the neural-network ops: BiasAdd, the activations (through their *Grad
 // ops, Gelu's fused one included; Softplus through Sigmoid), Softmax and LogSoftmax, sparse softmax
 // cross-entropy (through the backprop the op computes), Conv2D (through its two backprop ops),
-// MaxPool and AvgPool (through MaxPoolGrad and AvgPoolGrad). Gradients of the *Grad ops themselves
-// (second order) are not registered.
+// MaxPool and AvgPool (through MaxPoolGrad and AvgPoolGrad), FusedAttention (through
+// FusedAttentionGrad). Gradients of the *Grad ops themselves (second order) are not registered.
 #include "weft/framework/attr_value_util.h"
 #include "weft/graph/gradients/gradients.h"
 #include "weft/graph/gradients/internal/grad_helpers.h"
@@ -82,6 +82,28 @@ Status SparseSoftmaxCrossEntropyGrad(const Scope& scope, Node* op, const Grads& 
   return scope.status();
 }
 
+// FusedAttentionGrad recomputes the probabilities from the saved logsumexp. A gradient arriving
+// at logsumexp itself (kept for this function, not meant as a result) is not supported; key_lengths
+// gets none.
+Status FusedAttentionGradFn(const Scope& scope, Node* op, const Grads& dz, Grads* dx) {
+  if (dz[1]) {
+    return Unimplemented(
+        "the gradient through the logsumexp output of FusedAttention is not implemented");
+  }
+  if (!dz[0]) {
+    *dx = {Output(), Output(), Output(), Output()};
+    return Status::OK();
+  }
+  ops::FusedAttentionAttrs attrs;
+  WEFT_RETURN_IF_ERROR(GetNodeAttr(op->def(), "causal", &attrs.causal));
+  WEFT_RETURN_IF_ERROR(GetNodeAttr(op->def(), "scale", &attrs.scale));
+  ops::FusedAttentionGradOutputs grads =
+      ops::FusedAttentionGrad(scope, InputOf(op, 0), InputOf(op, 1), InputOf(op, 2), InputOf(op, 3),
+                              Output(op, 0), Output(op, 1), dz[0], attrs);
+  *dx = {grads.query_gradient, grads.key_gradient, grads.value_gradient, Output()};
+  return scope.status();
+}
+
 struct WindowAttrs {
   std::vector<int64_t> ksize;
   std::vector<int64_t> strides;
@@ -136,6 +158,7 @@ void RegisterNnGradients(GradientRegistry& registry) {
   registry.Register("MaxPool", MaxPoolGrad);
   registry.Register("AvgPool", AvgPoolGrad);
   registry.Register("Softplus", SoftplusGrad);
+  registry.Register("FusedAttention", FusedAttentionGradFn);
 }
 
 }  // namespace weft

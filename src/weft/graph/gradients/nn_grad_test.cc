@@ -1,7 +1,8 @@
 // Numeric checks of the neural-network gradients in float64: BiasAdd, the activations (Relu away
 // from its kink, Softplus, Gelu in both modes), Softmax and LogSoftmax (rank 3 under every shape
 // knowledge), sparse softmax cross-entropy, Conv2D (SAME/VALID, stride 1/2), MaxPool and AvgPool
-// (SAME/VALID, overlapping windows).
+// (SAME/VALID, overlapping windows), FusedAttention (masked and not, also against the gradients of
+// the plain composition in float64 and float32).
 #include <string>
 #include <vector>
 
@@ -241,10 +242,118 @@ TEST(NnGradTest, AvgPool) {
   }
 }
 
+// Attention shapes for the FusedAttention checks: [B, H, T, D] with Tq < Tk.
+constexpr int64_t kB = 2, kH = 2, kTq = 3, kTk = 5, kD = 4, kDv = 3;
+
+TEST(NnGradTest, FusedAttention) {
+  const TensorShape q_shape({kB, kH, kTq, kD}), k_shape({kB, kH, kTk, kD});
+  const TensorShape v_shape({kB, kH, kTk, kDv});
+  for (const std::vector<int32_t>& lengths : {std::vector<int32_t>{5, 5}, {5, 2}, {0, 3}}) {
+    for (bool causal : {false, true}) {
+      for (ShapeKnowledge knowledge : {ShapeKnowledge::kFull, ShapeKnowledge::kNone}) {
+        Scope root = Scope::NewRootScope();
+        Output q = Float64Placeholder(root.WithOpName("q"), q_shape, knowledge);
+        Output k = Float64Placeholder(root.WithOpName("k"), k_shape, knowledge);
+        Output v = Float64Placeholder(root.WithOpName("v"), v_shape, knowledge);
+        Output y = ops::FusedAttention(root, q, k, v, Tensor::FromVector<int32_t>(lengths),
+                                       {.causal = causal, .scale = 0.7f})
+                       .output;
+        EXPECT_TRUE(GradientNear(root, {q, k, v},
+                                 {RandomTensor(q_shape, -2, 2, 1), RandomTensor(k_shape, -2, 2, 2),
+                                  RandomTensor(v_shape, -1, 1, 3)},
+                                 y, kGradientTolerance))
+            << "lengths " << lengths[0] << "," << lengths[1] << " causal " << causal
+            << " knowledge " << static_cast<int>(knowledge);
+      }
+    }
+  }
+}
+
+// A gradient arriving at logsumexp is refused by name; none arriving at output passes none back.
+TEST(NnGradTest, FusedAttentionLogSumExpTakesNoGradient) {
+  Scope root = Scope::NewRootScope();
+  Output q = ops::Placeholder(root, DataType::kDouble, PartialShape({1, 1, 2, 2}));
+  Output lengths = ops::Const(root, Tensor::FromVector<int32_t>({2}));
+  ops::FusedAttentionOutputs attention = ops::FusedAttention(root, q, q, q, lengths);
+  std::vector<Output> grads;
+  const Status status = AddSymbolicGradients(root, {attention.logsumexp}, {q}, &grads);
+  EXPECT_TRUE(IsUnimplemented(status)) << status;
+  EXPECT_NE(status.message().find("logsumexp output of FusedAttention"), std::string::npos)
+      << status;
+}
+
+Tensor CastTo(DataType dtype, const Tensor& t) {
+  if (dtype == DataType::kDouble) return t;
+  Tensor out(dtype, t.shape());
+  for (int64_t i = 0; i < t.NumElements(); ++i) {
+    out.data<float>()[i] = static_cast<float>(t.data<double>()[i]);
+  }
+  return out;
+}
+
+// softmax(scale q k^T + mask) v from BatchMatMul and Softmax, the mask adding -1e9 (a probability
+// of exactly 0 in either dtype) where the fused op masks. Every row must attend some key.
+Output PlainAttention(const Scope& root, DataType dtype, const Output& q, const Output& k,
+                      const Output& v, const std::vector<int32_t>& lengths, bool causal,
+                      double scale) {
+  Tensor mask(DataType::kDouble, TensorShape({kB, 1, kTq, kTk}));
+  for (int64_t b = 0; b < kB; ++b) {
+    for (int64_t i = 0; i < kTq; ++i) {
+      for (int64_t j = 0; j < kTk; ++j) {
+        const bool visible = j < lengths[b] && (!causal || j <= i + kTk - kTq);
+        mask.data<double>()[(b * kTq + i) * kTk + j] = visible ? 0 : -1e9;
+      }
+    }
+  }
+  Output scores = ops::Mul(root, ops::BatchMatMul(root, q, k, {.adj_y = true}),
+                           ops::Const(root, CastTo(dtype, Tensor::Scalar(scale))));
+  scores = ops::Add(root, scores, ops::Const(root, CastTo(dtype, mask)));
+  return ops::BatchMatMul(root, ops::Softmax(root, scores), v);
+}
+
+TEST(NnGradTest, FusedAttentionMatchesThePlainComposition) {
+  const TensorShape q_shape({kB, kH, kTq, kD}), k_shape({kB, kH, kTk, kD});
+  const TensorShape v_shape({kB, kH, kTk, kDv}), out_shape({kB, kH, kTq, kDv});
+  for (DataType dtype : {DataType::kDouble, DataType::kFloat}) {
+    const double tolerance = dtype == DataType::kDouble ? 1e-12 : 1e-5;
+    for (const std::vector<int32_t>& lengths : {std::vector<int32_t>{5, 5}, {4, 1}}) {
+      for (bool causal : {false, true}) {
+        Scope root = Scope::NewRootScope();
+        Output q = ops::Placeholder(root.WithOpName("q"), dtype);
+        Output k = ops::Placeholder(root.WithOpName("k"), dtype);
+        Output v = ops::Placeholder(root.WithOpName("v"), dtype);
+        Output w = ops::Placeholder(root.WithOpName("w"), dtype);
+        Output plain = PlainAttention(root, dtype, q, k, v, lengths, causal, 0.5);
+        Output fused = ops::FusedAttention(root, q, k, v, Tensor::FromVector<int32_t>(lengths),
+                                           {.causal = causal})
+                           .output;
+        std::vector<Output> plain_grads, fused_grads;
+        ASSERT_TRUE(AddSymbolicGradients(root, {plain}, {q, k, v}, {w}, &plain_grads).ok());
+        ASSERT_TRUE(AddSymbolicGradients(root, {fused}, {q, k, v}, {w}, &fused_grads).ok());
+        std::vector<Output> fetches = {plain, fused};
+        for (int i = 0; i < 3; ++i) fetches.insert(fetches.end(), {plain_grads[i], fused_grads[i]});
+        StatusOr<std::vector<Tensor>> values =
+            RunGraph(root,
+                     {{q.name(), CastTo(dtype, RandomTensor(q_shape, -2, 2, 4))},
+                      {k.name(), CastTo(dtype, RandomTensor(k_shape, -2, 2, 5))},
+                      {v.name(), CastTo(dtype, RandomTensor(v_shape, -1, 1, 6))},
+                      {w.name(), CastTo(dtype, RandomTensor(out_shape, -1, 1, 7))}},
+                     fetches);
+        ASSERT_TRUE(values.ok()) << values.status();
+        for (size_t i = 0; i < fetches.size(); i += 2) {
+          EXPECT_TENSOR_NEAR((*values)[i + 1], (*values)[i], tolerance, tolerance)
+              << DataTypeName(dtype) << " lengths " << lengths[0] << "," << lengths[1] << " causal "
+              << causal << (i == 0 ? " output" : " gradient ") << (i / 2);
+        }
+      }
+    }
+  }
+}
+
 TEST(NnGradTest, EveryNnOpWithAGradientIsRegistered) {
   for (const char* op :
        {"BiasAdd", "Relu", "Sigmoid", "Tanh", "Gelu", "Softplus", "Softmax", "LogSoftmax",
-        "SparseSoftmaxCrossEntropyWithLogits", "Conv2D", "MaxPool", "AvgPool"}) {
+        "SparseSoftmaxCrossEntropyWithLogits", "Conv2D", "MaxPool", "AvgPool", "FusedAttention"}) {
     StatusOr<const GradFunc*> fn = AllGradients().Lookup(op);
     ASSERT_TRUE(fn.ok()) << op << ": " << fn.status();
     EXPECT_TRUE(**fn) << op;

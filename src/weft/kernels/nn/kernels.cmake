@@ -7,6 +7,9 @@ list(APPEND WEFT_KERNEL_SOURCES
   nn/conv_common.cc
   nn/conv_grad_ops.cc
   nn/conv_ops.cc
+  nn/fused_attention.cc
+  nn/fused_attention_grad_op.cc
+  nn/fused_attention_op.cc
   nn/gelu_ops.cc
   nn/onednn_conv.cc
   nn/pooling_ops.cc
@@ -23,6 +26,7 @@ weft_test(kernels_nn_test
     nn/conv_common_test.cc
     nn/conv_grad_ops_test.cc
     nn/conv_ops_test.cc
+    nn/fused_attention_op_test.cc
     nn/gelu_ops_test.cc
     nn/nn_shape_fns_test.cc
     nn/pooling_ops_test.cc

@@ -15,4 +15,8 @@ void RegisterConvGradKernels(KernelRegistry& registry);    // conv_grad_ops.cc
 void RegisterPoolingKernels(KernelRegistry& registry);     // pooling_ops.cc: MaxPool
 void RegisterAvgPoolingKernels(KernelRegistry& registry);  // avg_pooling_ops.cc
 
+// fused_attention_op.cc, fused_attention_grad_op.cc
+void RegisterFusedAttentionKernels(KernelRegistry& registry);
+void RegisterFusedAttentionGradKernels(KernelRegistry& registry);
+
 }  // namespace weft::kernels

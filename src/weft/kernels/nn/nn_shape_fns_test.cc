@@ -199,5 +199,53 @@ TEST(NnShapeFnsTest, SoftmaxAndCrossEntropy) {
                    "batch sizes of features and labels must be equal, but are 128 and 64");
 }
 
+// Each dim is known from whichever input knows it; a disagreement names both inputs.
+TEST(NnShapeFnsTest, FusedAttentionMergesItsInputs) {
+  const PartialShape unknown;
+  StatusOr<std::vector<PartialShape>> forward =
+      InferShapes("FusedAttention",
+                  {{kUnknown, 4, 5, 8}, {2, kUnknown, 7, kUnknown}, {kUnknown, 4, 7, 3}, {2}}, {});
+  EXPECT_EQ(Output(forward, 0), PartialShape({2, 4, 5, 3}));
+  EXPECT_EQ(Output(forward, 1), PartialShape({2, 4, 5}));
+  forward = InferShapes("FusedAttention", {unknown, unknown, unknown, unknown}, {});
+  EXPECT_EQ(Output(forward, 0), PartialShape::UnknownOfRank(4));
+  EXPECT_EQ(Output(forward, 1), PartialShape::UnknownOfRank(3));
+  StatusOr<std::vector<PartialShape>> grad =
+      InferShapes("FusedAttentionGrad",
+                  {unknown, {2, 4, 7, 8}, unknown, {kUnknown}, unknown, {2, 4, 5}, {2, 4, 5, 3}},
+                  {{"causal", MakeAttrValue(true)}});
+  EXPECT_EQ(Output(grad, 0), PartialShape({2, 4, 5, 8}));
+  EXPECT_EQ(Output(grad, 1), PartialShape({2, 4, 7, 8}));
+  EXPECT_EQ(Output(grad, 2), PartialShape({2, 4, 7, 3}));
+}
+
+TEST(NnShapeFnsTest, FusedAttentionErrorsNameTheInput) {
+  const PartialShape q({2, 4, 5, 8}), k({2, 4, 7, 8}), v({2, 4, 7, 3}), lengths({2});
+  ExpectShapeError(InferShapes("FusedAttention", {{2, 4, 5}, k, v, lengths}, {}),
+                   "query must have rank 4 [batch, heads, query_time, depth], but has shape "
+                   "[2,4,5]");
+  ExpectShapeError(InferShapes("FusedAttention", {q, {2, 4, 7, 6}, v, lengths}, {}),
+                   "key has depth 6 (dimension 3 of [2,4,7,6]), but query has 8");
+  ExpectShapeError(InferShapes("FusedAttention", {q, k, {2, 4, 6, 3}, lengths}, {}),
+                   "value has key_time 6 (dimension 2 of [2,4,6,3]), but key has 7");
+  ExpectShapeError(InferShapes("FusedAttention", {q, k, {2, 3, 7, 3}, lengths}, {}),
+                   "value has heads 3 (dimension 1 of [2,3,7,3]), but query has 4");
+  ExpectShapeError(InferShapes("FusedAttention", {q, k, v, {3}}, {}),
+                   "key_lengths has batch 3 (dimension 0 of [3]), but query has 2");
+  ExpectShapeError(InferShapes("FusedAttention", {q, k, v, {2, 1}}, {}),
+                   "key_lengths must have rank 1 [batch]");
+  ExpectShapeError(
+      InferShapes("FusedAttention", {q, k, v, lengths}, {{"scale", MakeAttrValue(NAN)}}),
+      "scale must be finite");
+  const PartialShape out({2, 4, 5, 3}), lse({2, 4, 5});
+  ExpectShapeError(
+      InferShapes("FusedAttentionGrad", {q, k, v, lengths, out, lse, {2, 4, 5, 8}}, {}),
+      "output_gradient has value_depth 8 (dimension 3 of [2,4,5,8]), but value has 3");
+  ExpectShapeError(InferShapes("FusedAttentionGrad", {q, k, v, lengths, out, {2, 4, 6}, out}, {}),
+                   "logsumexp has query_time 6 (dimension 2 of [2,4,6]), but query has 5");
+  ExpectShapeError(InferShapes("FusedAttentionGrad", {q, k, v, lengths, lse, lse, out}, {}),
+                   "output must have rank 4 [batch, heads, query_time, value_depth]");
+}
+
 }  // namespace
 }  // namespace weft::kernels

@@ -14,6 +14,8 @@ void RegisterNnKernels(KernelRegistry& registry) {
   RegisterConvGradKernels(registry);
   RegisterPoolingKernels(registry);
   RegisterAvgPoolingKernels(registry);
+  RegisterFusedAttentionKernels(registry);
+  RegisterFusedAttentionGradKernels(registry);
 }
 
 }  // namespace weft::kernels

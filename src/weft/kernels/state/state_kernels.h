@@ -11,7 +11,7 @@ void RegisterVariableKernels(KernelRegistry& registry);
 // random_ops.cc: RandomUniform, RandomStandardNormal, TruncatedNormal.
 void RegisterRandomKernels(KernelRegistry& registry);
 // training_ops.cc: ResourceApplyGradientDescent, ResourceApplyMomentum, ResourceApplyAdagradV2,
-// ResourceApplyAdam.
+// ResourceApplyAdam, ResourceApplyAdamW.
 void RegisterTrainingKernels(KernelRegistry& registry);
 // sparse_training_ops.cc: ResourceSparseApplyGradientDescent, ResourceSparseApplyAdagradV2,
 // ResourceSparseApplyAdam (rows named by indices only).

@@ -1,10 +1,10 @@
 // Optimizer update kernels: ResourceApplyGradientDescent, ResourceApplyMomentum,
-// ResourceApplyAdagradV2 and ResourceApplyAdam, applied in place to resource variables with the
-// reference system's formulas. Each kernel locks its variables (in address order, see VarLocks),
-// checks that they are initialized and that every slot and the gradient have the variable's shape,
-// makes each buffer exclusively its own (copy-on-write, see var.h), then runs one fused pass over
-// the elements: shards of the flat arrays on the intra-op threads for large variables, inline for
-// small ones.
+// ResourceApplyAdagradV2, ResourceApplyAdam and ResourceApplyAdamW, applied in place to resource
+// variables with the reference system's formulas. Each kernel locks its variables (in address
+// order, see VarLocks), checks that they are initialized and that every slot and the gradient have
+// the variable's shape, makes each buffer exclusively its own (copy-on-write, see var.h), then runs
+// one fused pass over the elements: shards of the flat arrays on the intra-op threads for large
+// variables, inline for small ones.
 #include <cmath>
 
 #include "weft/kernels/eigen_support.h"
@@ -150,6 +150,42 @@ class ApplyAdamOp final : public OpKernel {
   bool use_nesterov_ = false;
 };
 
+// ResourceApplyAdam's inputs (no use_nesterov), with weight_decay before grad:
+//   m, v as ResourceApplyAdam
+//   var -= lr * weight_decay * var + lr_t * m / (sqrt(v) + epsilon)
+// The decay is taken from var before the step: the reference's AdamW decays var first and then
+// applies Adam, whose step does not read var, so this one pass gives the same result.
+template <typename T>
+class ApplyAdamWOp final : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+
+  Status Compute(OpKernelContext* context) override {
+    WEFT_ASSIGN_OR_RETURN(const AdamHyperparameters<T> h, AdamHyperparameters<T>::Read(context));
+    const T beta1 = h.beta1, beta2 = h.beta2, epsilon = h.epsilon, lr_t = h.lr_t;
+    WEFT_ASSIGN_OR_RETURN(const T lr, ScalarInput<T>(context, 5, "lr"));
+    WEFT_ASSIGN_OR_RETURN(const T weight_decay, ScalarInput<T>(context, 9, "weight_decay"));
+    const T decay = lr * weight_decay;
+    const Tensor& grad = context->input(10);
+    std::vector<std::shared_ptr<Var>> vars;
+    std::unique_ptr<VarLocks> locks;
+    WEFT_RETURN_IF_ERROR(PrepareVars<T>(context, {"var", "m", "v"}, grad, &vars, &locks));
+    Tensor* var = vars[0]->tensor();
+    Tensor* m = vars[1]->tensor();
+    Tensor* v = vars[2]->tensor();
+    ForShards(context, var->NumElements(), 22, [&](int64_t begin, int64_t end) {
+      auto w = Range<T>(var, begin, end);
+      auto m_r = Range<T>(m, begin, end);
+      auto v_r = Range<T>(v, begin, end);
+      auto g = Range<T>(grad, begin, end);
+      m_r += (g - m_r) * (T(1) - beta1);
+      v_r += (g.square() - v_r) * (T(1) - beta2);
+      w -= w * decay + m_r * lr_t / (v_r.sqrt() + epsilon);
+    });
+    return Status::OK();
+  }
+};
+
 template <typename T>
 void RegisterForType(KernelRegistry& registry) {
   registry.Register<ApplyGradientDescentOp<T>>(
@@ -159,6 +195,7 @@ void RegisterForType(KernelRegistry& registry) {
   registry.Register<ApplyAdagradOp<T>>(
       KernelDef("ResourceApplyAdagradV2", "CPU").TypeConstraint<T>("T"));
   registry.Register<ApplyAdamOp<T>>(KernelDef("ResourceApplyAdam", "CPU").TypeConstraint<T>("T"));
+  registry.Register<ApplyAdamWOp<T>>(KernelDef("ResourceApplyAdamW", "CPU").TypeConstraint<T>("T"));
 }
 
 }  // namespace

@@ -93,6 +93,55 @@ TEST(ApplyAdamTest, ThreeNesterovStepsFloat64) {
                  {0.644853889336203, -0.592132179619705}});
 }
 
+// AdamW: three float64 steps against the formula, the decay taken from var before each step; with
+// weight_decay 0 it is ResourceApplyAdam bitwise.
+TEST(ApplyAdamWTest, ThreeStepsFloat64DecayTheValueBeforeTheStep) {
+  for (double weight_decay : {0.0, 0.1}) {
+    KernelRunner runner;
+    Tensor var = MakeVariable(runner, "w", Vec({1, -0.5}));
+    Tensor m = MakeVariable(runner, "w/m", Vec({0, 0}));
+    Tensor v = MakeVariable(runner, "w/v", Vec({0, 0}));
+    Tensor plain = MakeVariable(runner, "p", Vec({1, -0.5}));
+    Tensor plain_m = MakeVariable(runner, "p/m", Vec({0, 0}));
+    Tensor plain_v = MakeVariable(runner, "p/v", Vec({0, 0}));
+    double w[2] = {1, -0.5}, m_want[2] = {0, 0}, v_want[2] = {0, 0};
+    for (int step = 0; step < 3; ++step) {
+      const int t = step + 1;
+      const double lr = 0.1, beta1_power = std::pow(0.9, t), beta2_power = std::pow(0.999, t);
+      std::vector<Tensor> adam = {Tensor::Scalar(beta1_power), Tensor::Scalar(beta2_power),
+                                  Tensor::Scalar(lr),          Tensor::Scalar(0.9),
+                                  Tensor::Scalar(0.999),       Tensor::Scalar(1e-8)};
+      std::vector<Tensor> inputs = {var, m, v};
+      inputs.insert(inputs.end(), adam.begin(), adam.end());
+      inputs.push_back(Tensor::Scalar(weight_decay));
+      inputs.push_back(Vec(kGrads[step]));
+      Status status = runner.Run("ResourceApplyAdamW", inputs).status();
+      ASSERT_TRUE(status.ok()) << status;
+      std::vector<Tensor> plain_inputs = {plain, plain_m, plain_v};
+      plain_inputs.insert(plain_inputs.end(), adam.begin(), adam.end());
+      plain_inputs.push_back(Vec(kGrads[step]));
+      ASSERT_TRUE(runner.Run("ResourceApplyAdam", plain_inputs).ok());
+      const double lr_t = lr * std::sqrt(1 - beta2_power) / (1 - beta1_power);
+      for (int i = 0; i < 2; ++i) {
+        const double g = kGrads[step][i];
+        m_want[i] = 0.9 * m_want[i] + 0.1 * g;
+        v_want[i] = 0.999 * v_want[i] + 0.001 * g * g;
+        w[i] -= lr * weight_decay * w[i] + lr_t * m_want[i] / (std::sqrt(v_want[i]) + 1e-8);
+      }
+      EXPECT_TENSOR_NEAR(MustRead(runner, var, DataType::kDouble), Vec({w[0], w[1]}), 1e-12, 0)
+          << "weight_decay " << weight_decay << " step " << step;
+    }
+    EXPECT_TENSOR_NEAR(MustRead(runner, m, DataType::kDouble), Vec({m_want[0], m_want[1]}), 1e-12,
+                       0);
+    EXPECT_TENSOR_NEAR(MustRead(runner, v, DataType::kDouble), Vec({v_want[0], v_want[1]}), 1e-12,
+                       0);
+    if (weight_decay == 0) {
+      EXPECT_TENSOR_EQ(MustRead(runner, var, DataType::kDouble),
+                       MustRead(runner, plain, DataType::kDouble));
+    }
+  }
+}
+
 // Float32 variables large enough for the parallel path, against a reference loop.
 TEST(ApplyOpsTest, LargeFloatVariablesMatchAReferenceLoop) {
   const int64_t n = 70'001;

@@ -64,6 +64,35 @@ SparseSoftmaxCrossEntropyWithLogitsOutputs SparseSoftmaxCrossEntropyWithLogits(
   return {outputs.first, outputs.second};
 }
 
+FusedAttentionOutputs FusedAttention(const Scope& scope, const Input& query, const Input& key,
+                                     const Input& value, const Input& key_lengths,
+                                     const FusedAttentionAttrs& attrs) {
+  NodeBuilder builder(scope, "FusedAttention");
+  builder.Input(query).Input(key).Input(value).Input(key_lengths);
+  auto outputs = TwoOutputs(builder.Attr("causal", attrs.causal).Attr("scale", attrs.scale));
+  return {outputs.first, outputs.second};
+}
+
+FusedAttentionGradOutputs FusedAttentionGrad(const Scope& scope, const Input& query,
+                                             const Input& key, const Input& value,
+                                             const Input& key_lengths, const Input& output,
+                                             const Input& logsumexp, const Input& output_gradient,
+                                             const FusedAttentionAttrs& attrs) {
+  Node* node = NodeBuilder(scope, "FusedAttentionGrad")
+                   .Input(query)
+                   .Input(key)
+                   .Input(value)
+                   .Input(key_lengths)
+                   .Input(output)
+                   .Input(logsumexp)
+                   .Input(output_gradient)
+                   .Attr("causal", attrs.causal)
+                   .Attr("scale", attrs.scale)
+                   .Finalize();
+  if (node == nullptr) return {};
+  return {Output(node, 0), Output(node, 1), Output(node, 2)};
+}
+
 Output Conv2D(const Scope& scope, const Input& input, const Input& filter,
               const std::vector<int64_t>& strides, const std::string& padding) {
   NodeBuilder builder(scope, "Conv2D");

@@ -37,6 +37,35 @@ struct SparseSoftmaxCrossEntropyWithLogitsOutputs {
 SparseSoftmaxCrossEntropyWithLogitsOutputs SparseSoftmaxCrossEntropyWithLogits(
     const Scope& scope, const Input& features, const Input& labels);
 
+// Scaled dot-product attention per batch entry and head, its softmax streamed over blocks of keys
+// (see ops/attention_ops.cc): query [B, H, Tq, D], key [B, H, Tk, D], value [B, H, Tk, Dv],
+// key_lengths int32 [B] (keys at or past key_lengths[b] are masked; a vector of Tk masks none).
+struct FusedAttentionAttrs {
+  // Query row i also ignores keys j > i + (Tk - Tq): the mask is aligned bottom-right, so the last
+  // query sees every key, as for new queries after a key/value cache.
+  bool causal = false;
+  float scale = 0;  // multiplies query . key; 0 means 1/sqrt(D)
+};
+struct FusedAttentionOutputs {
+  Output output;     // [B, H, Tq, Dv]; 0 for a query row that attends no key
+  Output logsumexp;  // [B, H, Tq]: each row's log-sum-exp of its scores, for the gradient
+};
+FusedAttentionOutputs FusedAttention(const Scope& scope, const Input& query, const Input& key,
+                                     const Input& value, const Input& key_lengths,
+                                     const FusedAttentionAttrs& attrs = {});
+struct FusedAttentionGradOutputs {
+  Output query_gradient;  // each the shape of its input
+  Output key_gradient;
+  Output value_gradient;
+};
+// The gradients of FusedAttention's inputs from its inputs, outputs and the gradient of output,
+// under the same attrs.
+FusedAttentionGradOutputs FusedAttentionGrad(const Scope& scope, const Input& query,
+                                             const Input& key, const Input& value,
+                                             const Input& key_lengths, const Input& output,
+                                             const Input& logsumexp, const Input& output_gradient,
+                                             const FusedAttentionAttrs& attrs = {});
+
 // Window attrs shared by convolution and pooling: strides is [1, stride_h, stride_w, 1];
 // padding is "SAME" or "VALID".
 Output Conv2D(const Scope& scope, const Input& input, const Input& filter,

@@ -58,6 +58,16 @@ Output ResourceApplyAdam(const Scope& scope, const Input& var, const Input& m, c
   return Finish(builder);
 }
 
+Output ResourceApplyAdamW(const Scope& scope, const Input& var, const Input& m, const Input& v,
+                          const Input& beta1_power, const Input& beta2_power, const Input& lr,
+                          const Input& beta1, const Input& beta2, const Input& epsilon,
+                          const Input& weight_decay, const Input& grad, const ApplyAttrs& attrs) {
+  NodeBuilder builder = ApplyBuilder(scope, "ResourceApplyAdamW", var, attrs);
+  builder.Input(var).Input(m).Input(v).Input(beta1_power).Input(beta2_power).Input(lr);
+  builder.Input(beta1).Input(beta2).Input(epsilon).Input(weight_decay).Input(grad);
+  return Finish(builder);
+}
+
 Output ResourceSparseApplyGradientDescent(const Scope& scope, const Input& var, const Input& alpha,
                                           const Input& grad, const Input& indices,
                                           const ApplyAttrs& attrs) {

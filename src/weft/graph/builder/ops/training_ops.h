@@ -29,6 +29,12 @@ Output ResourceApplyAdam(const Scope& scope, const Input& var, const Input& m, c
                          const Input& beta1_power, const Input& beta2_power, const Input& lr,
                          const Input& beta1, const Input& beta2, const Input& epsilon,
                          const Input& grad, const ApplyAttrs& attrs = {});
+// Adam with decoupled weight decay: ResourceApplyAdam, and var also loses lr * weight_decay * var.
+Output ResourceApplyAdamW(const Scope& scope, const Input& var, const Input& m, const Input& v,
+                          const Input& beta1_power, const Input& beta2_power, const Input& lr,
+                          const Input& beta1, const Input& beta2, const Input& epsilon,
+                          const Input& weight_decay, const Input& grad,
+                          const ApplyAttrs& attrs = {});
 
 Output ResourceSparseApplyGradientDescent(const Scope& scope, const Input& var, const Input& alpha,
                                           const Input& grad, const Input& indices,

@@ -1,0 +1,162 @@
+// FusedAttention on CPU (semantics in ops/attention_ops.cc), streaming the softmax over blocks of
+// keys as FlashAttention does, so that no [query_time, key_time] matrix is ever stored. One task
+// per (batch entry, head, block of kQueryBlock query rows); for each key block j that some row of
+// the block attends (the causal blocks above the diagonal and the keys past key_lengths are never
+// touched), with per row a running maximum m and sum l:
+//   S   = scale * Q_i K_j^T                          [rows, kb]   GEMM
+//   m'  = max(m, max_j S)      P = exp(S - m'), 0 where masked
+//   l   = l exp(m - m') + sum_j P       O_i *= exp(m - m')
+//   O_i += P V_j                                    [rows, Dv]   GEMM
+// then O_i /= l and logsumexp = m + log l. The output block itself is the accumulator, so a task
+// needs only one [rows, kb] tile and m and l of scratch, allocated once per shard of tasks.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "weft/kernels/eigen_support.h"
+#include "weft/kernels/gemm.h"
+#include "weft/kernels/nn/fused_attention.h"
+#include "weft/kernels/nn/nn_kernels.h"
+
+namespace weft::kernels {
+namespace {
+
+using attention::AttentionProblem;
+using attention::kKeyBlock;
+using attention::kQueryBlock;
+using attention::RowMap;
+using attention::ScratchVector;
+
+template <typename T>
+struct ForwardTensors {
+  const T* query;
+  const T* key;
+  const T* value;
+  T* output;
+  T* logsumexp;
+};
+
+// A task's scratch: the score tile and each row's running maximum and sum.
+template <typename T>
+struct ForwardScratch {
+  explicit ForwardScratch(int64_t key_block)
+      : tile(kQueryBlock * key_block), row_max(kQueryBlock), row_sum(kQueryBlock) {}
+  ScratchVector<T> tile;
+  ScratchVector<T> row_max;
+  ScratchVector<T> row_sum;
+};
+
+// Rows [first_row, first_row + kQueryBlock) (fewer at the end) of head `bh` (= b * heads + h).
+template <typename T>
+void AttendQueryBlock(const AttentionProblem& p, const ForwardTensors<T>& t, int64_t bh,
+                      int64_t first_row, ForwardScratch<T>& scratch) {
+  const int64_t rows = std::min(kQueryBlock, p.query_time - first_row);
+  const int64_t b = bh / p.heads;
+  const int64_t dv = p.value_depth;
+  const T* q = t.query + (bh * p.query_time + first_row) * p.depth;
+  const T* k = t.key + bh * p.key_time * p.depth;
+  const T* v = t.value + bh * p.key_time * dv;
+  T* out = t.output + (bh * p.query_time + first_row) * dv;
+  T* lse = t.logsumexp + bh * p.query_time + first_row;
+  T* tile = scratch.tile.data();
+  T* row_max = scratch.row_max.data();
+  T* row_sum = scratch.row_sum.data();
+  std::fill_n(out, rows * dv, T(0));
+  std::fill_n(row_max, rows, -std::numeric_limits<T>::infinity());
+  std::fill_n(row_sum, rows, T(0));
+  // The block's last row attends the most keys.
+  const int64_t keys = std::max<int64_t>(0, p.KeyLimit(b, first_row + rows - 1));
+  for (int64_t j0 = 0; j0 < keys; j0 += kKeyBlock) {
+    const int64_t kb = std::min(kKeyBlock, keys - j0);
+    Gemm(GemmDims{.m = rows, .n = kb, .k = p.depth, .transpose_b = true}, static_cast<T>(p.scale),
+         q, p.depth, k + j0 * p.depth, p.depth, T(0), tile, kb);
+    for (int64_t r = 0; r < rows; ++r) {
+      T* s = tile + r * kb;
+      const int64_t valid = std::clamp<int64_t>(p.KeyLimit(b, first_row + r) - j0, 0, kb);
+      if (valid == 0) {
+        std::fill_n(s, kb, T(0));
+        continue;
+      }
+      const T new_max = std::max(row_max[r], RowMap<T>(s, valid).maxCoeff());
+      const T block_sum = attention::ExpShiftedRow(s, valid, kb, new_max);
+      if (row_max[r] == new_max) {
+        row_sum[r] += block_sum;
+      } else {
+        // Nothing was summed before the row's first block (its maximum was -inf).
+        const T correction = std::exp(row_max[r] - new_max);
+        row_sum[r] = row_sum[r] * correction + block_sum;
+        RowMap<T>(out + r * dv, dv) *= correction;
+        row_max[r] = new_max;
+      }
+    }
+    Gemm(GemmDims{.m = rows, .n = dv, .k = kb}, T(1), tile, kb, v + j0 * dv, dv, T(1), out, dv);
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    if (row_sum[r] > T(0)) {
+      RowMap<T>(out + r * dv, dv) *= T(1) / row_sum[r];
+      lse[r] = row_max[r] + std::log(row_sum[r]);
+    } else {
+      // A row that attends no key: +inf makes exp(score - logsumexp) 0 for every key.
+      std::fill_n(out + r * dv, dv, T(0));
+      lse[r] = std::numeric_limits<T>::infinity();
+    }
+  }
+}
+
+template <typename T>
+class FusedAttentionOp final : public OpKernel {
+ public:
+  explicit FusedAttentionOp(OpKernelConstruction* context) : OpKernel(context) {
+    context->SetStatus(attention::ReadAttentionAttrs(context, &attrs_));
+  }
+
+  Status Compute(OpKernelContext* context) override {
+    WEFT_ASSIGN_OR_RETURN(const AttentionProblem p,
+                          attention::MakeAttentionProblem(*this, context, attrs_));
+    Tensor* output = nullptr;
+    Tensor* logsumexp = nullptr;
+    WEFT_RETURN_IF_ERROR(context->AllocateOutput(
+        0, TensorShape({p.batch, p.heads, p.query_time, p.value_depth}), &output));
+    WEFT_RETURN_IF_ERROR(
+        context->AllocateOutput(1, TensorShape({p.batch, p.heads, p.query_time}), &logsumexp));
+    const int64_t query_blocks = (p.query_time + kQueryBlock - 1) / kQueryBlock;
+    const int64_t tasks = p.batch * p.heads * query_blocks;
+    if (tasks == 0) return Status::OK();
+    const ForwardTensors<T> t{.query = context->input(0).data<T>(),
+                              .key = context->input(1).data<T>(),
+                              .value = context->input(2).data<T>(),
+                              .output = output->data<T>(),
+                              .logsumexp = logsumexp->data<T>()};
+    const int64_t key_block = std::clamp<int64_t>(p.key_time, 1, kKeyBlock);
+    auto run = [&](int64_t begin, int64_t end) {
+      ForwardScratch<T> scratch(key_block);
+      for (int64_t task = begin; task < end; ++task) {
+        AttendQueryBlock(p, t, task / query_blocks, task % query_blocks * kQueryBlock, scratch);
+      }
+    };
+    if (tasks == 1 || !attention::TasksMayRunConcurrently<T>(context)) {
+      run(0, tasks);
+      return Status::OK();
+    }
+    // Cycles per task: its GEMMs at ~8 multiply-adds per cycle, and a few per exponential.
+    const double keys = static_cast<double>(p.key_time);
+    ParallelFor(context, tasks,
+                kQueryBlock * keys * (static_cast<double>(p.depth + p.value_depth) / 8 + 4), run);
+    return Status::OK();
+  }
+
+ private:
+  attention::AttentionAttrs attrs_;
+};
+
+}  // namespace
+
+void RegisterFusedAttentionKernels(KernelRegistry& registry) {
+  registry.Register<FusedAttentionOp<float>>(
+      KernelDef("FusedAttention", "CPU").TypeConstraint<float>("T"));
+  registry.Register<FusedAttentionOp<double>>(
+      KernelDef("FusedAttention", "CPU").TypeConstraint<double>("T"));
+}
+
+}  // namespace weft::kernels
