@@ -272,6 +272,35 @@ def main():
         if weft_rate is None:
             raise SystemExit("the W7 run printed no METRIC w7_examples_per_sec")
         print(f"RATIO ps_w7_vs_torch_rpc {weft_rate / torch['examples_per_sec']:.3f}")
+    elif kind == "transformer":
+        # W6, 200 steps: Weft's best precision against PyTorch's best of float32 and bf16 autocast
+        # at 1 and 2 threads; then 2 workers each. Weft runs float32 until its bf16 lands.
+        weft = {"fp32": load_json(f"{path}/weft_transformer_fp32.json")}
+        if os.path.exists(f"{path}/weft_transformer_bf16.json"):
+            weft["bf16"] = load_json(f"{path}/weft_transformer_bf16.json")
+        for precision, run in weft.items():
+            print(f"METRIC transformer_weft_{precision}_tokens_per_sec "
+                  f"{run['train_tokens_per_sec']:.0f} tokens/s")
+        torch = {}
+        for precision in ("fp32", "bf16"):
+            for threads in (1, 2):
+                run = load_json(f"{path}/torch_transformer_{precision}_{threads}.json")
+                torch[(precision, threads)] = run["train_tokens_per_sec"]
+                print(f"METRIC transformer_torch_{precision}_{threads}t_tokens_per_sec "
+                      f"{run['train_tokens_per_sec']:.0f} tokens/s")
+        best_weft = max(run["train_tokens_per_sec"] for run in weft.values())
+        print(f"RATIO transformer_vs_torch {best_weft / max(torch.values()):.3f}")
+        if "bf16" in weft:
+            print(f"RATIO transformer_bf16_vs_fp32 "
+                  f"{weft['bf16']['train_tokens_per_sec'] / weft['fp32']['train_tokens_per_sec']:.3f}")
+        multiworker = chief_summary(f"{path}/multiworker2_transformer.log")
+        ddp = max(load_json(f"{path}/torch_ddp2_transformer_{p}.json")["train_tokens_per_sec"]
+                  for p in ("fp32", "bf16"))
+        print(f"METRIC transformer_multiworker2_weft_tokens_per_sec "
+              f"{multiworker['train_tokens_per_sec']:.0f} tokens/s")
+        print(f"METRIC transformer_torch_ddp2_tokens_per_sec {ddp:.0f} tokens/s")
+        print(f"RATIO transformer_multiworker2_vs_torch_ddp2 "
+              f"{multiworker['train_tokens_per_sec'] / ddp:.3f}")
     else:
         raise SystemExit(f"unknown kind {kind}")
 

@@ -2,8 +2,8 @@
 # Runs Weft's benchmarks and prints `METRIC <name> <value> <unit>` and `RATIO <name> <value>` lines
 # (a RATIO above 1 means Weft is better). Usage: bench/run.sh [executor] [matmul] [conv] [train]
 # [allreduce] [mirrored] [rpc] [cluster] [collective] [multiworker] [checkpoint] [libtorch]
-# [trace] [ps] (all when none). `train`, `mirrored`, `conv`, `cluster`, `multiworker` and `ps` need
-# PyTorch (Debian's python3-torch) for the peer side, `collective` needs Gloo (libgloo-dev),
+# [trace] [ps] [transformer] (all when none). `train`, `mirrored`, `conv`, `cluster`, `multiworker`, `ps` and
+# `transformer` need PyTorch (Debian's python3-torch) for the peer side, `collective` needs Gloo (libgloo-dev),
 # `libtorch` libtorch's C++ frontend (libtorch-dev, installed when missing). A benchmark whose Weft side is missing from the
 # build says so on stderr; the others still run, and the script then exits 1.
 set -euo pipefail
@@ -17,7 +17,7 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build --target executor_bench matmul_bench weft >/dev/null
 names=("$@")
 known=(executor matmul conv train allreduce mirrored rpc cluster collective multiworker checkpoint
-  libtorch trace ps)
+  libtorch trace ps transformer)
 [[ ${#names[@]} -eq 0 ]] && names=("${known[@]}")
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -180,6 +180,27 @@ for name in "${names[@]}"; do
       build/bin/weft train --model mlp --devices 2 --epochs 1 --json | tail -n 1 \
         >"$out/weft_mirrored2.json"
       python3 bench/report.py multiworker "$out"
+      ;;
+    transformer)
+      # W6 (the character transformer on the fortunes corpus) for 200 steps: Weft against the same
+      # model in PyTorch (bench/torch_char_transformer.py) at its best of float32 and bf16 autocast
+      # at 1 and 2 threads; then 2 worker processes (`weft launch`, MultiWorkerMirroredStrategy)
+      # against DDP in 2 processes of 1 thread at its better precision.
+      build/bin/weft train --model char_transformer --max-steps 200 --json | tail -n 1 \
+        >"$out/weft_transformer_fp32.json"
+      for threads in 1 2; do
+        for precision in fp32 bf16; do
+          /usr/bin/python3 bench/torch_char_transformer.py --steps 200 --threads $threads \
+            --precision $precision >"$out/torch_transformer_${precision}_$threads.json"
+        done
+      done
+      build/bin/weft launch --workers 2 -- build/bin/weft train --strategy multi_worker_mirrored \
+        --model char_transformer --max-steps 200 --json >"$out/multiworker2_transformer.log"
+      for precision in fp32 bf16; do
+        /usr/bin/python3 bench/torch_char_transformer.py --steps 200 --threads 1 --world 2 \
+          --precision $precision >"$out/torch_ddp2_transformer_$precision.json"
+      done
+      python3 bench/report.py transformer "$out"
       ;;
     ps)
       # Parameter-server training's coordinator: empty functions per second dispatched over 2

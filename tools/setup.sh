@@ -9,7 +9,7 @@ packages=(
   libeigen3-dev libopenblas-dev libdnnl-dev ocl-icd-opencl-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev libgloo-dev
   libcli11-dev nlohmann-json3-dev libcpp-httplib-dev
-  dataset-fashion-mnist
+  dataset-fashion-mnist fortunes
 )
 if [[ "${WEFT_WITH_PEERS:-0}" == 1 ]]; then packages+=(python3-torch); fi
 missing=()

@@ -199,6 +199,30 @@ expect "the missing rank is named" 0 "" -- grep -q "rank(s) 2 of 3 did not regis
   "$mpi_logs/late0"
 rm -rf "$mpi_logs"
 
+# W6 (the character transformer): a few steps with a checkpoint, then text drawn from it; bad
+# requests and a checkpoint of another model are named.
+text_dir=$(mktemp -d)
+mkdir -p "$text_dir/corpus"
+for i in $(seq 200); do echo "A fortune of the day number $i, read it twice."; done >"$text_dir/corpus/fortunes"
+expect "a text corpus that is missing is named" 2 "no directory /nonexistent/corpus" -- \
+  "$weft" train --model char_transformer --data /nonexistent/corpus --max-steps 1
+mkdir -p "$text_dir/empty" && : >"$text_dir/empty/blank"
+expect "an empty text corpus is named" 2 "holds no text" -- \
+  "$weft" train --model char_transformer --data "$text_dir/empty" --max-steps 1
+expect "W6 trains and reports tokens and validation loss" 0 '"validation_loss"' -- \
+  "$weft" train --model char_transformer --data "$text_dir/corpus" --max-steps 2 \
+  --checkpoint-dir "$text_dir/w6" --json
+expect "generate continues the prompt" 0 "A fortune" -- \
+  "$weft" generate --checkpoint-dir "$text_dir/w6" --prompt "A fortune" --tokens 5 --seed 3
+expect "generate past the context is named" 2 "more than the model's context of 128" -- \
+  "$weft" generate --checkpoint-dir "$text_dir/w6" --prompt "A fortune" --tokens 200
+expect "generate without a checkpoint is named" 2 "no checkpoint in $text_dir/empty" -- \
+  "$weft" generate --checkpoint-dir "$text_dir/empty" --prompt "A" --tokens 5
+"$weft" train --model mlp --max-steps 1 --checkpoint-dir "$text_dir/mlp" >/dev/null 2>&1
+expect "generate from another model's checkpoint names the variable" 2 "token_embedding/embeddings" -- \
+  "$weft" generate --checkpoint-dir "$text_dir/mlp" --prompt "A" --tokens 5
+rm -rf "$text_dir"
+
 # Two servers on ephemeral ports, joined by the cluster the client sends: training over them.
 logs=$(mktemp -d)
 "$weft" server --cluster "worker=127.0.0.1:0,127.0.0.1:0" --task 0 >"$logs/0" 2>/dev/null &

@@ -1,10 +1,12 @@
-// The `weft` command line: `weft train ...`, `weft server ...` and `weft launch ...`. Bad flags
+// The `weft` command line: `weft train ...`, `weft generate ...`, `weft server ...` and
+// `weft launch ...`. Bad flags
 // print usage and exit with status 2.
 #include <cstdio>
 
 #include <CLI/CLI.hpp>
 
 #include "weft/cli/blas_environment.h"
+#include "weft/cli/generate_command.h"
 #include "weft/cli/launch_command.h"
 #include "weft/cli/security_flags.h"
 #include "weft/cli/server_command.h"
@@ -23,6 +25,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   weft::cli::TrainFlags train_flags;
   CLI::App* train = weft::cli::AddTrainCommand(app, train_flags);
+  weft::cli::GenerateFlags generate_flags;
+  CLI::App* generate = weft::cli::AddGenerateCommand(app, generate_flags);
   weft::cli::ServerFlags server_flags;
   CLI::App* server = weft::cli::AddServerCommand(app, server_flags);
   weft::cli::LaunchFlags launch_flags;
@@ -40,10 +44,11 @@ int main(int argc, char** argv) {
     return app.exit(help);
   } catch (const CLI::ParseError& error) {
     std::fprintf(stderr, "weft: %s\n\n", error.what());
-    CLI::App* shown = train->parsed()    ? train
-                      : server->parsed() ? server
-                      : launch->parsed() ? launch
-                                         : &app;
+    CLI::App* shown = train->parsed()      ? train
+                      : generate->parsed() ? generate
+                      : server->parsed()   ? server
+                      : launch->parsed()   ? launch
+                                           : &app;
     std::fprintf(stderr, "%s", shown->help().c_str());
     return 2;
   }
@@ -54,6 +59,7 @@ int main(int argc, char** argv) {
   weft::RegisterGrpcSessionFactory();
   weft::RegisterGrpcServerFactory();
   if (train->parsed()) return weft::cli::RunTrainCommand(train_flags);
+  if (generate->parsed()) return weft::cli::RunGenerateCommand(generate_flags);
   if (server->parsed()) return weft::cli::RunServerCommand(server_flags);
   if (launch->parsed()) return weft::cli::RunLaunchCommand(launch_flags);
   return 2;

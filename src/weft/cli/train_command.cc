@@ -13,6 +13,7 @@
 
 #include "weft/cli/worker_cluster.h"
 #include "weft/data/fashion_mnist.h"
+#include "weft/data/text.h"
 #include "weft/train/train_loop.h"
 
 namespace weft::cli {
@@ -65,24 +66,32 @@ nlohmann::json TracedStepsJson(const std::vector<train::TracedStepTimes>& steps)
 }
 
 void AddTrainingFlags(CLI::App* command, TrainFlags& flags) {
-  command->add_option("--model", flags.model, "Model to train")
-      ->check(CLI::IsMember({"mlp", "cnn"}))
+  command
+      ->add_option("--model", flags.model,
+                   "Model to train: mlp or cnn on Fashion-MNIST, char_transformer on the fortunes "
+                   "corpus (workload W6)")
+      ->check(CLI::IsMember({"mlp", "cnn", "char_transformer"}))
       ->capture_default_str();
-  command->add_option("--epochs", flags.epochs, "Passes over the training set")
+  command
+      ->add_option("--epochs", flags.epochs,
+                   "Passes over the training set (default 3; char_transformer: 1, an epoch being "
+                   "W6's 2,000 steps)")
       ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+      ->each([&flags](const std::string&) { flags.epochs_given = true; });
   command->add_option("--max-steps", flags.max_steps, "Stop after this many steps (-1: no limit)")
       ->capture_default_str();
-  command->add_option("--batch-size", flags.batch_size, "Examples per step")
+  command
+      ->add_option("--batch-size", flags.batch_size,
+                   "Examples per step (default 128; char_transformer: 32 sequences)")
       ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+      ->each([&flags](const std::string&) { flags.batch_size_given = true; });
   command->add_option("--optimizer", flags.optimizer, "Update rule")
-      ->check(CLI::IsMember({"sgd", "momentum", "adam"}))
-      ->capture_default_str();
+      ->check(CLI::IsMember({"sgd", "momentum", "adam", "adamw"}))
+      ->default_str("momentum; char_transformer: adamw with W6's schedule and clipping");
   command
       ->add_option("--lr", flags.learning_rate,
                    "Learning rate (default 0.05; 0.03 with --strategy parameter_server, whose "
-                   "asynchronous steps apply stale gradients)")
+                   "asynchronous steps apply stale gradients; char_transformer: the peak, 1e-3)")
       ->check(CLI::PositiveNumber);
   command
       ->add_option("--steps-per-execution", flags.steps_per_execution,
@@ -92,7 +101,11 @@ void AddTrainingFlags(CLI::App* command, TrainFlags& flags) {
       ->capture_default_str();
   command->add_option("--seed", flags.seed, "Seed of initial weights and shuffling")
       ->capture_default_str();
-  command->add_option("--data", flags.data_dir, "Fashion-MNIST directory (IDX files)")
+  command
+      ->add_option("--data", flags.data_dir,
+                   "Fashion-MNIST directory (IDX files); char_transformer: a directory of text "
+                   "files (" +
+                       std::string(data::kDefaultFortunesDir) + ")")
       ->default_str(data::kDefaultFashionMnistDir);
 }
 
@@ -199,9 +212,10 @@ bool OptionsFromFlags(const TrainFlags& flags, train::TrainOptions* options) {
     return false;
   }
   options->model = *model;
-  options->epochs = flags.epochs;
+  const bool text = *model == train::ModelKind::kCharTransformer;
+  options->epochs = text && !flags.epochs_given ? 1 : flags.epochs;
   options->max_steps = flags.max_steps;
-  options->batch_size = flags.batch_size;
+  options->batch_size = text && !flags.batch_size_given ? 32 : flags.batch_size;
   options->optimizer = flags.optimizer;
   options->learning_rate = flags.learning_rate;
   options->steps_per_execution = flags.steps_per_execution;
@@ -310,8 +324,8 @@ train::TrainCallbacks DisplayCallbacks(const train::TrainOptions& options, bool 
 }
 
 // The --json summary line.
-nlohmann::json SummaryJson(const TrainFlags& flags, const train::TrainSummary& summary,
-                           const char* fingerprint) {
+nlohmann::json SummaryJson(const TrainFlags& flags, const train::TrainOptions& options,
+                           const train::TrainSummary& summary, const char* fingerprint) {
   nlohmann::json json = {{"model", flags.model},
                          {"test_accuracy", summary.test_accuracy},
                          {"final_loss", summary.final_loss},
@@ -322,11 +336,16 @@ nlohmann::json SummaryJson(const TrainFlags& flags, const train::TrainSummary& s
                          {"variables_fingerprint", fingerprint},
                          {"collective_transport", summary.collective_transport},
                          {"wall_seconds", summary.wall_seconds},
-                         {"batch_size", flags.batch_size},
-                         {"optimizer", flags.optimizer},
+                         {"batch_size", options.batch_size},
+                         {"optimizer", options.optimizer.empty() ? "default" : options.optimizer},
                          {"resumed_from_step", summary.resumed_from_step},
                          {"checkpoints_saved", summary.checkpoints_saved},
                          {"max_save_stall_seconds", summary.max_save_stall_seconds}};
+  if (options.model == train::ModelKind::kCharTransformer) {
+    json.erase("test_accuracy");
+    json["validation_loss"] = summary.validation_loss;
+    json["train_tokens_per_sec"] = summary.train_tokens_per_sec;
+  }
   if (summary.ps_tasks > 0) {
     json["ps_tasks"] = summary.ps_tasks;
     json["rescheduled_steps"] = summary.rescheduled_steps;
@@ -343,7 +362,8 @@ nlohmann::json SummaryJson(const TrainFlags& flags, const train::TrainSummary& s
 
 // Prints what the run did (on stdout; the step breakdown and the trace's file on stderr); returns
 // the exit code.
-int ReportSummary(const TrainFlags& flags, const train::TrainSummary& summary) {
+int ReportSummary(const TrainFlags& flags, const train::TrainOptions& options,
+                  const train::TrainSummary& summary) {
   if (!summary.step_breakdown.empty()) std::fputs(summary.step_breakdown.c_str(), stderr);
   if (!summary.trace_file.empty()) {
     std::fprintf(stderr, "weft train: wrote a trace of %zu steps to %s\n",
@@ -359,11 +379,20 @@ int ReportSummary(const TrainFlags& flags, const train::TrainSummary& summary) {
                  summary.final_loss, fingerprint);
     return 0;
   }
-  std::fprintf(stdout, "test accuracy %.4f, final loss %.4f, %.0f training images/s, %lld steps\n",
-               summary.test_accuracy, summary.final_loss, summary.train_images_per_sec,
-               static_cast<long long>(summary.steps));
+  if (options.model == train::ModelKind::kCharTransformer) {
+    std::fprintf(stdout,
+                 "validation loss %.4f nats/byte, final loss %.4f, %.0f training tokens/s, %lld "
+                 "steps\n",
+                 summary.validation_loss, summary.final_loss, summary.train_tokens_per_sec,
+                 static_cast<long long>(summary.steps));
+  } else {
+    std::fprintf(stdout,
+                 "test accuracy %.4f, final loss %.4f, %.0f training images/s, %lld steps\n",
+                 summary.test_accuracy, summary.final_loss, summary.train_images_per_sec,
+                 static_cast<long long>(summary.steps));
+  }
   if (flags.json) {
-    std::fprintf(stdout, "%s\n", SummaryJson(flags, summary, fingerprint).dump().c_str());
+    std::fprintf(stdout, "%s\n", SummaryJson(flags, options, summary, fingerprint).dump().c_str());
   }
   return 0;
 }
@@ -371,7 +400,8 @@ int ReportSummary(const TrainFlags& flags, const train::TrainSummary& summary) {
 }  // namespace
 
 CLI::App* AddTrainCommand(CLI::App& app, TrainFlags& flags) {
-  CLI::App* train = app.add_subcommand("train", "Train a model on Fashion-MNIST");
+  CLI::App* train = app.add_subcommand(
+      "train", "Train a model: the MLP or CNN on Fashion-MNIST, or the character transformer");
   AddTrainingFlags(train, flags);
   AddThreadFlags(train, flags);
   AddDistributionFlags(train, flags);
@@ -400,7 +430,7 @@ int RunTrainCommand(const TrainFlags& flags) {
     bool bad_input = IsNotFound(summary.status()) || IsInvalidArgument(summary.status());
     return bad_input ? 2 : 1;
   }
-  return ReportSummary(flags, *summary);
+  return ReportSummary(flags, options, *summary);
 }
 
 }  // namespace weft::cli

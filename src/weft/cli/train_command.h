@@ -8,9 +8,11 @@ namespace weft::cli {
 struct TrainFlags {
   std::string model = "mlp";
   int epochs = 3;
+  bool epochs_given = false;
   int64_t max_steps = -1;
   int batch_size = 128;
-  std::string optimizer = "momentum";
+  bool batch_size_given = false;
+  std::string optimizer;     // "": the model's (train::MakeOptimizer)
   double learning_rate = 0;  // 0: TrainOptions' default for the strategy
   int steps_per_execution = 1;
   int64_t seed = 1;

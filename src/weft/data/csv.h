@@ -12,16 +12,18 @@
 
 namespace weft::data {
 
+// Every member has a default, so `CsvOptions{.column_types = {...}}` names only what it sets
+// (without warnings under -Wextra).
 struct CsvOptions {
   // One entry per column: kFloat, kDouble, kInt32 or kInt64. Each row must have exactly this
   // many fields.
-  std::vector<DataType> column_types;
+  std::vector<DataType> column_types{};
   // Whether the first line is a header to skip (it still counts in line numbers).
   bool header = false;
   char delimiter = ',';
   // Empty, or one entry per column: the text used for an empty field (parsed like a field).
   // Without a default an empty field is an error. Empty lines are skipped.
-  std::vector<std::optional<std::string>> defaults;
+  std::vector<std::optional<std::string>> defaults{};
 };
 
 // InvalidArgument when `options` cannot describe a CSV file (no columns, an unsupported type, a

@@ -1,9 +1,11 @@
 #include "weft/train/callbacks.h"
 
+#include <bit>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -37,6 +39,47 @@ std::string JsonLine(const Logs& logs, const std::pair<std::string, int>* first 
   if (first != nullptr) fields.push_back(StrCat(Json(first->first), ": ", first->second));
   for (const auto& [name, value] : logs) fields.push_back(StrCat(Json(name), ": ", Json(value)));
   return StrCat("{", StrJoin(fields, ", "), "}\n");
+}
+
+// A double kept in an int64 state value, by its bits.
+int64_t Bits(double value) { return std::bit_cast<int64_t>(value); }
+double FromBits(int64_t bits) { return std::bit_cast<double>(bits); }
+
+// Whether higher values of `monitor` are better under `mode` ("auto": when the name holds "acc",
+// as the reference decides).
+StatusOr<bool> HigherIsBetter(std::string_view who, const std::string& monitor,
+                              const std::string& mode) {
+  if (mode == "min") return false;
+  if (mode == "max") return true;
+  if (mode == "auto") return monitor.find("acc") != std::string::npos;
+  return InvalidArgument(who, ": mode must be min, max or auto, got '", mode, "'");
+}
+
+// logs[monitor], or InvalidArgument naming it and the logs there are.
+StatusOr<double> Monitored(std::string_view who, const std::string& monitor, const Logs& logs) {
+  auto found = logs.find(monitor);
+  if (found != logs.end()) return found->second;
+  std::vector<std::string> names;
+  for (const auto& [name, value] : logs) names.push_back(name);
+  return InvalidArgument(who, ": the logs have no '", monitor, "' (they have ",
+                         StrJoin(names, ", "), ")");
+}
+
+bool Improves(double value, double best, bool has_best, bool higher_is_better, double min_delta) {
+  return !has_best || (higher_is_better ? value > best + min_delta : value < best - min_delta);
+}
+
+// Reads `name` of `state` into *value; false (and *value untouched) when it is not there.
+template <typename T>
+bool Take(const CallbackState& state, const std::string& name, T* value) {
+  auto found = state.find(name);
+  if (found == state.end()) return false;
+  if constexpr (std::is_same_v<T, double>) {
+    *value = FromBits(found->second);
+  } else {
+    *value = static_cast<T>(found->second);
+  }
+  return true;
 }
 
 }  // namespace
@@ -146,17 +189,8 @@ Status EarlyStopping::OnTrainBegin(Model&) {
 }
 
 Status EarlyStopping::OnEpochEnd(Model& model, int epoch, const Logs& logs) {
-  auto found = logs.find(monitor_);
-  if (found == logs.end()) {
-    std::vector<std::string> names;
-    for (const auto& [name, value] : logs) names.push_back(name);
-    return InvalidArgument("EarlyStopping: the logs have no '", monitor_, "' (they have ",
-                           StrJoin(names, ", "), ")");
-  }
-  const double value = found->second;
-  const bool improved =
-      !has_best_ || (higher_is_better_ ? value > best_ + min_delta_ : value < best_ - min_delta_);
-  if (improved) {
+  WEFT_ASSIGN_OR_RETURN(const double value, Monitored("EarlyStopping", monitor_, logs));
+  if (Improves(value, best_, has_best_, higher_is_better_, min_delta_)) {
     best_ = value;
     has_best_ = true;
     waited_ = 0;
@@ -165,6 +199,27 @@ Status EarlyStopping::OnEpochEnd(Model& model, int epoch, const Logs& logs) {
   if (++waited_ > patience_) {
     stopped_epoch_ = epoch;
     model.StopTraining();
+  }
+  return Status::OK();
+}
+
+CallbackState EarlyStopping::State() const {
+  const std::string prefix = "early_stopping/" + monitor_;
+  return {{prefix + "/best", Bits(best_)},
+          {prefix + "/has_best", has_best_ ? 1 : 0},
+          {prefix + "/wait", waited_}};
+}
+
+Status EarlyStopping::RestoreState(const CallbackState& state) {
+  const std::string prefix = "early_stopping/" + monitor_;
+  double best = 0;
+  int64_t has_best = 0, waited = 0;
+  // All or nothing: a checkpoint without them (a run without this callback) leaves it afresh.
+  if (Take(state, prefix + "/best", &best) && Take(state, prefix + "/has_best", &has_best) &&
+      Take(state, prefix + "/wait", &waited)) {
+    best_ = best;
+    has_best_ = has_best != 0;
+    waited_ = static_cast<int>(waited);
   }
   return Status::OK();
 }
@@ -180,13 +235,26 @@ Status ModelCheckpoint::OnTrainBegin(Model& model) {
     }
     return Status::OK();
   }
+  const std::string who = StrCat("ModelCheckpoint '", directory_, "'");
+  if (options_.save_best_only) {
+    if (options_.save_every_steps != 0) {
+      return InvalidArgument(who, ": save_best_only saves at the end of epochs, so ",
+                             "save_every_steps must be 0, got ", options_.save_every_steps);
+    }
+    WEFT_ASSIGN_OR_RETURN(higher_is_better_, HigherIsBetter(who, options_.monitor, options_.mode));
+  }
+  // Every callback's state is saved beside the position, under names fixed from now on.
+  WEFT_ASSIGN_OR_RETURN(CallbackState state, model.CallbackStates());
+  std::vector<std::string> state_names;
+  for (const auto& [name, value] : state) state_names.push_back(name);
   const distribute::Strategy& strategy = *model.strategy();
   TrainCheckpointOptions options{.directory = directory_,
                                  .save_every_steps = options_.save_every_steps,
                                  .keep = options_.keep,
                                  .async = options_.async,
                                  .writer = strategy.extended().ShouldCheckpoint(),
-                                 .report = options_.report};
+                                 .report = options_.report,
+                                 .state_names = std::move(state_names)};
   WEFT_RETURN_IF_ERROR(model.AddToGraph([&](const Scope& root) -> Status {
     checkpoint::CheckpointObjects objects;
     objects.distributed_variables = model.distributed_variables();
@@ -198,31 +266,71 @@ Status ModelCheckpoint::OnTrainBegin(Model& model) {
   model_ = &model;
   // Only a model that has not trained yet continues a stopped run; a later Fit of this model
   // goes on from where it is.
-  if (model.position().global_step == 0) {
-    WEFT_ASSIGN_OR_RETURN(std::optional<TrainPosition> restored,
+  if (options_.resume && model.position().global_step == 0) {
+    WEFT_ASSIGN_OR_RETURN(std::optional<RestoredTraining> restored,
                           checkpoints_->RestoreLatest(*model.session()));
     if (restored.has_value()) {
-      resumed_from_step_ = restored->global_step;
-      model.ResumeAt(*restored);
+      resumed_from_step_ = restored->position.global_step;
+      model.ResumeAt(restored->position, std::move(restored->state));
     }
   }
   return checkpoints_->Prepare(*model.session());
 }
 
-Status ModelCheckpoint::OnTrainBatchEnd(Model& model, const Logs& logs) {
-  checkpoints_->RecordStep(logs.at("seconds"));
-  if (options_.save_every_steps == 0) return Status::OK();
-  return checkpoints_->AfterStep(*model.session(), model.position(), /*final=*/false);
+Status ModelCheckpoint::Save(Model& model, bool final) {
+  WEFT_ASSIGN_OR_RETURN(CallbackState state, model.CallbackStates());
+  return checkpoints_->Save(*model.session(), model.position(), final, state);
 }
 
-Status ModelCheckpoint::OnEpochEnd(Model& model, int /*epoch*/, const Logs& /*logs*/) {
-  if (options_.save_every_steps != 0) return Status::OK();
-  return checkpoints_->Save(*model.session(), model.position(), /*final=*/false);
+Status ModelCheckpoint::OnTrainBatchEnd(Model& model, const Logs& logs) {
+  checkpoints_->RecordStep(logs.at("seconds"));
+  if (options_.save_every_steps == 0 || options_.save_best_only) return Status::OK();
+  const TrainPosition& position = model.position();
+  if (position.global_step % options_.save_every_steps != 0) return Status::OK();
+  // The epoch's last step (the position is the next epoch's start): saved after its callbacks.
+  if (position.batch_index == 0) {
+    save_after_epoch_ = true;
+    return Status::OK();
+  }
+  return Save(model, /*final=*/false);
+}
+
+Status ModelCheckpoint::AfterEpochEnd(Model& model, int /*epoch*/, const Logs& logs) {
+  if (options_.save_best_only) {
+    WEFT_ASSIGN_OR_RETURN(const double value, Monitored("ModelCheckpoint", options_.monitor, logs));
+    if (!Improves(value, best_, has_best_, higher_is_better_, /*min_delta=*/0)) {
+      return Status::OK();
+    }
+    best_ = value;
+    has_best_ = true;
+    return Save(model, /*final=*/false);
+  }
+  if (options_.save_every_steps != 0 && !save_after_epoch_) return Status::OK();
+  save_after_epoch_ = false;
+  return Save(model, /*final=*/false);
 }
 
 Status ModelCheckpoint::OnTrainEnd(Model& model) {
-  WEFT_RETURN_IF_ERROR(checkpoints_->AfterStep(*model.session(), model.position(), /*final=*/true));
+  if (!options_.save_best_only) WEFT_RETURN_IF_ERROR(Save(model, /*final=*/true));
   return checkpoints_->Finish();
+}
+
+CallbackState ModelCheckpoint::State() const {
+  if (!options_.save_best_only) return {};
+  const std::string prefix = "model_checkpoint/" + options_.monitor;
+  return {{prefix + "/best", Bits(best_)}, {prefix + "/has_best", has_best_ ? 1 : 0}};
+}
+
+Status ModelCheckpoint::RestoreState(const CallbackState& state) {
+  const std::string prefix = "model_checkpoint/" + options_.monitor;
+  double best = 0;
+  int64_t has_best = 0;
+  if (options_.save_best_only && Take(state, prefix + "/best", &best) &&
+      Take(state, prefix + "/has_best", &has_best)) {
+    best_ = best;
+    has_best_ = has_best != 0;
+  }
+  return Status::OK();
 }
 
 }  // namespace weft::train

@@ -12,6 +12,17 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// "at epoch 2, step 7 (batch 3)" or, for several steps, "at epoch 2, steps 7-10 (batches 3-6)":
+// where in training a failed step was (epoch and batch count from 1, as the logs do).
+std::string Where(int epoch, int64_t first_step, int64_t first_batch, size_t steps) {
+  if (steps <= 1) {
+    return StrCat("Fit at epoch ", epoch + 1, ", step ", first_step, " (batch ", first_batch, ")");
+  }
+  const auto last = static_cast<int64_t>(steps) - 1;
+  return StrCat("Fit at epoch ", epoch + 1, ", steps ", first_step, "-", first_step + last,
+                " (batches ", first_batch, "-", first_batch + last, ")");
+}
+
 }  // namespace
 
 StatusOr<History> FitLoop::Run() {
@@ -27,6 +38,7 @@ StatusOr<History> FitLoop::Run() {
     while (!in_flight_.empty()) WEFT_RETURN_IF_ERROR(FinishOldestStep(epoch));
     WEFT_ASSIGN_OR_RETURN(Logs logs, EndEpoch(epoch));
     history.epochs.push_back(std::move(logs));
+    history.epoch.push_back(epoch);
   }
   return history;
 }
@@ -59,7 +71,7 @@ Status FitLoop::StartEpoch(int epoch) {
   return Status::OK();
 }
 
-Status FitLoop::TakeExecution(std::vector<data::Element>* batches) {
+Status FitLoop::TakeExecution(int epoch, std::vector<data::Element>* batches) {
   const TrainPosition& position = model_.position_;
   int64_t room = model_.options_.steps_per_execution;
   if (options_.steps_per_epoch > 0) room = std::min(room, options_.steps_per_epoch - in_epoch_);
@@ -77,8 +89,11 @@ Status FitLoop::TakeExecution(std::vector<data::Element>* batches) {
     batches->push_back(std::move(batch));
     ++in_epoch_;
   }
-  for (const data::Element& batch : *batches) {
-    WEFT_RETURN_IF_ERROR(model_.CheckElement(batch, /*with_labels=*/true, "Fit"));
+  const int64_t first = in_epoch_ - static_cast<int64_t>(batches->size()) + 1;
+  for (size_t k = 0; k < batches->size(); ++k) {
+    WEFT_RETURN_IF_ERROR(
+        model_.CheckElement((*batches)[k], /*with_labels=*/true, "Fit")
+            .WithContext(StrCat("epoch ", epoch + 1, ", batch ", first + static_cast<int64_t>(k))));
   }
   const bool last = options_.steps_per_epoch > 0 && in_epoch_ >= options_.steps_per_epoch;
   if (!last && !end_) WEFT_RETURN_IF_ERROR(iterator_->GetNext(&next_, &end_));
@@ -95,7 +110,7 @@ Status FitLoop::RunStep(int epoch) {
   TrainPosition& position = model_.position_;
   const int64_t first_in_epoch = in_epoch_;
   std::vector<data::Element> batches;
-  WEFT_RETURN_IF_ERROR(TakeExecution(&batches));
+  WEFT_RETURN_IF_ERROR(TakeExecution(epoch, &batches));
   bool traced = false;
   for (size_t i = 0; i < batches.size(); ++i) {
     for (Callback* callback : options_.callbacks) {
@@ -103,12 +118,13 @@ Status FitLoop::RunStep(int epoch) {
     }
   }
   if (Unrolled(batches.size()) && !traced) {
-    WEFT_ASSIGN_OR_RETURN(Model::BatchStep step, model_.PrepareExecution(batches));
+    const std::string where =
+        Where(epoch, position.global_step + 1, first_in_epoch + 1, batches.size());
+    StatusOr<Model::BatchStep> step = model_.PrepareExecution(batches);
+    if (!step.ok()) return step.status().WithContext(where);
     const auto start = Clock::now();
-    WEFT_RETURN_IF_ERROR(
-        model_.session_->Run(step.feeds, step.fetches, step.targets, &outputs_)
-            .WithContext(StrCat("the steps of batches ", first_in_epoch + 1, "-",
-                                first_in_epoch + batches.size(), " of epoch ", epoch + 1)));
+    WEFT_RETURN_IF_ERROR(model_.session_->Run(step->feeds, step->fetches, step->targets, &outputs_)
+                             .WithContext(where));
     const double seconds =
         std::chrono::duration<double>(Clock::now() - start).count() / batches.size();
     for (size_t k = 0; k < batches.size(); ++k) {
@@ -126,9 +142,12 @@ Status FitLoop::RunStep(int epoch) {
     proto::RunMetadata* metadata = trace ? traced_metadata_.Fresh() : nullptr;
     const int64_t start_nanos = StepStatsNowNanos();
     const auto start = Clock::now();
-    WEFT_RETURN_IF_ERROR(model_.RunBatch(batches[i], model_.graph_->training,
-                                         /*allow_uneven=*/false, &outputs_,
-                                         trace ? &trace_options_ : nullptr, metadata));
+    WEFT_RETURN_IF_ERROR(model_
+                             .RunBatch(batches[i], model_.graph_->training,
+                                       /*allow_uneven=*/false, &outputs_,
+                                       trace ? &trace_options_ : nullptr, metadata)
+                             .WithContext(Where(epoch, position.global_step + 1,
+                                                first_in_epoch + static_cast<int64_t>(i) + 1, 1)));
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     WEFT_RETURN_IF_ERROR(FinishStep(epoch, batches[i][0].dim_size(0), seconds,
                                     MeanLoss(outputs_, 1, 0), i + 1 == batches.size(), metadata,
@@ -178,7 +197,10 @@ Logs FitLoop::StepLogs(int64_t batch, int64_t examples, double seconds, double l
 
 Status FitLoop::ScheduleStep(int epoch) {
   std::vector<data::Element> batches;
-  WEFT_RETURN_IF_ERROR(TakeExecution(&batches));
+  WEFT_RETURN_IF_ERROR(TakeExecution(epoch, &batches));
+  // The first step and batch (in the epoch) of the next function, counted from 1.
+  int64_t first_step = model_.position_.global_step + in_flight_steps_ + 1;
+  int64_t first_batch = in_epoch_ - static_cast<int64_t>(batches.size()) + 1;
   // One function for a whole execution; batches short of one are scheduled one by one.
   std::vector<std::vector<data::Element>> functions;
   if (Unrolled(batches.size())) {
@@ -188,12 +210,12 @@ Status FitLoop::ScheduleStep(int epoch) {
   }
   const Model& model = model_;
   for (std::vector<data::Element>& function : functions) {
-    Model::BatchStep step;
-    if (function.size() > 1) {
-      WEFT_ASSIGN_OR_RETURN(step, model_.PrepareExecution(function));
-    } else {
-      WEFT_ASSIGN_OR_RETURN(step, model_.PrepareBatch(function[0], model_.graph_->training, false));
-    }
+    std::string where = Where(epoch, first_step, first_batch, function.size());
+    StatusOr<Model::BatchStep> prepared =
+        function.size() > 1 ? model_.PrepareExecution(function)
+                            : model_.PrepareBatch(function[0], model_.graph_->training, false);
+    if (!prepared.ok()) return prepared.status().WithContext(where);
+    Model::BatchStep step = std::move(prepared).value();
     auto run = [&model, step = std::move(step)](int worker) -> distribute::FunctionResult {
       std::vector<Tensor> outputs;
       WEFT_RETURN_IF_ERROR(
@@ -203,8 +225,10 @@ Status FitLoop::ScheduleStep(int epoch) {
     std::vector<int64_t> examples;
     for (const data::Element& batch : function) examples.push_back(batch[0].dim_size(0));
     in_flight_steps_ += static_cast<int64_t>(function.size());
-    in_flight_.push_back(
-        {model_.coordinator_->Schedule(std::move(run)), std::move(examples), Clock::now()});
+    first_step += static_cast<int64_t>(function.size());
+    first_batch += static_cast<int64_t>(function.size());
+    in_flight_.push_back({model_.coordinator_->Schedule(std::move(run)), std::move(examples),
+                          Clock::now(), std::move(where)});
   }
   // Two functions per worker: each worker finds its next one queued when it finishes one.
   const size_t window = 2 * static_cast<size_t>(model_.coordinator_->num_workers());
@@ -223,7 +247,7 @@ Status FitLoop::FinishOldestStep(int epoch) {
     in_flight_.clear();
     in_flight_steps_ = 0;
     model_.coordinator_->Join().IgnoreError();
-    return result.status().WithContext(StrCat("a training step on worker ", step.value.worker()));
+    return result.status().WithContext(StrCat(step.where, ", on worker ", step.value.worker()));
   }
   // The time since the previous step finished (or this one was scheduled): steps overlap, so the
   // sum of these over an epoch is its wall time, and examples over it the throughput.
@@ -251,6 +275,9 @@ StatusOr<Logs> FitLoop::EndEpoch(int epoch) {
   }
   for (Callback* callback : options_.callbacks) {
     WEFT_RETURN_IF_ERROR(callback->OnEpochEnd(model_, epoch, logs));
+  }
+  for (Callback* callback : options_.callbacks) {
+    WEFT_RETURN_IF_ERROR(callback->AfterEpochEnd(model_, epoch, logs));
   }
   return logs;
 }

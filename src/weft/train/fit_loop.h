@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -71,7 +72,7 @@ class FitLoop {
   Status StartEpoch(int epoch);
   // The batches of the next execution: the one read ahead and up to steps_per_execution - 1 more,
   // as far as the epoch, steps_per_epoch and max_steps allow; then reads the next one ahead.
-  Status TakeExecution(std::vector<data::Element>* batches);
+  Status TakeExecution(int epoch, std::vector<data::Element>* batches);
   // Whether `batches` make up a whole execution of the unrolled training graph.
   bool Unrolled(size_t batches) const;
   // Trains on the next execution's batches (all at once when they make up a whole one and none
@@ -97,6 +98,7 @@ class FitLoop {
     distribute::RemoteValue value;
     std::vector<int64_t> examples;  // per step of the function
     std::chrono::steady_clock::time_point scheduled;
+    std::string where;  // the epoch, steps and batches it trains, for its error
   };
   // The epoch's logs (the metrics, and the validation data's), given to OnEpochEnd.
   StatusOr<Logs> EndEpoch(int epoch);

@@ -8,6 +8,7 @@
 #include "weft/runtime/device_factory.h"
 #include "weft/train/model_graph.h"
 #include "weft/train/model_graph_builder.h"
+#include "weft/train/random_seed.h"
 
 namespace weft::train {
 namespace {
@@ -187,12 +188,15 @@ Status Model::EnsureBuilt(const std::vector<InputSpec>& inputs, const std::vecto
   }
   const bool build_training = labels != nullptr && !graph.has_training;
   const bool build_inference = !graph.has_inference;
-  if (!build_training && !build_inference) return Status::OK();
+  if (!build_training && !build_inference) return LoadPendingWeights();
   graph.inputs = inputs;
   distribute::StrategyScope in_scope = strategy.Scope();
+  // The seed as it is now: a global seed set after Compile still counts.
+  const std::optional<int64_t> seed =
+      options_.seed.has_value() ? options_.seed : GlobalRandomSeed();
   ModelGraphBuilder builder(
-      strategy, {name_, signature_, call_, losses_, loss_weights_, *optimizer_, metrics_}, graph,
-      inputs, labels);
+      strategy, {name_, signature_, call_, losses_, loss_weights_, *optimizer_, metrics_, seed},
+      graph, inputs, labels);
   if (build_training) {
     WEFT_RETURN_IF_ERROR(builder.BuildMetricTotals());
     WEFT_RETURN_IF_ERROR(builder.BuildTrainingPart());
@@ -220,7 +224,8 @@ Status Model::EnsureBuilt(const std::vector<InputSpec>& inputs, const std::vecto
   AdoptNewVariables();
   std::vector<Output> initializers = std::move(graph.pending_initializers);
   graph.pending_initializers.clear();
-  return SendNewNodes(std::move(initializers));
+  WEFT_RETURN_IF_ERROR(SendNewNodes(std::move(initializers)));
+  return LoadPendingWeights();
 }
 
 void Model::AdoptNewVariables() {

@@ -54,6 +54,9 @@ struct ReplicaNames;
 
 // Values by name: "loss", "accuracy", ... (and "val_loss", ... with validation data).
 using Logs = std::map<std::string, double>;
+// What callbacks keep across a stopped and resumed run, by name (Callback::State): int64 values,
+// saved with each checkpoint by ModelCheckpoint.
+using CallbackState = std::map<std::string, int64_t>;
 
 // One example of the model's input (the batch dimension is left out): Input(shape=...).
 struct InputSpec {
@@ -95,6 +98,10 @@ struct CompileOptions {
   // this process (VariableSnapshot), from which a ps task that restarted is restored (0: none; a
   // restarted ps task then ends Fit with an error naming it).
   int64_t snapshot_every_steps = 100;
+  // The model's random seed (random_seed.h): every random initializer and Dropout layer without a
+  // seed of its own derives one from it and its variable's or layer's name. Unset: the global seed
+  // (SetRandomSeed) as it is when the model is built; with neither, random every run.
+  std::optional<int64_t> seed{};
 };
 
 struct FitOptions {
@@ -108,9 +115,11 @@ struct FitOptions {
   std::optional<data::Dataset> validation_data{};
 };
 
-// Each epoch's logs, in order.
+// Each epoch's logs, in order, and each one's epoch (from 0, as the reference's History.epoch): a
+// Fit that resumed a stopped run (ModelCheckpoint) starts at the epoch it resumed in.
 struct History {
   std::vector<Logs> epochs;
+  std::vector<int> epoch;
 };
 
 class Model {
@@ -176,6 +185,21 @@ class Model {
   // metrics' totals (sync-on-read); what ModelCheckpoint saves. Empty before the model is built.
   std::vector<std::shared_ptr<distribute::DistributedVariable>> distributed_variables() const;
 
+  // Writes the layers' weights (variables(): kernels, biases, moving statistics; not the
+  // optimizer's slots nor the metrics) to the directory `path` in Weft's checkpoint format
+  // (safetensors shards and a manifest, docs/checkpoints.md), replacing what is there; named like
+  // the variables ("dense/kernel"). Needs the model built. Under MultiWorkerMirroredStrategy only
+  // the chief writes; the others return OK.
+  Status SaveWeights(const std::string& path);
+  // Sets the layers' weights from the directory `path` (SaveWeights' output, or a ModelCheckpoint
+  // checkpoint "ckpt-<step>"), matched by name; tensors the model has no variable for are ignored.
+  // A built model loads now; one not yet built checks the file now and loads when it is built
+  // (Build, or the first Fit, Evaluate or Predict), so Compile, LoadWeights and Predict need no
+  // training data. A weight missing from the file, or of another dtype or shape, is an error
+  // naming the variable and the file, before any weight changes (a file found corrupt while it
+  // is read may leave some weights loaded: load again).
+  Status LoadWeights(const std::string& path);
+
   // For callbacks: ends Fit after the current epoch.
   void StopTraining() { stop_training_ = true; }
   // Where training stands: steps run over every Fit (global_step), and within the current Fit
@@ -184,13 +208,24 @@ class Model {
   // For callbacks, from OnTrainBegin (ModelCheckpoint): Fit continues a run that stopped at
   // `position` (epochs count from that run's start): it starts in position.epoch, skipping the
   // batches done (Dataset::MakeIterator(epoch) recreates that epoch's order) and keeping the
-  // metrics' totals, which the checkpoint restored.
-  void ResumeAt(const TrainPosition& position) { resume_ = position; }
+  // metrics' totals, which the checkpoint restored. Once every callback's OnTrainBegin ran, each
+  // gets `callback_state` (what the checkpoint held of Callbacks' State) through RestoreState.
+  void ResumeAt(const TrainPosition& position, CallbackState callback_state = {}) {
+    resume_ = position;
+    resume_state_ = std::move(callback_state);
+  }
+  // For callbacks, during Fit (ModelCheckpoint): the State of every callback of this Fit, merged;
+  // InvalidArgument naming a name two callbacks both use.
+  StatusOr<CallbackState> CallbackStates() const;
   // For callbacks: adds nodes to the model's graph (`build` gets its root scope) and sends them
   // to the session. Needs the model built.
   Status AddToGraph(const std::function<Status(const Scope& root)>& build);
-  // For callbacks: the current learning rate, and a new one for the next steps.
-  double learning_rate() const { return learning_rate_; }
+  // For callbacks: the current learning rate, and a new one for the next steps. Under an
+  // optimizer's learning-rate schedule: the rate of the next step, and FailedPrecondition.
+  double learning_rate() const {
+    const LearningRateSchedule* schedule = optimizer_ ? optimizer_->schedule() : nullptr;
+    return schedule != nullptr ? schedule->ValueAt(position_.global_step) : learning_rate_;
+  }
   Status SetLearningRate(double learning_rate);
   // The session that holds the model's variables (null before the model is built), and the
   // strategy it trains under (null before Compile).
@@ -271,12 +306,22 @@ class Model {
   // InvalidArgument naming `what` unless `element` holds NumComponents(with_labels) batched
   // components.
   Status CheckElement(const data::Element& element, bool with_labels, std::string_view what) const;
+  // What the loss and the metrics of output `output` say of a batch's `labels` on the host (a
+  // binary loss refuses a label outside [0, 1]).
+  Status CheckLabels(size_t output, const Tensor& labels) const;
   std::vector<Variable> LayerVariables(bool trainable_only) const;
   // Takes the strategy's variables made since the last call into the model's own list.
   void AdoptNewVariables();
   // Sends the graph's new nodes to the session (creating it on first use) and runs
   // `initializers`, then, under MultiWorkerMirroredStrategy, the broadcast from the chief.
   Status SendNewNodes(std::vector<Output> initializers);
+  // The checkpoint of the layers' variables, built into the graph on first use (model_weights.cc).
+  StatusOr<checkpoint::Checkpoint*> WeightsCheckpoint();
+  // Restores the layers' variables from `path` (LoadWeights on a built model).
+  Status RestoreWeights(const std::string& path);
+  // Once the model is built: the weights LoadWeights left pending, if any (kept pending until
+  // they load, so a failed load fails every later call instead of running on initial values).
+  Status LoadPendingWeights();
 
   std::string name_;
   Signature signature_;
@@ -306,6 +351,12 @@ class Model {
   bool stop_training_ = false;
   TrainPosition position_;
   std::optional<TrainPosition> resume_;
+  CallbackState resume_state_;
+  std::vector<Callback*> fit_callbacks_;  // the current Fit's (not owned); empty outside Fit
+  // SaveWeights' and LoadWeights' checkpoint of the layers' variables (made on first use), and
+  // the weights LoadWeights left for the build to load.
+  std::unique_ptr<checkpoint::Checkpoint> weights_checkpoint_;
+  std::optional<std::string> pending_weights_;
 };
 
 // Layers applied one after the other: Sequential(Dense(256, "relu"), Dense(10)). Takes the layers

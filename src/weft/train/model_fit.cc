@@ -1,5 +1,6 @@
 // Model's Fit (its loop is fit_loop.cc's), Evaluate and Predict and its Summary (the graph is
 // built in model.cc, by model_graph_builder.cc's steps).
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -123,6 +124,7 @@ Status Model::AddBatchFeeds(const data::Element& batch, const ReplicaNames& name
       return InvalidArgument("the batch's ", ComponentName(c), " has ", batch[c].dim_size(0),
                              " examples but its ", ComponentName(0), " ", examples);
     }
+    if (c >= inputs) WEFT_RETURN_IF_ERROR(CheckLabels(c - inputs, batch[c]));
     Tensor share = batch[c];
     if (!allow_uneven) {
       WEFT_ASSIGN_OR_RETURN(share, strategy_->WorkerShare(batch[c]));
@@ -146,6 +148,15 @@ Status Model::AddBatchFeeds(const data::Element& batch, const ReplicaNames& name
   return Status::OK();
 }
 
+Status Model::CheckLabels(size_t output, const Tensor& labels) const {
+  Status status = losses_[output].CheckLabels(labels);
+  for (size_t m = 0; status.ok() && m < metrics_[output].size(); ++m) {
+    status = metrics_[output][m].CheckLabels(labels);
+  }
+  if (status.ok() || signature_.outputs.size() == 1) return status;
+  return status.WithContext(ComponentName(signature_.inputs.size() + output));
+}
+
 std::string Model::ComponentName(size_t component) const {
   const size_t inputs = signature_.inputs.size();
   if (component < inputs) {
@@ -165,6 +176,19 @@ Status Model::CheckElement(const data::Element& element, bool with_labels,
     return InvalidArgument(what, " needs dataset elements of ", components,
                            components == 1 ? " component (" : " components (",
                            StrJoin(expected, ", "), "), got ", element.size());
+  }
+  // Components beyond the labels would be dropped unread: per-example weights, which Weft does
+  // not take, or a dataset built for another model. Predict also takes elements that still hold
+  // the labels (an Evaluate dataset), as the reference does.
+  const size_t most = NumComponents(/*with_labels=*/true);
+  if (element.size() > most) {
+    std::vector<std::string> expected;
+    for (size_t c = 0; c < most; ++c) expected.push_back(ComponentName(c));
+    return InvalidArgument(what, ": model '", name_, "' takes dataset elements of ", most,
+                           " components (", StrJoin(expected, ", "), "), but the dataset's have ",
+                           element.size(),
+                           "; the extra ones would be ignored (per-example "
+                           "weights are not supported): drop them with Dataset::Map");
   }
   for (size_t c = 0; c < components; ++c) {
     if (element[c].dims() < 1) {
@@ -204,6 +228,11 @@ StatusOr<Logs> Model::ReadMetrics(const std::string& prefix) {
 }
 
 Status Model::SetLearningRate(double learning_rate) {
+  if (const LearningRateSchedule* schedule = optimizer_ ? optimizer_->schedule() : nullptr) {
+    return FailedPrecondition("SetLearningRate: model '", name_,
+                              "' trains with a learning-rate schedule (", schedule->DebugString(),
+                              "), which sets the rate of every step");
+  }
   if (graph_ == nullptr || !graph_->has_training) {
     return FailedPrecondition("SetLearningRate: model '", name_, "' has not been trained yet");
   }
@@ -224,18 +253,42 @@ StatusOr<History> Model::Fit(const data::Dataset& dataset, const FitOptions& opt
   }
   stop_training_ = false;
   resume_.reset();
+  resume_state_.clear();
   position_.epoch = 0;
   position_.batch_index = 0;
+  // The callbacks are the model's to hand out (CallbackStates) for this Fit only.
+  fit_callbacks_ = options.callbacks;
+  struct Forget {
+    std::vector<Callback*>& callbacks;
+    ~Forget() { callbacks.clear(); }
+  } forget{fit_callbacks_};
   for (Callback* callback : options.callbacks) WEFT_RETURN_IF_ERROR(callback->OnTrainBegin(*this));
   int64_t skip = 0;
   if (resume_.has_value()) {
     position_ = *resume_;
     skip = resume_->batch_index;
+    // After every OnTrainBegin, which starts each callback afresh.
+    for (Callback* callback : options.callbacks) {
+      WEFT_RETURN_IF_ERROR(callback->RestoreState(resume_state_));
+    }
   }
   FitLoop loop(*this, dataset, options, skip);
   WEFT_ASSIGN_OR_RETURN(History history, loop.Run());
   for (Callback* callback : options.callbacks) WEFT_RETURN_IF_ERROR(callback->OnTrainEnd(*this));
   return history;
+}
+
+StatusOr<CallbackState> Model::CallbackStates() const {
+  CallbackState merged;
+  for (const Callback* callback : fit_callbacks_) {
+    for (auto& [name, value] : callback->State()) {
+      if (!merged.emplace(name, value).second) {
+        return InvalidArgument("two callbacks of this Fit keep state named '", name,
+                               "' (two EarlyStopping on one monitor?)");
+      }
+    }
+  }
+  return merged;
 }
 
 StatusOr<Logs> Model::Evaluate(const data::Dataset& dataset) {
@@ -245,9 +298,11 @@ StatusOr<Logs> Model::Evaluate(const data::Dataset& dataset) {
   bool end = false;
   std::vector<Tensor> outputs;
   WEFT_RETURN_IF_ERROR(session_->Run({}, {}, {graph_->reset_metrics}, &outputs));
-  while (!end) {
-    WEFT_RETURN_IF_ERROR(CheckElement(batch, /*with_labels=*/true, "Evaluate"));
-    WEFT_RETURN_IF_ERROR(RunBatch(batch, graph_->evaluation, /*allow_uneven=*/true, &outputs));
+  for (int64_t number = 1; !end; ++number) {
+    const std::string where = StrCat("Evaluate at batch ", number);
+    WEFT_RETURN_IF_ERROR(CheckElement(batch, /*with_labels=*/true, "Evaluate").WithContext(where));
+    WEFT_RETURN_IF_ERROR(
+        RunBatch(batch, graph_->evaluation, /*allow_uneven=*/true, &outputs).WithContext(where));
     WEFT_RETURN_IF_ERROR(iterator->GetNext(&batch, &end));
   }
   return ReadMetrics("");
@@ -272,10 +327,12 @@ StatusOr<std::vector<Tensor>> Model::PredictOutputs(const data::Dataset& dataset
   // Per output, its batches' parts (each replica's, in order).
   std::vector<std::vector<Tensor>> parts(num_outputs);
   std::vector<Tensor> outputs;
-  while (!end) {
-    WEFT_RETURN_IF_ERROR(CheckElement(batch, /*with_labels=*/false, "Predict"));
+  for (int64_t number = 1; !end; ++number) {
+    const std::string where = StrCat("Predict at batch ", number);
+    WEFT_RETURN_IF_ERROR(CheckElement(batch, /*with_labels=*/false, "Predict").WithContext(where));
     batch.resize(signature_.inputs.size());
-    WEFT_RETURN_IF_ERROR(RunBatch(batch, graph_->inference, /*allow_uneven=*/true, &outputs));
+    WEFT_RETURN_IF_ERROR(
+        RunBatch(batch, graph_->inference, /*allow_uneven=*/true, &outputs).WithContext(where));
     // The fetches are replica-major: replica 0's outputs, then replica 1's, ...
     for (size_t i = 0; i < outputs.size(); ++i) {
       parts[i % num_outputs].push_back(std::move(outputs[i]));
@@ -295,26 +352,38 @@ StatusOr<std::string> Model::Summary() const {
     return FailedPrecondition("model '", name_,
                               "' is not built yet: call Build, Fit, Evaluate or Predict first");
   }
-  constexpr int kName = 34, kShape = 24;
-  auto row = [](std::string a, std::string b, std::string c) {
-    a.resize(std::max<size_t>(a.size() + 1, kName), ' ');
-    b.resize(std::max<size_t>(b.size() + 1, kShape), ' ');
-    return StrCat(" ", a, b, c, "\n");
-  };
-  const std::string rule(70, '_'), double_rule(70, '=');
-  std::string text = StrCat("Model: \"", name_, "\"\n", rule, "\n",
-                            row("Layer (type)", "Output Shape", "Param #"), double_rule, "\n");
+  // The rows first: each column is as wide as its longest entry (and at least the reference's
+  // width), so a long layer name or shape keeps the columns aligned.
+  std::vector<std::vector<std::string>> rows = {{"Layer (type)", "Output Shape", "Param #"}};
   int64_t total = 0, trainable = 0;
-  for (size_t i = 0; i < graph_->calls.size(); ++i) {
-    const LayerCallContext::Call& call = graph_->calls[i];
+  for (const LayerCallContext::Call& call : graph_->calls) {
     const int64_t params = call.layer->CountParams();
     total += params;
     for (const Variable& variable : call.layer->trainable_variables()) {
       trainable += variable.shape().num_elements();
     }
-    text += row(StrCat(call.layer->name(), " (", call.layer->type(), ")"),
-                ShapeText(call.output_shape), Thousands(params));
-    text += StrCat(i + 1 == graph_->calls.size() ? double_rule : rule, "\n");
+    rows.push_back({StrCat(call.layer->name(), " (", call.layer->type(), ")"),
+                    ShapeText(call.output_shape), Thousands(params)});
+  }
+  size_t widths[3] = {33, 23, 7};
+  for (const auto& row : rows) {
+    for (size_t c = 0; c < 3; ++c) widths[c] = std::max(widths[c], row[c].size());
+  }
+  auto line = [&](const std::vector<std::string>& row) {
+    std::string text = " ";
+    for (size_t c = 0; c < 3; ++c) {
+      text += row[c];
+      if (c < 2) text += std::string(widths[c] + 1 - row[c].size(), ' ');
+    }
+    return text + "\n";
+  };
+  const size_t width = std::max<size_t>(70, 1 + widths[0] + 1 + widths[1] + 1 + widths[2]);
+  const std::string rule(width, '_'), double_rule(width, '=');
+  std::string text =
+      StrCat("Model: \"", name_, "\"\n", rule, "\n", line(rows[0]), double_rule, "\n");
+  for (size_t i = 1; i < rows.size(); ++i) {
+    text += line(rows[i]);
+    text += StrCat(i + 1 == rows.size() ? double_rule : rule, "\n");
   }
   text += StrCat("Total params: ", Thousands(total), "\nTrainable params: ", Thousands(trainable),
                  "\nNon-trainable params: ", Thousands(total - trainable), "\n", rule, "\n");

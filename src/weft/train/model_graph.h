@@ -42,6 +42,8 @@ struct ModelGraph {
   ReplicaNames evaluation;
   // Unique layers of the first part built (replica 0), with their output shapes: Summary's rows.
   std::vector<LayerCallContext::Call> calls;
+  // The automatic names given to the model's layers, counted per model (see LayerNames).
+  LayerNames layer_names;
 
   // "loss", then (several outputs) each output's loss, then the metrics' (per output).
   std::vector<std::string> metric_names;

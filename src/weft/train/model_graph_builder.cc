@@ -86,7 +86,7 @@ Status ModelGraphBuilder::BuildPart(bool training, bool with_labels, int unroll,
                                                   (*labels_)[o].dtype(), label_shapes_[o]));
         names->labels[r].push_back(tensors.labels.back().name());
       }
-      LayerCallContext calls(training);
+      LayerCallContext calls(training, {.seed = model_.seed, .names = &graph_.layer_names});
       tensors.predictions = model_.call(scope, tensors.inputs);
       WEFT_RETURN_IF_ERROR(scope.status());
       WEFT_RETURN_IF_ERROR(CheckPredictions(tensors.predictions));
@@ -268,6 +268,8 @@ Status ModelGraphBuilder::BuildMetricResults() {
 }
 
 Status ModelGraphBuilder::BuildLearningRate() {
+  // A schedule owns the rate: nothing to assign (Model::SetLearningRate refuses).
+  if (model_.optimizer.schedule() != nullptr) return Status::OK();
   Scope learning_rate = graph_.root.NewSubScope("learning_rate");
   Output value =
       ops::Placeholder(learning_rate.WithOpName("value"), DataType::kFloat, PartialShape({}));

@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,8 @@ class ModelGraphBuilder {
     const std::vector<double>& loss_weights;
     Optimizer& optimizer;
     const std::vector<std::vector<Metric>>& metrics;
+    // The seed the layers derive theirs from (CompileOptions::seed or the global seed).
+    std::optional<int64_t> seed = std::nullopt;
   };
 
   // Builds into `graph` for inputs of `inputs` and, in the training and evaluation parts, labels

@@ -28,11 +28,13 @@ DenseOptions DenseNamed(std::string name, int64_t seed, int k) {
 StatusOr<ModelKind> ParseModelKind(const std::string& name) {
   if (name == "mlp") return ModelKind::kMlp;
   if (name == "cnn") return ModelKind::kCnn;
-  return InvalidArgument("unknown model '", name, "' (expected mlp or cnn)");
+  if (name == "char_transformer") return ModelKind::kCharTransformer;
+  return InvalidArgument("unknown model '", name, "' (expected mlp, cnn or char_transformer)");
 }
 
 std::vector<std::unique_ptr<Layer>> StandardLayers(ModelKind kind, int64_t seed) {
   std::vector<std::unique_ptr<Layer>> layers;
+  if (kind == ModelKind::kCharTransformer) return layers;
   if (kind == ModelKind::kMlp) {
     layers.push_back(std::make_unique<Dense>(256, "relu", DenseNamed("dense1", seed, 1)));
     layers.push_back(std::make_unique<Dense>(256, "relu", DenseNamed("dense2", seed, 2)));
@@ -61,6 +63,10 @@ std::vector<std::unique_ptr<Layer>> StandardLayers(ModelKind kind, int64_t seed)
 
 StatusOr<BuiltModel> BuildModel(const Scope& scope, ModelKind kind, int64_t seed,
                                 const VariableFactory& factory) {
+  if (kind == ModelKind::kCharTransformer) {
+    return InvalidArgument("BuildModel builds the image models; char_transformer is a Model of ",
+                           "its own (CharTransformer)");
+  }
   BuiltModel model;
   // A factory makes every variable the layers create, as the innermost variable creator.
   std::optional<VariableCreatorScope> creator;

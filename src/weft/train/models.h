@@ -21,9 +21,10 @@
 
 namespace weft::train {
 
-enum class ModelKind { kMlp, kCnn };
+// The image models, and W6's CharTransformer (char_transformer.h; not built here).
+enum class ModelKind { kMlp, kCnn, kCharTransformer };
 
-// "mlp" / "cnn"; InvalidArgument naming the unknown model.
+// "mlp" / "cnn" / "char_transformer"; InvalidArgument naming the unknown model.
 StatusOr<ModelKind> ParseModelKind(const std::string& name);
 
 // The graph of one standard model as BuildModel built it: what to feed, fetch and train.
@@ -38,7 +39,8 @@ struct BuiltModel {
 };
 
 // The layers of `kind` for images [batch, 784] (the CNN reshapes them to 28x28x1 first), named
-// as their variables are in checkpoints ("dense1/kernel", "conv1/kernel", ...).
+// as their variables are in checkpoints ("dense1/kernel", "conv1/kernel", ...); none for a model
+// that is not an image model.
 std::vector<std::unique_ptr<Layer>> StandardLayers(ModelKind kind, int64_t seed);
 
 // Makes one variable named `name` in `scope` (which also carries the device to use).
@@ -46,7 +48,8 @@ using VariableFactory =
     std::function<StatusOr<Variable>(const Scope& scope, std::string_view name,
                                      const TensorShape& shape, const Initializer& initializer)>;
 
-// Builds the forward graph of `kind` in `scope`; errors are those of the scope or of `factory`.
+// Builds the forward graph of image model `kind` in `scope` (InvalidArgument for another); errors
+// are those of the scope or of `factory`.
 // A null factory means Variable::Create (float32). BuiltModel::initializers then holds each
 // variable's initializer; with a factory it holds none (whoever made the variables initializes
 // them).

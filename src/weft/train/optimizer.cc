@@ -7,6 +7,7 @@
 #include "weft/distribute/replica_context.h"
 #include "weft/distribute/strategy.h"
 #include "weft/graph/gradients/gradients.h"
+#include "weft/train/gradient_clipping.h"
 
 namespace weft::train {
 namespace {
@@ -31,21 +32,39 @@ StatusOr<Output> Optimizer::ApplyGradients(const Scope& scope,
                                            const std::vector<GradientAndVariable>& gradients,
                                            distribute::ReplicaContext* context) {
   WEFT_RETURN_IF_ERROR(scope.status());
+  applied_ = true;
   if (context == nullptr) context = distribute::CurrentReplicaContext();
   if (context != nullptr) return ApplyInReplicaContext(scope, gradients, *context);
   Scope optimizer_scope = scope.NewSubScope(name());
+  std::vector<GradientAndVariable> clipped = gradients;
+  if (global_clip_norm_.has_value()) {
+    std::vector<Output> values;
+    for (const GradientAndVariable& pair : gradients) {
+      if (pair.gradient) values.push_back(pair.gradient);
+    }
+    values = ClipByGlobalNorm(optimizer_scope, values, *global_clip_norm_);
+    for (size_t g = 0, next = 0; g < clipped.size(); ++g) {
+      if (clipped[g].gradient) clipped[g].gradient = values[next++];
+    }
+  }
   Output learning_rate;
+  Variable iterations;  // under a schedule
   std::vector<Output> updates;
-  for (const GradientAndVariable& pair : gradients) {
+  for (const GradientAndVariable& pair : clipped) {
     if (!pair.gradient) continue;
     if (!learning_rate) {
-      Variable variable =
-          CreateScalar(optimizer_scope, "learning_rate", pair.variable.dtype(), learning_rate_);
-      if (variable) {
-        learning_rate_variables_.push_back(variable);
-        learning_rate = variable.Read(optimizer_scope);
+      const DataType dtype = pair.variable.dtype();
+      if (schedule_ != nullptr) {
+        iterations = CreateScalar(optimizer_scope, "iterations", DataType::kInt64, 0);
+        if (iterations) learning_rate = ScheduledRate(optimizer_scope, iterations, dtype);
+      } else {
+        Variable variable = CreateScalar(optimizer_scope, "learning_rate", dtype, learning_rate_);
+        if (variable) {
+          learning_rate_variables_.push_back(variable);
+          learning_rate = variable.Read(optimizer_scope);
+        }
       }
-      CreateSharedSlots(optimizer_scope, pair.variable.dtype());
+      CreateSharedSlots(optimizer_scope, dtype);
     }
     Scope variable_scope = optimizer_scope.NewSubScope(pair.variable.name());
     if (!pair.variable.handle().node()->requested_device().empty()) {
@@ -57,6 +76,7 @@ StatusOr<Output> Optimizer::ApplyGradients(const Scope& scope,
                           : ApplyOne(variable_scope, pair.variable, pair.gradient, learning_rate));
   }
   std::vector<Output> finish = Finish(optimizer_scope, updates);
+  AdvanceIterations(optimizer_scope, &iterations, updates, &finish);
   updates.insert(updates.end(), finish.begin(), finish.end());
   Output train_op =
       ops::NoOp(optimizer_scope.WithOpName("train_op").WithControlDependencies(updates));
@@ -140,8 +160,13 @@ StatusOr<std::vector<distribute::DistributedValues>> Optimizer::ApplyReduced(
     placed_graph_ = cross_replica_scope.graph();
   }
   placement_error_ = Status::OK();
+  // A scheduled rate serves the updates of this step only: the next step's reads its own count.
+  scheduled_rate_on_.clear();
   WEFT_ASSIGN_OR_RETURN(std::vector<distribute::Mirrored> reduced,
                         ReduceOntoVariables(cross_replica_scope, strategy, targets, grouped));
+  if (global_clip_norm_.has_value()) {
+    WEFT_ASSIGN_OR_RETURN(reduced, ClipReduced(cross_replica_scope, reduced));
+  }
   Scope optimizer_scope = cross_replica_scope.NewSubScope(name());
   WEFT_ASSIGN_OR_RETURN(std::shared_ptr<distribute::DistributedVariable> learning_rate,
                         LearningRateBeside(optimizer_scope, strategy, *targets[0]));
@@ -183,6 +208,7 @@ StatusOr<std::vector<distribute::DistributedValues>> Optimizer::ApplyReduced(
     CreateSharedSlots(on_home, targets[0]->dtype());
     std::vector<Output> finish = Finish(on_home, all);
     placement_.reset();
+    AdvanceIterations(on_home, &learning_rate->component(0), all, &finish);
     all.insert(all.end(), finish.begin(), finish.end());
     done_on[home] = ops::NoOp(on_home.WithOpName("update").WithControlDependencies(all));
     devices.clear();
@@ -195,6 +221,7 @@ StatusOr<std::vector<distribute::DistributedValues>> Optimizer::ApplyReduced(
     std::vector<Output> updates = updates_on[device];
     std::vector<Output> finish = Finish(on_device, updates);
     placement_.reset();
+    AdvanceIterations(on_device, ComponentOn(*learning_rate, device), updates, &finish);
     updates.insert(updates.end(), finish.begin(), finish.end());
     done_on[device] = ops::NoOp(on_device.WithOpName("update").WithControlDependencies(updates));
   }
@@ -207,7 +234,13 @@ StatusOr<std::vector<distribute::DistributedValues>> Optimizer::ApplyReduced(
 StatusOr<std::shared_ptr<distribute::DistributedVariable>> Optimizer::LearningRateBeside(
     const Scope& scope, const distribute::Strategy& strategy,
     const distribute::DistributedVariable& first) {
-  if (learning_rate_variable_ == nullptr) {
+  if (learning_rate_variable_ == nullptr && schedule_ != nullptr) {
+    WEFT_ASSIGN_OR_RETURN(learning_rate_variable_,
+                          strategy.CreateVariableInScope(
+                              scope.WithNoControlDependencies(), "iterations", TensorShape(),
+                              DataType::kInt64, Initializer::Zeros(), &first));
+    RecordDistributed(*learning_rate_variable_);
+  } else if (learning_rate_variable_ == nullptr) {
     WEFT_ASSIGN_OR_RETURN(learning_rate_variable_,
                           strategy.CreateVariableInScope(
                               scope.WithNoControlDependencies(), "learning_rate", TensorShape(),
@@ -259,12 +292,22 @@ StatusOr<Output> Optimizer::UpdateComponent(const Scope& scope,
     return InvalidArgument("ApplyGradients: no learning rate on ", device, " for variable '",
                            target.name(), "'");
   }
+  Output rate_value;
+  if (schedule_ != nullptr) {
+    // Read once per device and step, under the first update's scope: it runs after that device's
+    // previous step like every update there.
+    const std::string key = StrCat(device, " ", DataTypeName(target.dtype()));
+    auto [cached, made] = scheduled_rate_on_.try_emplace(key);
+    if (made) cached->second = ScheduledRate(scope, *rate, target.dtype());
+    rate_value = cached->second;
+  } else {
+    rate_value = rate->Read(scope);
+  }
   placement_ = Placement{&strategy, &target, &learning_rate, device};
   CreateSharedSlots(scope, target.dtype());
-  Output update = sparse_ids
-                      ? ApplySparseOne(scope, target.component(component), gradient, sparse_ids,
-                                       rate->Read(scope))
-                      : ApplyOne(scope, target.component(component), gradient, rate->Read(scope));
+  Output update = sparse_ids ? ApplySparseOne(scope, target.component(component), gradient,
+                                              sparse_ids, rate_value)
+                             : ApplyOne(scope, target.component(component), gradient, rate_value);
   placement_.reset();
   return update;
 }
@@ -300,6 +343,10 @@ StatusOr<Output> Optimizer::Minimize(const Scope& scope, const Output& loss,
 
 StatusOr<Output> Optimizer::AssignLearningRate(const Scope& scope, const Input& value) {
   WEFT_RETURN_IF_ERROR(scope.status());
+  if (schedule_ != nullptr) {
+    return FailedPrecondition("optimizer ", name(), " follows a learning-rate schedule (",
+                              schedule_->DebugString(), "); its learning rate cannot be assigned");
+  }
   if (learning_rate_variables_.empty()) {
     return FailedPrecondition("optimizer ", name(),
                               ": no learning rate to assign before ApplyGradients");

@@ -19,17 +19,24 @@
 // initializers() then cover all of them). Without an explicit context, ApplyGradients and
 // Minimize use distribute::CurrentReplicaContext(), so the same calls work unchanged inside
 // Strategy::Run.
+//
+// Every optimizer may also follow a learning-rate schedule (SetLearningRateSchedule) and clip its
+// gradients by their global norm (SetGlobalClipNorm); both act inside the graph, so they work with
+// every strategy and with steps unrolled by steps_per_execution.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "weft/distribute/values.h"
 #include "weft/graph/builder/ops.h"
 #include "weft/graph/builder/variable.h"
+#include "weft/train/learning_rate_schedule.h"
 
 namespace weft::distribute {
 class DistributedVariable;
@@ -68,12 +75,38 @@ class Optimizer {
                             const std::vector<Variable>& variables,
                             distribute::ReplicaContext* context = nullptr);
 
-  // The learning rate the optimizer was made with. Training reads it from a scalar variable
-  // "learning_rate" (one per replica inside Strategy::Run, created by ApplyGradients), so that a
-  // schedule can change it between steps: run AssignLearningRate's op, which assigns `value` to
-  // every such variable (FailedPrecondition before ApplyGradients).
-  double learning_rate() const { return learning_rate_; }
+  // The learning rate the optimizer was made with (under a schedule, the schedule's rate at step
+  // 0). Without a schedule training reads it from a scalar variable "learning_rate" (one per
+  // replica inside Strategy::Run, created by ApplyGradients), so that a callback can change it
+  // between steps: run AssignLearningRate's op, which assigns `value` to every such variable
+  // (FailedPrecondition before ApplyGradients, and under a schedule, which owns the rate).
+  double learning_rate() const;
   StatusOr<Output> AssignLearningRate(const Scope& scope, const Input& value);
+
+  // Follow `schedule` instead of a learning-rate variable: each update's rate is the schedule of
+  // the optimizer's step counter, a scalar int64 variable "iterations" (the reference's
+  // optimizer.iterations; one per replica inside Strategy::Run, made where "learning_rate" would
+  // be and saved with the slots, so a resumed run continues the schedule) that counts the steps
+  // applied: it advances once every update of a step has read it, and steps unrolled in one graph
+  // see one value each. The rate is computed once per device and step, in float64, then cast to
+  // the variables' dtype. InvalidArgument for null; FailedPrecondition after ApplyGradients.
+  Status SetLearningRateSchedule(std::shared_ptr<const LearningRateSchedule> schedule);
+  const LearningRateSchedule* schedule() const { return schedule_.get(); }
+
+  // Scale every gradient by clip_norm / max(norm, clip_norm) before the updates (the reference's
+  // global_clipnorm), `norm` being the global norm of all the gradients a step applies together
+  // (gradient_clipping.h), so that a step equals one device's on the whole batch: with several
+  // replicas in sync it is the norm of the reduced (MEAN) gradients, computed on each device from
+  // the copies it holds (under MirroredStrategy and MultiWorkerMirroredStrategy every device holds
+  // every gradient, so no extra reduction is needed and every replica computes bitwise the same
+  // scale); with one replica in sync (one device, or each worker's own step under parameter
+  // servers) it is that replica's gradients', clipped before they travel to the variables. A
+  // sparse gradient kept sparse (one replica in sync) counts its rows as given, a repeated id once
+  // per repeat, as the reference counts IndexedSlices. A non-finite norm makes every gradient NaN.
+  // InvalidArgument naming clip_norm unless it is finite and positive; FailedPrecondition after
+  // ApplyGradients.
+  Status SetGlobalClipNorm(double clip_norm);
+  std::optional<double> global_clip_norm() const { return global_clip_norm_; }
 
   // The initializers of the slot variables created so far.
   const std::vector<Output>& initializers() const { return initializers_; }
@@ -108,6 +141,9 @@ class Optimizer {
   // A scalar non-trainable variable (Adam's beta powers), with its initializer recorded (under a
   // strategy: made once beside the learning rate; its component on the update's device).
   Variable CreateScalar(const Scope& scope, const std::string& name, DataType dtype, double value);
+  // The name of `variable` as without a strategy ("dense1/kernel"; a replica's component of a
+  // strategy's variable is named after the variable), for optimizers that treat variables by name.
+  std::string VariableName(const Variable& variable) const;
 
  private:
   // Where slots go while an update under a strategy is being built.
@@ -117,6 +153,8 @@ class Optimizer {
     const distribute::DistributedVariable* learning_rate;  // shared scalars sit beside it
     std::string device;                                    // canonical, of the update
   };
+  // FailedPrecondition naming `what` once ApplyGradients has built a step.
+  Status CheckNotApplied(std::string_view what) const;
 
   StatusOr<Output> ApplyInReplicaContext(const Scope& scope,
                                          const std::vector<GradientAndVariable>& gradients,
@@ -130,8 +168,9 @@ class Optimizer {
       const std::vector<std::shared_ptr<distribute::DistributedVariable>>& targets,
       const std::vector<distribute::PerReplica>& grouped, const std::vector<Output>& sparse_ids,
       const std::vector<Output>& order_tokens);
-  // The learning rate variable of the graph being built, made on first use beside `first` (the
-  // first variable updated; Adam's powers go beside it too).
+  // The learning rate variable of the graph being built (under a schedule, the "iterations"
+  // counter), made on first use beside `first` (the first variable updated; Adam's powers go beside
+  // it too).
   StatusOr<std::shared_ptr<distribute::DistributedVariable>> LearningRateBeside(
       const Scope& scope, const distribute::Strategy& strategy,
       const distribute::DistributedVariable& first);
@@ -147,6 +186,15 @@ class Optimizer {
       const Scope& cross_replica_scope, const distribute::Strategy& strategy,
       const std::vector<std::shared_ptr<distribute::DistributedVariable>>& targets,
       const std::vector<distribute::PerReplica>& grouped);
+  // The reduced gradients scaled to the global clip norm on each device that holds them (see
+  // SetGlobalClipNorm).
+  StatusOr<std::vector<distribute::Mirrored>> ClipReduced(
+      const Scope& cross_replica_scope, const std::vector<distribute::Mirrored>& reduced) const;
+  // The scheduled rate, in `dtype`, from the counter `iterations` read under `scope`.
+  Output ScheduledRate(const Scope& scope, const Variable& iterations, DataType dtype) const;
+  // Under a schedule: the op that advances `iterations` once `updates` have run, added to *ops.
+  void AdvanceIterations(const Scope& scope, const Variable* iterations,
+                         const std::vector<Output>& updates, std::vector<Output>* ops) const;
   // ApplyOne (ApplySparseOne with `sparse_ids`) for component `component` of `target`, with the
   // slots and the learning rate on its device.
   StatusOr<Output> UpdateComponent(const Scope& scope, const distribute::Strategy& strategy,
@@ -172,6 +220,12 @@ class Optimizer {
   const Graph* placed_graph_ = nullptr;
   Status placement_error_;
   double learning_rate_;
+  std::shared_ptr<const LearningRateSchedule> schedule_;
+  std::optional<double> global_clip_norm_;
+  bool applied_ = false;  // ApplyGradients has built a step
+  // Under a schedule, the rate of the step being built on each device (and dtype), read once
+  // after that device's previous step.
+  std::map<std::string, Output> scheduled_rate_on_;
   std::vector<Variable> learning_rate_variables_;
   std::vector<Output> initializers_;
   std::vector<Variable> variables_;
@@ -187,5 +241,35 @@ std::unique_ptr<Optimizer> NewAdamOptimizer(double learning_rate, double beta1 =
 std::unique_ptr<Optimizer> NewAdagradOptimizer(double learning_rate,
                                                double initial_accumulator_value = 0.1,
                                                double epsilon = 1e-7);
+
+// Whether a variable's weights decay, from its name (as without a strategy: "dense1/kernel") and
+// shape.
+using WeightDecayFilter = std::function<bool(std::string_view name, const TensorShape& shape)>;
+// The usual transformer recipe (W6: decay on rank >= 2): variables of rank >= `rank` decay
+// (kernels, embedding tables), so biases and normalisation scales and offsets (rank 1) do not.
+WeightDecayFilter DecayRankAtLeast(int rank);
+
+struct AdamWOptions {
+  // Variables whose name contains one of these do not decay (the reference's
+  // exclude_from_weight_decay(var_names=...)), e.g. {"bias", "gamma", "beta"}.
+  std::vector<std::string> exclude_from_weight_decay{};
+  // When set, a variable not excluded by name decays only where it says so (DecayRankAtLeast(2)).
+  WeightDecayFilter decay_if = nullptr;
+};
+
+// AdamW (Loshchilov & Hutter's decoupled weight decay, the reference's AdamW): Adam's moments, and
+//   var -= lr * weight_decay * var + lr_t * m / (sqrt(v) + epsilon),
+//   lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t)
+// with var on the right the value before the step (the reference decays first, then applies
+// Adam). One fused kernel per variable (ResourceApplyAdamW); variables that do not decay get
+// ResourceApplyAdam, exactly Adam. `lr` is the learning rate or the schedule's rate. A sparse
+// gradient is applied as the dense gradient it stands for (every row decays and moves, as in the
+// reference), not lazily as NewAdamOptimizer does. InvalidArgument naming the argument for a
+// negative or non-finite learning_rate or weight_decay, a beta outside [0, 1), a non-positive
+// epsilon or an empty name in exclude_from_weight_decay.
+StatusOr<std::unique_ptr<Optimizer>> NewAdamWOptimizer(double learning_rate, double weight_decay,
+                                                       double beta1 = 0.9, double beta2 = 0.999,
+                                                       double epsilon = 1e-7,
+                                                       AdamWOptions options = {});
 
 }  // namespace weft::train

@@ -1,9 +1,21 @@
-// The optimizers: GradientDescent, Momentum, Adam and Adagrad, each its update kernels (dense and,
-// where the reference has them, sparse) over the bookkeeping that Optimizer does (optimizer.cc).
+// The optimizers: GradientDescent, Momentum, Adam (and AdamW) and Adagrad, each its update kernels
+// (dense and, where the reference has them, sparse) over the bookkeeping that Optimizer does
+// (optimizer.cc).
+#include <cmath>
+#include <optional>
+#include <string>
+#include <utility>
+
 #include "weft/train/optimizer.h"
 
 namespace weft::train {
 namespace {
+
+// AdamW's decoupled weight decay and which variables it applies to.
+struct WeightDecay {
+  double rate = 0;
+  AdamWOptions options;
+};
 
 class GradientDescentOptimizer final : public Optimizer {
  public:
@@ -41,24 +53,41 @@ class MomentumOptimizer final : public Optimizer {
   const bool use_nesterov_;
 };
 
+// Adam, and with a WeightDecay AdamW (whose slots are Adam's: a checkpoint of one restores into
+// the other).
 class AdamOptimizer final : public Optimizer {
  public:
-  AdamOptimizer(double learning_rate, double beta1, double beta2, double epsilon)
-      : Optimizer(learning_rate), beta1_(beta1), beta2_(beta2), epsilon_(epsilon) {}
-  std::string name() const override { return "Adam"; }
+  AdamOptimizer(double learning_rate, double beta1, double beta2, double epsilon,
+                std::optional<WeightDecay> decay = std::nullopt)
+      : Optimizer(learning_rate),
+        beta1_(beta1),
+        beta2_(beta2),
+        epsilon_(epsilon),
+        decay_(std::move(decay)) {}
+  std::string name() const override { return decay_.has_value() ? "AdamW" : "Adam"; }
 
  protected:
   Output ApplyOne(const Scope& scope, const Variable& variable, const Output& gradient,
                   const Output& learning_rate) override {
     Variable m = CreateSlot(scope, variable, "Adam_m");
     Variable v = CreateSlot(scope, variable, "Adam_v");
+    if (Decays(variable)) {
+      return ops::ResourceApplyAdamW(scope, variable.handle(), m.handle(), v.handle(),
+                                     beta1_power_.Read(scope), beta2_power_.Read(scope),
+                                     learning_rate, beta1_, beta2_, epsilon_, decay_->rate,
+                                     gradient);
+    }
     return ops::ResourceApplyAdam(scope, variable.handle(), m.handle(), v.handle(),
                                   beta1_power_.Read(scope), beta2_power_.Read(scope), learning_rate,
                                   beta1_, beta2_, epsilon_, gradient);
   }
-  // Lazy Adam: rows absent from a step keep their moments (ResourceSparseApplyAdam).
+  // Lazy Adam: rows absent from a step keep their moments (ResourceSparseApplyAdam). AdamW applies
+  // the dense gradient a sparse one stands for, as the reference does: its decay moves every row.
   Output ApplySparseOne(const Scope& scope, const Variable& variable, const Output& values,
                         const Output& indices, const Output& learning_rate) override {
+    if (decay_.has_value()) {
+      return Optimizer::ApplySparseOne(scope, variable, values, indices, learning_rate);
+    }
     Variable m = CreateSlot(scope, variable, "Adam_m");
     Variable v = CreateSlot(scope, variable, "Adam_v");
     return ops::ResourceSparseApplyAdam(scope, variable.handle(), m.handle(), v.handle(),
@@ -80,7 +109,17 @@ class AdamOptimizer final : public Optimizer {
   }
 
  private:
+  bool Decays(const Variable& variable) const {
+    if (!decay_.has_value() || decay_->rate == 0) return false;
+    const std::string name = VariableName(variable);
+    for (const std::string& excluded : decay_->options.exclude_from_weight_decay) {
+      if (name.find(excluded) != std::string::npos) return false;
+    }
+    return !decay_->options.decay_if || decay_->options.decay_if(name, variable.shape());
+  }
+
   const double beta1_, beta2_, epsilon_;
+  const std::optional<WeightDecay> decay_;
   Variable beta1_power_, beta2_power_;
 };
 
@@ -134,6 +173,37 @@ std::unique_ptr<Optimizer> NewAdamOptimizer(double learning_rate, double beta1, 
 std::unique_ptr<Optimizer> NewAdagradOptimizer(double learning_rate,
                                                double initial_accumulator_value, double epsilon) {
   return std::make_unique<AdagradOptimizer>(learning_rate, initial_accumulator_value, epsilon);
+}
+
+WeightDecayFilter DecayRankAtLeast(int rank) {
+  return [rank](std::string_view, const TensorShape& shape) { return shape.dims() >= rank; };
+}
+
+StatusOr<std::unique_ptr<Optimizer>> NewAdamWOptimizer(double learning_rate, double weight_decay,
+                                                       double beta1, double beta2, double epsilon,
+                                                       AdamWOptions options) {
+  for (const auto& [what, value] :
+       {std::pair{"learning_rate", learning_rate}, std::pair{"weight_decay", weight_decay}}) {
+    if (!(std::isfinite(value) && value >= 0)) {
+      return InvalidArgument("AdamW: ", what, " must be finite and non-negative, got ", value);
+    }
+  }
+  for (const auto& [what, value] : {std::pair{"beta1", beta1}, std::pair{"beta2", beta2}}) {
+    if (!(value >= 0 && value < 1)) {
+      return InvalidArgument("AdamW: ", what, " must be in [0, 1), got ", value);
+    }
+  }
+  if (!(std::isfinite(epsilon) && epsilon > 0)) {
+    return InvalidArgument("AdamW: epsilon must be finite and positive, got ", epsilon);
+  }
+  for (size_t i = 0; i < options.exclude_from_weight_decay.size(); ++i) {
+    if (options.exclude_from_weight_decay[i].empty()) {
+      return InvalidArgument("AdamW: exclude_from_weight_decay[", i,
+                             "] is empty (it would exclude every variable)");
+    }
+  }
+  return std::unique_ptr<Optimizer>(std::make_unique<AdamOptimizer>(
+      learning_rate, beta1, beta2, epsilon, WeightDecay{weight_decay, std::move(options)}));
 }
 
 }  // namespace weft::train

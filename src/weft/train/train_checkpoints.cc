@@ -3,9 +3,34 @@
 #include <algorithm>
 #include <chrono>
 
+#include "weft/checkpoint/checkpoint_index.h"
+#include "weft/core/logging.h"
 #include "weft/core/str_util.h"
+#include "weft/io/checkpoint_manifest.h"
+#include "weft/io/durable_file.h"
 
 namespace weft::train {
+
+namespace {
+
+// The names of `names` that the latest checkpoint of `directory` does not hold (none when it has
+// no checkpoint).
+StatusOr<std::vector<std::string>> MissingFromLatest(const std::string& directory,
+                                                     const std::vector<std::string>& names) {
+  std::vector<std::string> missing;
+  if (names.empty()) return missing;
+  WEFT_ASSIGN_OR_RETURN(std::optional<checkpoint::CheckpointIndex> index,
+                        checkpoint::ReadCheckpointIndex(directory));
+  if (!index.has_value() || index->latest.empty()) return missing;
+  WEFT_ASSIGN_OR_RETURN(io::CheckpointManifest manifest,
+                        io::CheckpointManifest::Read(io::JoinPath(directory, index->latest)));
+  for (const std::string& name : names) {
+    if (!manifest.tensors.contains(name)) missing.push_back(name);
+  }
+  return missing;
+}
+
+}  // namespace
 
 StatusOr<std::unique_ptr<TrainCheckpoints>> TrainCheckpoints::Create(
     const Scope& scope, checkpoint::CheckpointObjects objects,
@@ -13,31 +38,66 @@ StatusOr<std::unique_ptr<TrainCheckpoints>> TrainCheckpoints::Create(
   for (const char* name : {kGlobalStepName, kEpochName, kBatchIndexName, kShuffleSeedName}) {
     objects.values.push_back(name);
   }
+  objects.values.insert(objects.values.end(), options.state_names.begin(),
+                        options.state_names.end());
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<checkpoint::Checkpoint> checkpoint,
                         checkpoint::Checkpoint::Create(scope, objects));
-  return std::unique_ptr<TrainCheckpoints>(new TrainCheckpoints(std::move(checkpoint), options));
+  // A run with other callbacks wrote the latest checkpoint: it restores through a checkpoint of
+  // what it holds, and the callbacks whose state it lacks start afresh.
+  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> missing,
+                        MissingFromLatest(options.directory, options.state_names));
+  std::unique_ptr<checkpoint::Checkpoint> restore_older;
+  if (!missing.empty()) {
+    std::erase_if(objects.values, [&](const std::string& name) {
+      return std::find(missing.begin(), missing.end(), name) != missing.end();
+    });
+    WEFT_ASSIGN_OR_RETURN(restore_older,
+                          checkpoint::Checkpoint::Create(scope.NewSubScope("older"), objects));
+  }
+  return std::unique_ptr<TrainCheckpoints>(new TrainCheckpoints(
+      std::move(checkpoint), std::move(restore_older), std::move(missing), options));
 }
 
 TrainCheckpoints::TrainCheckpoints(std::unique_ptr<checkpoint::Checkpoint> checkpoint,
+                                   std::unique_ptr<checkpoint::Checkpoint> restore_older,
+                                   std::vector<std::string> missing_state,
                                    const TrainCheckpointOptions& options)
     : checkpoint_(std::move(checkpoint)),
+      restore_older_(std::move(restore_older)),
+      missing_state_(std::move(missing_state)),
       manager_(checkpoint_.get(), options.directory, options.keep),
       options_(options) {}
 
-StatusOr<std::optional<TrainPosition>> TrainCheckpoints::RestoreLatest(Session& session) {
-  WEFT_ASSIGN_OR_RETURN(std::optional<checkpoint::RestoredCheckpoint> restored,
-                        manager_.RestoreLatest(session));
-  if (!restored.has_value()) return std::optional<TrainPosition>();
-  TrainPosition position;
+StatusOr<std::optional<RestoredTraining>> TrainCheckpoints::RestoreLatest(Session& session) {
+  std::optional<checkpoint::RestoredCheckpoint> restored;
+  if (restore_older_ != nullptr) {
+    WEFT_ASSIGN_OR_RETURN(restored, restore_older_->RestoreLatest(session, options_.directory));
+  } else {
+    WEFT_ASSIGN_OR_RETURN(restored, manager_.RestoreLatest(session));
+  }
+  if (!restored.has_value()) return std::optional<RestoredTraining>();
+  RestoredTraining training;
+  training.directory = restored->directory;
+  TrainPosition& position = training.position;
   position.global_step = restored->values.at(kGlobalStepName);
   position.epoch = restored->values.at(kEpochName);
   position.batch_index = restored->values.at(kBatchIndexName);
   position.shuffle_seed = restored->values.at(kShuffleSeedName);
+  for (const std::string& name : options_.state_names) {
+    auto found = restored->values.find(name);
+    if (found != restored->values.end()) training.state.insert(*found);
+  }
   last_saved_step_ = position.global_step;
   Report(StrCat("resumed from checkpoint ", restored->directory, " at global step ",
                 position.global_step, " (epoch ", position.epoch + 1, ", batch ",
-                position.batch_index, ")"));
-  return std::optional<TrainPosition>(position);
+                position.batch_index, ")"),
+         /*log=*/true);
+  if (!missing_state_.empty()) {
+    Report(StrCat("checkpoint ", restored->directory, " holds no ", StrJoin(missing_state_, ", "),
+                  " (saved by a run with other callbacks): those start afresh"),
+           /*log=*/true);
+  }
+  return std::optional<RestoredTraining>(std::move(training));
 }
 
 Status TrainCheckpoints::Prepare(Session& session) {
@@ -45,31 +105,39 @@ Status TrainCheckpoints::Prepare(Session& session) {
   return checkpoint_->PrepareSaveAsync(session);
 }
 
-void TrainCheckpoints::Report(const std::string& line) const {
-  if (options_.report) options_.report(line);
+void TrainCheckpoints::Report(const std::string& line, bool log) const {
+  if (options_.report) {
+    options_.report(line);
+  } else if (log) {
+    WEFT_LOG(INFO) << line;
+  }
 }
 
 void TrainCheckpoints::Settle(const Status& status) {
   if (status.ok()) return;
   ++failed_saves_;
   Report(StrCat("checkpoint save failed (training goes on; the previous checkpoint is intact): ",
-                status.ToString()));
+                status.ToString()),
+         /*log=*/true);
 }
 
-Status TrainCheckpoints::AfterStep(Session& session, const TrainPosition& position, bool final) {
+Status TrainCheckpoints::AfterStep(Session& session, const TrainPosition& position, bool final,
+                                   const checkpoint::CheckpointValues& state) {
   if (!options_.writer || position.global_step == last_saved_step_) return Status::OK();
   const bool due =
       options_.save_every_steps > 0 && position.global_step % options_.save_every_steps == 0;
   if (!due && !final) return Status::OK();
-  return Save(session, position, final);
+  return Save(session, position, final, state);
 }
 
-Status TrainCheckpoints::Save(Session& session, const TrainPosition& position, bool final) {
+Status TrainCheckpoints::Save(Session& session, const TrainPosition& position, bool final,
+                              const checkpoint::CheckpointValues& state) {
   if (!options_.writer || position.global_step == last_saved_step_) return Status::OK();
-  const checkpoint::CheckpointValues values = {{kGlobalStepName, position.global_step},
-                                               {kEpochName, position.epoch},
-                                               {kBatchIndexName, position.batch_index},
-                                               {kShuffleSeedName, position.shuffle_seed}};
+  checkpoint::CheckpointValues values = state;
+  values.insert({{kGlobalStepName, position.global_step},
+                 {kEpochName, position.epoch},
+                 {kBatchIndexName, position.batch_index},
+                 {kShuffleSeedName, position.shuffle_seed}});
   const auto start = std::chrono::steady_clock::now();
   Settle(manager_.WaitForSave());
   Status status;

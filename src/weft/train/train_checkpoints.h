@@ -1,8 +1,9 @@
 // The checkpoint side of the `weft train` loop: which objects a training run saves (every variable
 // and slot, the global step and the input position), restoring the latest checkpoint of
 // --checkpoint-dir on start, and saving every N global steps and at the end, synchronously or in
-// the background, while measuring how long each save held training up. Not thread-safe (the loop
-// calls it between steps).
+// the background, while measuring how long each save held training up; ModelCheckpoint's too,
+// with its callbacks' state saved beside the position. Not thread-safe (the loop calls it between
+// steps).
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "weft/checkpoint/checkpoint.h"
 #include "weft/checkpoint/checkpoint_manager.h"
@@ -37,8 +39,21 @@ struct TrainCheckpointOptions {
   int keep = 3;
   bool async = false;
   bool writer = true;  // false on the workers of a multi-worker job other than the chief
-  // Told of every save, resume and failed save, in one line each.
+  // Told of every save, resume and failed save, in one line each. Null: resumes and failed saves
+  // go to the log (WEFT_LOG), saves nowhere.
   std::function<void(const std::string&)> report;
+  // Names of further int64 values saved with every checkpoint (the callbacks' state, see
+  // Callback::State): every save must give each. A checkpoint written with fewer (by a run with
+  // other callbacks) still restores; the values it lacks are reported and left out.
+  std::vector<std::string> state_names{};
+};
+
+// What the latest checkpoint held: where training stood, the state values of
+// TrainCheckpointOptions::state_names it has, and its directory.
+struct RestoredTraining {
+  TrainPosition position;
+  checkpoint::CheckpointValues state;
+  std::string directory;
 };
 
 class TrainCheckpoints {
@@ -49,20 +64,24 @@ class TrainCheckpoints {
                                                             checkpoint::CheckpointObjects objects,
                                                             const TrainCheckpointOptions& options);
 
-  // Restores the latest checkpoint of the directory into the session's variables: the position
-  // it holds, or nullopt when there is none (the caller then initializes the variables).
-  StatusOr<std::optional<TrainPosition>> RestoreLatest(Session& session);
+  // Restores the latest checkpoint of the directory into the session's variables: what it holds,
+  // or nullopt when there is none (the caller then initializes the variables). Reports (or logs)
+  // which checkpoint and which step it resumed from.
+  StatusOr<std::optional<RestoredTraining>> RestoreLatest(Session& session);
   // Before the first step, once the variables hold their values: what saves need up front (the
   // snapshot memory of background saves).
   Status Prepare(Session& session);
 
   // After the step that reached `position`: saves when a save is due (every save_every_steps
-  // global steps, or `final`). Only the writer saves. A save that fails (a full disk, an
-  // unwritable directory) is reported and training goes on with the previous checkpoint intact;
-  // only the final save's failure is returned.
-  Status AfterStep(Session& session, const TrainPosition& position, bool final);
+  // global steps, or `final`), with `state` (a value for each of options.state_names). Only the
+  // writer saves. A save that fails (a full disk, an unwritable directory) is reported and
+  // training goes on with the previous checkpoint intact; only the final save's failure is
+  // returned.
+  Status AfterStep(Session& session, const TrainPosition& position, bool final,
+                   const checkpoint::CheckpointValues& state = {});
   // Saves `position` now (unless it is the last one saved), as AfterStep does when a save is due.
-  Status Save(Session& session, const TrainPosition& position, bool final);
+  Status Save(Session& session, const TrainPosition& position, bool final,
+              const checkpoint::CheckpointValues& state = {});
   // The duration of the step after a save: a save's stall is the time its call held the loop
   // plus what the next step took beyond the mean of the steps not following a save (the final
   // save, after the last step, holds nothing up and is not counted).
@@ -76,12 +95,18 @@ class TrainCheckpoints {
 
  private:
   TrainCheckpoints(std::unique_ptr<checkpoint::Checkpoint> checkpoint,
-                   const TrainCheckpointOptions& options);
-  void Report(const std::string& line) const;
+                   std::unique_ptr<checkpoint::Checkpoint> restore_older,
+                   std::vector<std::string> missing_state, const TrainCheckpointOptions& options);
+  // Tells options.report of `line`, or, when there is none and `log`, the log.
+  void Report(const std::string& line, bool log = false) const;
   // A background save's result, once it is known: reported, counted.
   void Settle(const Status& status);
 
   std::unique_ptr<checkpoint::Checkpoint> checkpoint_;
+  // When the latest checkpoint lacks some state values: a checkpoint of everything else, which
+  // restores it (null otherwise), and the names it lacks.
+  std::unique_ptr<checkpoint::Checkpoint> restore_older_;
+  std::vector<std::string> missing_state_;
   checkpoint::CheckpointManager manager_;
   TrainCheckpointOptions options_;
   int64_t last_saved_step_ = -1;

@@ -6,7 +6,6 @@
 
 #include "weft/core/str_util.h"
 #include "weft/data/dataset.h"
-#include "weft/data/fashion_mnist.h"
 #include "weft/distribute/central_storage_strategy.h"
 #include "weft/distribute/multi_worker_mirrored_strategy.h"
 #include "weft/distribute/parameter_server_strategy.h"
@@ -19,6 +18,7 @@
 #include "weft/train/callbacks.h"
 #include "weft/train/model.h"
 #include "weft/train/optimizer.h"
+#include "weft/train/workloads.h"
 
 namespace weft::train {
 namespace {
@@ -40,17 +40,6 @@ uint64_t Fingerprint(const std::vector<Tensor>& tensors) {
     }
   }
   return hash;
-}
-
-StatusOr<std::unique_ptr<Optimizer>> MakeOptimizer(const TrainOptions& options) {
-  const double learning_rate = options.learning_rate > 0                ? options.learning_rate
-                               : options.strategy == "parameter_server" ? 0.03
-                                                                        : 0.05;
-  if (options.optimizer == "sgd") return NewGradientDescentOptimizer(learning_rate);
-  if (options.optimizer == "momentum") return NewMomentumOptimizer(learning_rate, 0.9);
-  if (options.optimizer == "adam") return NewAdamOptimizer(learning_rate);
-  return InvalidArgument("unknown optimizer '", options.optimizer,
-                         "' (expected sgd, momentum or adam)");
 }
 
 // This worker's share of the host's cores: the workers of one host (same address host) split
@@ -319,27 +308,22 @@ StatusOr<std::vector<std::string>> ReplicaDevices(const TrainOptions& options,
   return devices;
 }
 
-// Adds the standard layers of options.model to `model` and compiles it for `replicas` replicas
-// under `strategy`, with the sparse cross-entropy loss and accuracy.
-Status CompileStandardModel(const TrainOptions& options, std::unique_ptr<Optimizer> optimizer,
-                            const distribute::Strategy& strategy, int replicas,
-                            const proto::ConfigProto& session_config, Sequential& model) {
-  for (std::unique_ptr<Layer>& layer : StandardLayers(options.model, options.seed)) {
-    model.Add(std::move(layer));
-  }
+// Compiles the workload's model for `replicas` replicas under `strategy`.
+Status CompileWorkload(const TrainOptions& options, std::unique_ptr<Optimizer> optimizer,
+                       const distribute::Strategy& strategy, int replicas,
+                       const proto::ConfigProto& session_config, Workload& workload) {
   // The partitions of a replicated step run at once, and a partition woken by another (a _Recv,
   // a collective) continues on an inter-op thread: one per replica. Measured with W1 on 2 devices
   // (2 cores): 1 inter-op thread ~40k images/s, 2 threads ~63k, 3 threads ~61k.
   int inter_op_threads = options.inter_op_threads;
   if (replicas > 1 && inter_op_threads > 0) inter_op_threads = std::max(inter_op_threads, replicas);
-  return model.Compile(std::move(optimizer), SparseCategoricalCrossentropy(/*from_logits=*/true),
-                       {"accuracy"},
-                       {.strategy = &strategy,
-                        .inter_op_threads = inter_op_threads,
-                        .intra_op_threads = options.intra_op_threads,
-                        .target = options.target,
-                        .session_config = session_config,
-                        .steps_per_execution = options.steps_per_execution});
+  return workload.model->Compile(std::move(optimizer), workload.loss, workload.metrics,
+                                 {.strategy = &strategy,
+                                  .inter_op_threads = inter_op_threads,
+                                  .intra_op_threads = options.intra_op_threads,
+                                  .target = options.target,
+                                  .session_config = session_config,
+                                  .steps_per_execution = options.steps_per_execution});
 }
 
 // The trace writer's options: the task's trace file, the steps to trace, and the task's name in a
@@ -387,10 +371,7 @@ StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& 
     task_index = task.index;
   }
   WEFT_RETURN_IF_ERROR(Validate(options, workers));
-  WEFT_ASSIGN_OR_RETURN(
-      data::FashionMnist data,
-      data::LoadFashionMnist(options.data_dir.empty() ? data::kDefaultFashionMnistDir
-                                                      : options.data_dir));
+  WEFT_ASSIGN_OR_RETURN(Workload workload, MakeWorkload(options));
 
   // On a cluster the devices come from its master.
   WEFT_ASSIGN_OR_RETURN(proto::ConfigProto session_config, MakeSessionConfig(options));
@@ -399,17 +380,16 @@ StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& 
                         MakeStrategy(options, devices));
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer, MakeOptimizer(options));
 
-  // The model, compiled and trained as any user's (declared after the strategy it outlives).
-  Sequential model;
-  WEFT_RETURN_IF_ERROR(CompileStandardModel(options, std::move(optimizer), *strategy,
-                                            static_cast<int>(devices.size()), session_config,
-                                            model));
-
-  const int64_t examples = data.train.size();
-  data::Dataset train = data::Dataset::FromTensors({data.train.images, data.train.labels})
-                            .Shuffle(examples, static_cast<uint64_t>(options.seed))
-                            .Batch(options.batch_size, /*drop_remainder=*/true);
-  TrainLoopReporter reporter(options, callbacks, examples / options.batch_size);
+  // The model, compiled and trained as any user's. It must not outlive the strategy: it is
+  // destroyed first, at the end of this function.
+  WEFT_RETURN_IF_ERROR(CompileWorkload(options, std::move(optimizer), *strategy,
+                                       static_cast<int>(devices.size()), session_config, workload));
+  Model& model = *workload.model;
+  struct DestroyModelFirst {
+    Workload& workload;
+    ~DestroyModelFirst() { workload.model.reset(); }
+  } destroy_model_first{workload};
+  TrainLoopReporter reporter(options, callbacks, workload.steps_per_epoch);
   ModelCheckpoint checkpoint(options.checkpoint_dir, {.save_every_steps = options.save_every_steps,
                                                       .keep = options.keep_checkpoints,
                                                       .async = options.async_checkpoints,
@@ -421,9 +401,10 @@ StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& 
   if (!options.checkpoint_dir.empty()) fit_callbacks.push_back(&checkpoint);
   if (!trace_file.empty()) fit_callbacks.push_back(&trace_writer);
   WEFT_RETURN_IF_ERROR(model
-                           .Fit(train, {.epochs = options.epochs,
-                                        .max_steps = options.max_steps,
-                                        .callbacks = fit_callbacks})
+                           .Fit(workload.train, {.epochs = options.epochs,
+                                                 .steps_per_epoch = workload.steps_per_epoch,
+                                                 .max_steps = options.max_steps,
+                                                 .callbacks = fit_callbacks})
                            .status());
 
   TrainSummary summary = SummarizeRun(model, reporter, checkpoint, trace_writer, trace_file);
@@ -441,10 +422,9 @@ StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& 
   WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> trained, ReadTrainedVariables(model));
   summary.variables_fingerprint = Fingerprint(trained);
   summary.collective_transport = StrJoin(strategy->extended().CollectiveTransportNames(), "; ");
-  WEFT_ASSIGN_OR_RETURN(
-      Logs evaluated,
-      model.Evaluate(data::Dataset::FromTensors({data.test.images, data.test.labels}).Batch(1000)));
-  summary.test_accuracy = evaluated.at("accuracy");
+  summary.train_tokens_per_sec =
+      summary.train_images_per_sec * static_cast<double>(workload.tokens_per_example);
+  WEFT_RETURN_IF_ERROR(workload.evaluate(model, &summary));
   summary.wall_seconds = SecondsSince(wall_start);
   return summary;
 }

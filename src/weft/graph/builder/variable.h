@@ -60,6 +60,11 @@ class Initializer {
   Initializer WithSeedOffset(int64_t offset) const {
     return Initializer(kind_, a_, b_, seed_ == 0 ? 0 : seed_ + offset);
   }
+  // The same initializer seeded with `seed` when it has no seed of its own (seed 0); one with a
+  // seed keeps it. For a seed derived from a model's (train/random_seed.h).
+  Initializer WithDefaultSeed(int64_t seed) const {
+    return Initializer(kind_, a_, b_, seed_ == 0 ? seed : seed_);
+  }
 
  private:
   enum class Kind { kConstant, kUniform, kNormal, kTruncatedNormal, kGlorotUniform };

@@ -110,11 +110,14 @@ Output Dropout::Forward(const Scope& scope, const Output& input, bool training,
   }
   if (!training || rate_ == 0) return input;
   ops::RandomAttrs random;
-  if (seed_ != 0) {
-    // Each replica draws its own masks, repeatably.
+  const std::optional<int64_t> seed =
+      seed_ != 0 ? std::optional<int64_t>(seed_) : DerivedSeed("dropout");
+  if (seed.has_value()) {
+    // Each replica, and each step of an unrolled execution, draws its own masks, repeatably.
     const distribute::ReplicaContext* context = distribute::CurrentReplicaContext();
-    random.seed = seed_;
-    random.seed2 = 1 + (context == nullptr ? 0 : context->replica_id());
+    random.seed = *seed;
+    random.seed2 = 1 + (context == nullptr ? 0 : context->replica_id()) +
+                   (static_cast<int64_t>(call_index()) << 16);
   }
   Output uniform = ops::RandomUniform(scope, ops::Shape(scope, input), input.dtype(), random);
   Output keep = ops::Cast(scope, ops::GreaterEqual(scope, uniform, ops::Const(scope, float(rate_))),

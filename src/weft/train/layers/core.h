@@ -78,7 +78,8 @@ class Reshape final : public Layer {
 
 // In training, zeroes each element with probability `rate` and scales the rest by 1 / (1 - rate);
 // in inference, the identity. A nonzero `seed` makes the masks repeat from run to run (each
-// replica draws its own); 0 draws differently every session. `rate` must be in [0, 1).
+// replica draws its own); 0 takes a seed derived from the model's (random_seed.h), or draws
+// differently every session when there is none. `rate` must be in [0, 1).
 class Dropout final : public Layer {
  public:
   explicit Dropout(double rate, int64_t seed = 0, std::string name = "");

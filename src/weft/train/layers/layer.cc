@@ -5,20 +5,20 @@
 #include "weft/core/mutex.h"
 #include "weft/core/str_util.h"
 #include "weft/distribute/replica_context.h"
+#include "weft/train/random_seed.h"
 
 namespace weft::train {
 namespace {
 
 thread_local LayerCallContext* current_call_context = nullptr;
 
-// "dense", "dense_1", ...: the reference numbers automatic names per type for the process.
-std::string UniqueLayerName(std::string_view default_name) {
+// "dense", "dense_1", ...: automatic names of layers called outside a model, counted for the
+// process as the reference's are.
+std::string ProcessUniqueLayerName(std::string_view default_name) {
   static Mutex mu;
-  static std::map<std::string, int, std::less<>>* counts =
-      new std::map<std::string, int, std::less<>>;
+  static auto* names = new LayerNames;
   MutexLock lock(mu);
-  int& count = (*counts)[std::string(default_name)];
-  return count++ == 0 ? std::string(default_name) : StrCat(default_name, "_", count - 1);
+  return names->Take(default_name);
 }
 
 int CurrentReplica() {
@@ -34,13 +34,27 @@ Output Activate(const Scope& scope, const Output& input, std::string_view activa
   if (activation == "sigmoid") return ops::Sigmoid(scope, input);
   if (activation == "tanh") return ops::Tanh(scope, input);
   if (activation == "softmax") return ops::Softmax(scope, input);
-  scope.UpdateStatus(InvalidArgument("unknown activation '", activation,
-                                     "' (expected linear, relu, sigmoid, tanh or softmax)"));
+  if (activation == "gelu") return ops::Gelu(scope, input);
+  if (activation == "gelu_tanh") return ops::Gelu(scope, input, {.approximate = true});
+  scope.UpdateStatus(
+      InvalidArgument("unknown activation '", activation,
+                      "' (expected linear, relu, sigmoid, tanh, softmax, gelu or gelu_tanh)"));
   return Output();
 }
 
-LayerCallContext::LayerCallContext(bool training)
-    : training_(training), previous_(current_call_context) {
+std::string LayerNames::Take(std::string_view default_name) {
+  int& count = counts_.try_emplace(std::string(default_name), 0).first->second;
+  std::string name;
+  do {
+    name = count == 0 ? std::string(default_name) : StrCat(default_name, "_", count);
+    ++count;
+  } while (taken_.contains(name));
+  taken_.insert(name);
+  return name;
+}
+
+LayerCallContext::LayerCallContext(bool training, LayerCallOptions options)
+    : training_(training), options_(options), previous_(current_call_context) {
   current_call_context = this;
 }
 
@@ -49,7 +63,7 @@ LayerCallContext::~LayerCallContext() { current_call_context = previous_; }
 LayerCallContext* LayerCallContext::Current() { return current_call_context; }
 
 Layer::Layer(std::string_view default_name, std::string name)
-    : name_(name.empty() ? UniqueLayerName(default_name) : std::move(name)) {}
+    : default_name_(default_name), name_(std::move(name)) {}
 
 Output Layer::operator()(const Scope& scope, const Output& input) {
   const LayerCallContext* context = LayerCallContext::Current();
@@ -62,12 +76,19 @@ Output Layer::operator()(const Scope& scope, const Output& input, bool training)
     Fail(scope, "the input is missing");
     return Output();
   }
+  LayerCallContext* context = LayerCallContext::Current();
+  LayerNames* names = context != nullptr ? context->options().names : nullptr;
+  if (name_.empty()) {
+    name_ = names != nullptr ? names->Take(default_name_) : ProcessUniqueLayerName(default_name_);
+  } else if (names != nullptr) {
+    names->Reserve(name_);
+  }
   Scope layer_scope = scope.NewSubScope(name_);
   const Graph* graph = scope.graph();
   const int replica = CurrentReplica();
   std::erase_if(built_, [](const Built& entry) { return entry.owner.expired(); });
-  const Built* built = nullptr;
-  for (const Built& candidate : built_) {
+  Built* built = nullptr;
+  for (Built& candidate : built_) {
     if (candidate.graph == graph && candidate.replica == replica) built = &candidate;
   }
   if (built == nullptr) {
@@ -80,16 +101,20 @@ Output Layer::operator()(const Scope& scope, const Output& input, bool training)
     }
     built = &built_.back();
   }
+  call_index_ = built->calls++;
   Output output = Forward(layer_scope, input, training, built->weights);
   if (!scope.ok()) return Output();
-  if (LayerCallContext* context = LayerCallContext::Current()) context->RecordCall(*this, output);
+  if (context != nullptr) context->RecordCall(*this, output);
   return output;
 }
 
 Variable Layer::AddWeight(const Scope& scope, std::string_view name, const TensorShape& shape,
                           const Initializer& initializer, bool trainable,
                           const VariableOptions& options) {
-  Variable variable = Variable::Create(scope, name, shape, DataType::kFloat, initializer, options);
+  std::optional<int64_t> seed = DerivedSeed(name);
+  Variable variable = Variable::Create(
+      scope, name, shape, DataType::kFloat,
+      seed.has_value() ? initializer.WithDefaultSeed(*seed) : initializer, options);
   if (variable && !built_.empty()) {
     built_.back().weights.push_back(variable);
     built_.back().trainable.push_back(trainable);
@@ -98,7 +123,16 @@ Variable Layer::AddWeight(const Scope& scope, std::string_view name, const Tenso
 }
 
 void Layer::Fail(const Scope& scope, std::string_view message) const {
-  scope.UpdateStatus(InvalidArgument("layer '", name_, "' (", type(), "): ", message));
+  scope.UpdateStatus(InvalidArgument("layer '", name(), "' (", type(), "): ", message));
+}
+
+std::optional<int64_t> Layer::DerivedSeed(std::string_view what) const {
+  const LayerCallContext* context = LayerCallContext::Current();
+  // A context without a seed (a model given none, or a loop of one's own) leaves the global one.
+  std::optional<int64_t> seed = context != nullptr ? context->options().seed : std::nullopt;
+  if (!seed.has_value()) seed = GlobalRandomSeed();
+  if (!seed.has_value()) return std::nullopt;
+  return DeriveSeed(*seed, StrCat(name(), "/", what));
 }
 
 std::vector<Variable> Layer::Select(int which) const {

@@ -160,12 +160,42 @@ TEST(LayerTest, AGraphThatIsGoneLeavesNoWeightsBehind) {
   EXPECT_EQ(dense.variables()[0].shape(), TensorShape({4, 2}));
 }
 
-TEST(AutomaticNamesTest, AreUniquePerType) {
+TEST(AutomaticNamesTest, AreTakenOnTheFirstCallUniqueInTheProcessOutsideAModel) {
   Flatten a, b;
   Dropout c(0.5);
+  EXPECT_EQ(a.name(), "flatten");  // the type's default until the first call
+  Scope root = Scope::NewRootScope();
+  Output x = ops::Const(root, Input(TensorShape({2, 3})));
+  a(root, x);
+  b(root, x);
+  c(root, x);
+  ASSERT_TRUE(root.ok()) << root.status();
   EXPECT_NE(a.name(), b.name());
   EXPECT_EQ(a.name().substr(0, 7), "flatten");
   EXPECT_EQ(c.name().substr(0, 7), "dropout");
+}
+
+// Inside a model (a LayerCallContext with the model's LayerNames) names count per model, in the
+// order of the first calls, skipping names given explicitly.
+TEST(AutomaticNamesTest, AreCountedPerModelInCallOrder) {
+  for (int model = 0; model < 2; ++model) {
+    SCOPED_TRACE(model == 0 ? "first model" : "second model of the same architecture");
+    LayerNames names;
+    Dense named(2, "", {.name = "dense_1"});
+    Dense first(2), second(2);
+    Flatten flatten;
+    Scope root = Scope::NewRootScope();
+    {
+      LayerCallContext context(/*training=*/false, {.names = &names});
+      Output x = ops::Const(root, Input(TensorShape({2, 3})));
+      second(root, named(root, first(root, flatten(root, x))));
+    }
+    ASSERT_TRUE(root.ok()) << root.status();
+    EXPECT_EQ(flatten.name(), "flatten");
+    EXPECT_EQ(first.name(), "dense");
+    EXPECT_EQ(second.name(), "dense_2");
+    EXPECT_EQ(second.variables()[0].name(), "dense_2/kernel");
+  }
 }
 
 TEST(FlattenTest, KeepsTheBatchAndMultipliesTheRest) {
