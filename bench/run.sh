@@ -2,7 +2,7 @@
 # Runs Weft's benchmarks and prints `METRIC <name> <value> <unit>` and `RATIO <name> <value>` lines
 # (a RATIO above 1 means Weft is better). Usage: bench/run.sh [executor] [matmul] [conv] [train]
 # [allreduce] [mirrored] [rpc] [cluster] [collective] [multiworker] [checkpoint] [libtorch]
-# [trace] [ps] [transformer] (all when none). `train`, `mirrored`, `conv`, `cluster`, `multiworker`, `ps` and
+# [trace] [ps] [transformer] (all of these when none) [transformer_quality] (only when named). `train`, `mirrored`, `conv`, `cluster`, `multiworker`, `ps` and
 # `transformer` need PyTorch (Debian's python3-torch) for the peer side, `collective` needs Gloo (libgloo-dev),
 # `libtorch` libtorch's C++ frontend (libtorch-dev, installed when missing). A benchmark whose Weft side is missing from the
 # build says so on stderr; the others still run, and the script then exits 1.
@@ -201,6 +201,15 @@ for name in "${names[@]}"; do
           --precision $precision >"$out/torch_ddp2_transformer_$precision.json"
       done
       python3 bench/report.py transformer "$out"
+      ;;
+    transformer_quality)
+      # W6's whole schedule (2,000 steps): Weft's validation loss beside PyTorch's float32 run of
+      # the same length (long: about an hour on 2 cores; not part of the default set).
+      build/bin/weft train --model char_transformer --json | tail -n 1 \
+        >"$out/weft_transformer_quality_fp32.json"
+      /usr/bin/python3 bench/torch_char_transformer.py --steps 2000 --threads 2 --precision fp32 \
+        --validate >"$out/torch_transformer_quality_fp32.json"
+      python3 bench/report.py transformer_quality "$out"
       ;;
     ps)
       # Parameter-server training's coordinator: empty functions per second dispatched over 2

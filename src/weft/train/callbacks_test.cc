@@ -15,20 +15,8 @@ namespace weft::train {
 namespace {
 
 using ::testing::HasSubstr;
+using train::testing::FailAtStep;
 using train::testing::Regression;
-
-// Fails Fit once the global step reaches `step`, as a process killed there would stop.
-class FailAtStep final : public Callback {
- public:
-  explicit FailAtStep(int64_t step) : step_(step) {}
-  Status OnTrainBatchEnd(Model&, const Logs& logs) override {
-    return logs.at("step") >= static_cast<double>(step_) ? Aborted("killed at step ", step_)
-                                                         : Status::OK();
-  }
-
- private:
-  int64_t step_;
-};
 
 struct TrainingRun {
   Status status;

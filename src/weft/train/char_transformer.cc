@@ -94,8 +94,10 @@ StatusOr<CharTransformer::DecodeStep> CharTransformer::AddDecodeStep(int64_t new
     step.tokens = ops::Placeholder(scope.WithOpName("tokens"), DataType::kInt32,
                                    PartialShape({-1, new_positions}));
     step.start = ops::Placeholder(scope.WithOpName("start"), DataType::kInt32, PartialShape({}));
+    // The graph loses the length of a sum with cache-dependent parts; the Dense layers need it.
+    const Tensor shape = Tensor::FromVector<int64_t>({-1, new_positions, options_.model_dim});
     Output x = (*tokens_)(scope, step.tokens);
-    x = ops::Add(scope, x, positions_->From(scope, x, step.start));
+    x = ops::Reshape(scope, ops::Add(scope, x, positions_->From(scope, x, step.start)), shape);
     const int64_t head_dim = options_.model_dim / options_.heads;
     for (size_t i = 0; i < blocks_.size(); ++i) {
       Block& block = blocks_[i];
@@ -107,9 +109,11 @@ StatusOr<CharTransformer::DecodeStep> CharTransformer::AddDecodeStep(int64_t new
           ops::Placeholder(scope.WithOpName(StrCat("past_values_", i)), DataType::kFloat, cached);
       step.past_keys.push_back(cache.keys);
       step.past_values.push_back(cache.values);
-      x = ops::Add(
-          scope, x,
-          block.attention->AttendWithCache(scope, (*block.attention_norm)(scope, x), &cache));
+      x = ops::Reshape(scope,
+                       ops::Add(scope, x,
+                                block.attention->AttendWithCache(
+                                    scope, (*block.attention_norm)(scope, x), &cache)),
+                       shape);
       x = ops::Add(scope, x,
                    (*block.mlp_out)(scope, (*block.mlp_in)(scope, (*block.mlp_norm)(scope, x))));
       step.keys.push_back(cache.keys);

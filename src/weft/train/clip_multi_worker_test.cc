@@ -50,25 +50,13 @@ int RunWorker(const std::string& config) {
     std::fprintf(stderr, "worker: %s\n", fitted.status.ToString().c_str());
     return 1;
   }
-  std::printf("predictions");
-  for (float value : fitted.predictions) std::printf(" %.9g", value);  // every digit of a float
-  std::printf("\niterations");
+  testing::PrintPredictions(fitted.predictions);
+  std::printf("iterations");
   for (const Tensor& count : fitted.iterations) {
     std::printf(" %lld", static_cast<long long>(*count.data<int64_t>()));
   }
   std::printf("\n");
   return 0;
-}
-
-// The values after "predictions" in a worker's output.
-std::vector<float> PredictionsIn(const std::string& output) {
-  std::vector<float> values;
-  const size_t at = output.find("predictions ");
-  if (at == std::string::npos) return values;
-  std::istringstream line(output.substr(at + 12, output.find('\n', at) - at - 12));
-  float value;
-  while (line >> value) values.push_back(value);
-  return values;
 }
 
 void ExpectTwoWorkersLikeOneDevice(const std::string& config) {
@@ -88,7 +76,7 @@ void ExpectTwoWorkersLikeOneDevice(const std::string& config) {
     StatusOr<int> code = workers[task]->WaitForExit(kExitMs);
     ASSERT_TRUE(code.ok()) << code.status();
     ASSERT_EQ(*code, 0) << "worker " << task << ":\n" << workers[task]->output();
-    predictions.push_back(PredictionsIn(workers[task]->output()));
+    predictions.push_back(testing::PredictionsIn(workers[task]->output()));
     ASSERT_FALSE(predictions.back().empty()) << workers[task]->output();
     if (ConfigNamed(config).schedule) {
       EXPECT_THAT(workers[task]->output(), ::testing::HasSubstr("iterations 20\n"));

@@ -53,21 +53,9 @@ int RunWorker() {
     std::fprintf(stderr, "worker: %s\n", trained.status.ToString().c_str());
     return 1;
   }
-  std::printf("predictions");
-  for (float value : trained.predictions) std::printf(" %.9g", value);  // every digit of a float
-  std::printf("\nsaves %lld\n", static_cast<long long>(checkpoint.saves()));
+  testing::PrintPredictions(trained.predictions);
+  std::printf("saves %lld\n", static_cast<long long>(checkpoint.saves()));
   return 0;
-}
-
-// The values after "predictions" in a worker's output.
-std::vector<float> PredictionsIn(const std::string& output) {
-  std::vector<float> values;
-  const size_t at = output.find("predictions ");
-  if (at == std::string::npos) return values;
-  std::istringstream line(output.substr(at + 12, output.find('\n', at) - at - 12));
-  float value;
-  while (line >> value) values.push_back(value);
-  return values;
 }
 
 TEST(ModelMultiWorkerTest, FitTrainsTwoWorkersAsTwoMirroredReplicasOfOneProcess) {
@@ -88,7 +76,7 @@ TEST(ModelMultiWorkerTest, FitTrainsTwoWorkersAsTwoMirroredReplicasOfOneProcess)
     StatusOr<int> code = workers[task]->WaitForExit(kExitMs);
     ASSERT_TRUE(code.ok()) << code.status();
     ASSERT_EQ(*code, 0) << "worker " << task << ":\n" << workers[task]->output();
-    predictions.push_back(PredictionsIn(workers[task]->output()));
+    predictions.push_back(testing::PredictionsIn(workers[task]->output()));
     ASSERT_FALSE(predictions.back().empty()) << workers[task]->output();
   }
   EXPECT_EQ(predictions[0], predictions[1]);

@@ -24,6 +24,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using train::testing::Classes;
+using train::testing::FailAtStep;
 using train::testing::Mirrored;
 using train::testing::Regression;
 using train::testing::TrainClassifier;
@@ -264,19 +265,6 @@ TEST(CallbacksTest, ACallbackThatCannotDoItsJobFailsFitNamingWhy) {
   ASSERT_FALSE(stopped.ok());
   EXPECT_THAT(stopped.status().message(), HasSubstr("no 'val_accuracy'"));
 }
-
-// Fails Fit once the global step reaches `step`, as a process killed there would stop.
-class FailAtStep final : public Callback {
- public:
-  explicit FailAtStep(int64_t step) : step_(step) {}
-  Status OnTrainBatchEnd(Model&, const Logs& logs) override {
-    return logs.at("step") >= static_cast<double>(step_) ? Aborted("killed at step ", step_)
-                                                         : Status::OK();
-  }
-
- private:
-  int64_t step_;
-};
 
 TEST(ModelCheckpointTest, AKilledFitResumesAndEndsAsAnUninterruptedOneOnAnyReplicaCount) {
   TrainedClassifier uninterrupted = TrainClassifier(nullptr, {});

@@ -8,11 +8,13 @@
 
 #include "weft/io/testing/io_test_util.h"
 #include "weft/testing/tensor_matchers.h"
+#include "weft/train/testing/model_test_util.h"
 #include "weft/train/testing/optimizer_test_util.h"
 
 namespace weft::train {
 namespace {
 
+using testing::FailAtStep;
 using testing::FitClassifier;
 using testing::FitResult;
 using ::testing::HasSubstr;
@@ -63,19 +65,6 @@ TEST(ScheduledFitTest, TwoMirroredReplicasUnrolledTrainAsOneDevice) {
   ASSERT_EQ(two.hidden_kernel.size(), 2u);
   EXPECT_TENSOR_EQ(two.hidden_kernel[1], two.hidden_kernel[0]);
 }
-
-// Fails Fit once the global step reaches `step`, as a process killed there would stop.
-class FailAtStep final : public Callback {
- public:
-  explicit FailAtStep(int64_t step) : step_(step) {}
-  Status OnTrainBatchEnd(Model&, const Logs& logs) override {
-    return logs.at("step") >= static_cast<double>(step_) ? Aborted("killed at step ", step_)
-                                                         : Status::OK();
-  }
-
- private:
-  int64_t step_;
-};
 
 TEST(ScheduledFitTest, AResumedRunContinuesTheSchedule) {
   const FitResult uninterrupted = FitClassifier(nullptr, kW6Like);

@@ -70,7 +70,7 @@ StatusOr<std::unique_ptr<CharTransformer>> LoadCharTransformer(const std::string
                                       SparseCategoricalCrossentropy(/*from_logits=*/true)));
   WEFT_RETURN_IF_ERROR(model->LoadWeights(checkpoint_dir + "/" + index->latest));
   WEFT_RETURN_IF_ERROR(
-      model->Build(InputSpec{PartialShape({-1, model->options().context}), DataType::kInt32}));
+      model->Build(InputSpec{PartialShape({model->options().context}), DataType::kInt32}));
   return model;
 }
 

@@ -113,77 +113,55 @@ class ApplyAdagradOp final : public OpKernel {
 //   v += (grad^2 - v) * (1 - beta2)
 //   var -= lr_t * m / (sqrt(v) + epsilon)                                   (plain)
 //   var -= lr_t * (m * beta1 + (1 - beta1) * grad) / (sqrt(v) + epsilon)    (Nesterov)
-template <typename T>
+// ResourceApplyAdamW: ResourceApplyAdam's inputs (no use_nesterov) with weight_decay before grad:
+//   m, v as above
+//   var -= lr * weight_decay * var + lr_t * m / (sqrt(v) + epsilon)
+// The decay is taken from var before the step: the reference's AdamW decays var first and then
+// applies Adam, whose step does not read var, so this one pass gives the same result.
+template <typename T, bool kDecoupledDecay>
 class ApplyAdamOp final : public OpKernel {
  public:
   explicit ApplyAdamOp(OpKernelConstruction* context) : OpKernel(context) {
-    context->SetStatus(context->GetAttr("use_nesterov", &use_nesterov_));
+    if (!kDecoupledDecay) context->SetStatus(context->GetAttr("use_nesterov", &use_nesterov_));
   }
 
   Status Compute(OpKernelContext* context) override {
     WEFT_ASSIGN_OR_RETURN(const AdamHyperparameters<T> h, AdamHyperparameters<T>::Read(context));
     const T beta1 = h.beta1, beta2 = h.beta2, epsilon = h.epsilon, lr_t = h.lr_t;
-    const Tensor& grad = context->input(9);
+    T decay = 0;
+    if (kDecoupledDecay) {
+      WEFT_ASSIGN_OR_RETURN(const T lr, ScalarInput<T>(context, 5, "lr"));
+      WEFT_ASSIGN_OR_RETURN(const T weight_decay, ScalarInput<T>(context, 9, "weight_decay"));
+      decay = lr * weight_decay;
+    }
+    const Tensor& grad = context->input(kDecoupledDecay ? 10 : 9);
     std::vector<std::shared_ptr<Var>> vars;
     std::unique_ptr<VarLocks> locks;
     WEFT_RETURN_IF_ERROR(PrepareVars<T>(context, {"var", "m", "v"}, grad, &vars, &locks));
     Tensor* var = vars[0]->tensor();
     Tensor* m = vars[1]->tensor();
     Tensor* v = vars[2]->tensor();
-    ForShards(context, var->NumElements(), 20, [&](int64_t begin, int64_t end) {
-      auto w = Range<T>(var, begin, end);
-      auto m_r = Range<T>(m, begin, end);
-      auto v_r = Range<T>(v, begin, end);
-      auto g = Range<T>(grad, begin, end);
-      m_r += (g - m_r) * (T(1) - beta1);
-      v_r += (g.square() - v_r) * (T(1) - beta2);
-      if (use_nesterov_) {
-        w -= (m_r * beta1 + g * (T(1) - beta1)) * lr_t / (v_r.sqrt() + epsilon);
-      } else {
-        w -= m_r * lr_t / (v_r.sqrt() + epsilon);
-      }
-    });
+    ForShards(context, var->NumElements(), kDecoupledDecay ? 22 : 20,
+              [&](int64_t begin, int64_t end) {
+                auto w = Range<T>(var, begin, end);
+                auto m_r = Range<T>(m, begin, end);
+                auto v_r = Range<T>(v, begin, end);
+                auto g = Range<T>(grad, begin, end);
+                m_r += (g - m_r) * (T(1) - beta1);
+                v_r += (g.square() - v_r) * (T(1) - beta2);
+                if (kDecoupledDecay) {
+                  w -= w * decay + m_r * lr_t / (v_r.sqrt() + epsilon);
+                } else if (use_nesterov_) {
+                  w -= (m_r * beta1 + g * (T(1) - beta1)) * lr_t / (v_r.sqrt() + epsilon);
+                } else {
+                  w -= m_r * lr_t / (v_r.sqrt() + epsilon);
+                }
+              });
     return Status::OK();
   }
 
  private:
   bool use_nesterov_ = false;
-};
-
-// ResourceApplyAdam's inputs (no use_nesterov), with weight_decay before grad:
-//   m, v as ResourceApplyAdam
-//   var -= lr * weight_decay * var + lr_t * m / (sqrt(v) + epsilon)
-// The decay is taken from var before the step: the reference's AdamW decays var first and then
-// applies Adam, whose step does not read var, so this one pass gives the same result.
-template <typename T>
-class ApplyAdamWOp final : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-
-  Status Compute(OpKernelContext* context) override {
-    WEFT_ASSIGN_OR_RETURN(const AdamHyperparameters<T> h, AdamHyperparameters<T>::Read(context));
-    const T beta1 = h.beta1, beta2 = h.beta2, epsilon = h.epsilon, lr_t = h.lr_t;
-    WEFT_ASSIGN_OR_RETURN(const T lr, ScalarInput<T>(context, 5, "lr"));
-    WEFT_ASSIGN_OR_RETURN(const T weight_decay, ScalarInput<T>(context, 9, "weight_decay"));
-    const T decay = lr * weight_decay;
-    const Tensor& grad = context->input(10);
-    std::vector<std::shared_ptr<Var>> vars;
-    std::unique_ptr<VarLocks> locks;
-    WEFT_RETURN_IF_ERROR(PrepareVars<T>(context, {"var", "m", "v"}, grad, &vars, &locks));
-    Tensor* var = vars[0]->tensor();
-    Tensor* m = vars[1]->tensor();
-    Tensor* v = vars[2]->tensor();
-    ForShards(context, var->NumElements(), 22, [&](int64_t begin, int64_t end) {
-      auto w = Range<T>(var, begin, end);
-      auto m_r = Range<T>(m, begin, end);
-      auto v_r = Range<T>(v, begin, end);
-      auto g = Range<T>(grad, begin, end);
-      m_r += (g - m_r) * (T(1) - beta1);
-      v_r += (g.square() - v_r) * (T(1) - beta2);
-      w -= w * decay + m_r * lr_t / (v_r.sqrt() + epsilon);
-    });
-    return Status::OK();
-  }
 };
 
 template <typename T>
@@ -194,8 +172,10 @@ void RegisterForType(KernelRegistry& registry) {
       KernelDef("ResourceApplyMomentum", "CPU").TypeConstraint<T>("T"));
   registry.Register<ApplyAdagradOp<T>>(
       KernelDef("ResourceApplyAdagradV2", "CPU").TypeConstraint<T>("T"));
-  registry.Register<ApplyAdamOp<T>>(KernelDef("ResourceApplyAdam", "CPU").TypeConstraint<T>("T"));
-  registry.Register<ApplyAdamWOp<T>>(KernelDef("ResourceApplyAdamW", "CPU").TypeConstraint<T>("T"));
+  registry.Register<ApplyAdamOp<T, false>>(
+      KernelDef("ResourceApplyAdam", "CPU").TypeConstraint<T>("T"));
+  registry.Register<ApplyAdamOp<T, true>>(
+      KernelDef("ResourceApplyAdamW", "CPU").TypeConstraint<T>("T"));
 }
 
 }  // namespace

@@ -3,7 +3,9 @@
 // model_multi_worker_test). Test-only.
 #pragma once
 
+#include <cstdio>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,36 @@
 #include "weft/train/model.h"
 
 namespace weft::train::testing {
+
+// Fails Fit once the global step reaches `step`, as a process killed there would stop.
+class FailAtStep final : public Callback {
+ public:
+  explicit FailAtStep(int64_t step) : step_(step) {}
+  Status OnTrainBatchEnd(Model&, const Logs& logs) override {
+    return logs.at("step") >= static_cast<double>(step_) ? Aborted("killed at step ", step_)
+                                                         : Status::OK();
+  }
+
+ private:
+  int64_t step_;
+};
+
+// A worker process's predictions as one line "predictions v1 v2 ..." (every digit of a float), and
+// those values read back from its output (multi-worker tests compare workers bitwise).
+inline void PrintPredictions(const std::vector<float>& predictions) {
+  std::printf("predictions");
+  for (float value : predictions) std::printf(" %.9g", value);
+  std::printf("\n");
+}
+inline std::vector<float> PredictionsIn(const std::string& output) {
+  std::vector<float> values;
+  const size_t at = output.find("predictions ");
+  if (at == std::string::npos) return values;
+  std::istringstream line(output.substr(at + 12, output.find('\n', at) - at - 12));
+  float value;
+  while (line >> value) values.push_back(value);
+  return values;
+}
 
 // y = 3 x0 - 2 x1 + 1 over `n` points, in batches of `batch`.
 inline data::Dataset Regression(int64_t n, int64_t batch) {
