@@ -49,7 +49,10 @@ StatusOr<std::shared_ptr<CollectiveGroup>> CollectiveGroup::Create(Options optio
     group->task_addresses_.push_back(
         address == member.transport_addresses().end() ? std::string() : address->second);
   }
-  if (group->spans_tasks()) group->thread_ = std::thread([raw = group.get()] { raw->Loop(); });
+  if (group->spans_tasks()) {
+    group->thread_ =
+        std::thread([raw = group.get(), destroyed = group->destroyed_] { raw->Loop(*destroyed); });
+  }
   return group;
 }
 
@@ -73,7 +76,15 @@ CollectiveGroup::~CollectiveGroup() {
     queued.done(
         Cancelled(queued.identity.label, ": collective group ", group_key_, " was shut down"));
   }
-  if (thread_.joinable()) thread_.join();
+  destroyed_->store(true, std::memory_order_release);
+  if (thread_.get_id() == std::this_thread::get_id()) {
+    // The last owner let go inside a completion that this group's own thread ran (a worker
+    // session ending with its last step): a thread cannot join itself. It sees `destroyed_` once
+    // the completion returns and ends without touching the group again.
+    thread_.detach();
+  } else if (thread_.joinable()) {
+    thread_.join();
+  }
 }
 
 void CollectiveGroup::EnqueueAsync(int64_t instance_key, std::string label, Op op,
@@ -145,7 +156,7 @@ Status CollectiveGroup::MakeTransport() {
   return Status::OK();
 }
 
-void CollectiveGroup::Loop() {
+void CollectiveGroup::Loop(const std::atomic<bool>& destroyed) {
   bool connected = false;
   while (true) {
     Queued next;
@@ -174,6 +185,7 @@ void CollectiveGroup::Loop() {
       StartAbort(status);
     }
     next.done(status);
+    if (destroyed.load(std::memory_order_acquire)) return;  // the completion destroyed the group
   }
 }
 

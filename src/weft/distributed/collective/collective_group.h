@@ -10,6 +10,7 @@
 // first error. Thread-safe.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -77,7 +78,8 @@ class CollectiveGroup {
     StatusCallback done;
   };
   explicit CollectiveGroup(Options options);
-  void Loop();
+  // Runs the queued operations in order until the group stops or a completion destroys it.
+  void Loop(const std::atomic<bool>& destroyed);
   Status MakeTransport();
 
   Options options_;
@@ -99,6 +101,9 @@ class CollectiveGroup {
   // Set once by the group's thread; StartAbort reaches a blocked operation through it.
   std::shared_ptr<CollectiveTransport> transport_ WEFT_GUARDED_BY(mu_);
   std::thread thread_;
+  // Set by the destructor; shared with the thread, which may outlive the group when a completion it
+  // ran destroyed the group (see ~CollectiveGroup).
+  std::shared_ptr<std::atomic<bool>> destroyed_ = std::make_shared<std::atomic<bool>>(false);
 };
 
 }  // namespace weft
