@@ -1,5 +1,5 @@
-// The workloads `weft train` trains (docs/transformers.md for W6): W1 and W2, the MLP and the CNN on
-// Fashion-MNIST, and W6, the character transformer on the `fortunes` corpus. Each comes with its
+// The workloads `weft train` trains (docs/transformers.md for W6): W1 and W2, the MLP and the CNN
+// on Fashion-MNIST, and W6, the character transformer on the `fortunes` corpus. Each comes with its
 // model, its training batches, its optimizer and how the trained model is judged, so Train
 // (train_loop.h) runs every one through the same Compile and Fit. Stateless functions.
 #pragma once
