@@ -14,11 +14,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "weft/distribute/multi_worker_mirrored_strategy.h"
-#include "weft/distributed/cluster/cluster_resolver.h"
-#include "weft/distributed/rpc/grpc_server.h"
 #include "weft/testing/child_process.h"
 #include "weft/testing/server_process.h"
+#include "weft/train/testing/multi_worker_test_util.h"
 #include "weft/train/testing/optimizer_test_util.h"
 
 namespace weft::train {
@@ -34,13 +32,8 @@ testing::OptimizerConfig ConfigNamed(const std::string& name) {
 
 // The worker's side: fits, then prints "predictions v0 v1 ..." and "iterations N".
 int RunWorker(const std::string& config) {
-  RegisterGrpcServerFactory();
-  StatusOr<ResolvedCluster> cluster = ResolveCluster(ProcessEnvironment());
   StatusOr<std::unique_ptr<distribute::MultiWorkerMirroredStrategy>> strategy =
-      cluster.ok()
-          ? distribute::MultiWorkerMirroredStrategy::Create(
-                {.server = cluster->config, .collective_timeout = std::chrono::minutes(2)})
-          : StatusOr<std::unique_ptr<distribute::MultiWorkerMirroredStrategy>>(cluster.status());
+      testing::WorkerStrategyFromEnvironment();
   if (!strategy.ok()) {
     std::fprintf(stderr, "worker: %s\n", strategy.status().ToString().c_str());
     return 1;

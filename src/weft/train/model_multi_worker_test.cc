@@ -14,14 +14,12 @@
 #include <gtest/gtest.h>
 
 #include "weft/core/str_util.h"
-#include "weft/distribute/multi_worker_mirrored_strategy.h"
-#include "weft/distributed/cluster/cluster_resolver.h"
-#include "weft/distributed/rpc/grpc_server.h"
 #include "weft/io/durable_file.h"
 #include "weft/io/testing/io_test_util.h"
 #include "weft/testing/child_process.h"
 #include "weft/testing/server_process.h"
 #include "weft/train/testing/model_test_util.h"
+#include "weft/train/testing/multi_worker_test_util.h"
 
 namespace weft::train {
 namespace {
@@ -32,13 +30,8 @@ constexpr int64_t kExitMs = 180000;
 
 // The worker's side: trains, then prints "predictions v0 v1 ..." and the checkpoints it saved.
 int RunWorker() {
-  RegisterGrpcServerFactory();
-  StatusOr<ResolvedCluster> cluster = ResolveCluster(ProcessEnvironment());
   StatusOr<std::unique_ptr<distribute::MultiWorkerMirroredStrategy>> strategy =
-      cluster.ok()
-          ? distribute::MultiWorkerMirroredStrategy::Create(
-                {.server = cluster->config, .collective_timeout = std::chrono::minutes(2)})
-          : StatusOr<std::unique_ptr<distribute::MultiWorkerMirroredStrategy>>(cluster.status());
+      testing::WorkerStrategyFromEnvironment();
   if (!strategy.ok()) {
     std::fprintf(stderr, "worker: %s\n", strategy.status().ToString().c_str());
     return 1;
