@@ -88,6 +88,9 @@ StatusOr<CharTransformer::DecodeStep> CharTransformer::AddDecodeStep(int64_t new
     return InvalidArgument("a decoding step takes 1 to ", options_.context, " new positions, not ",
                            new_positions);
   }
+  if (auto found = decode_steps_.find(new_positions); found != decode_steps_.end()) {
+    return found->second;
+  }
   DecodeStep step;
   WEFT_RETURN_IF_ERROR(AddToGraph([&](const Scope& root) -> Status {
     Scope scope = root.NewSubScope(StrCat("decode_", new_positions));
@@ -122,6 +125,7 @@ StatusOr<CharTransformer::DecodeStep> CharTransformer::AddDecodeStep(int64_t new
     step.logits = (*head_)(scope, (*final_norm_)(scope, x));
     return scope.status();
   }));
+  decode_steps_.emplace(new_positions, step);
   return step;
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -38,7 +39,8 @@ class CharTransformer final : public Model {
 
   // The graph of one decoding step with a key/value cache, for generation: `new_positions` new
   // tokens after the positions the cache holds. Added to the model's graph beside its own (the
-  // model must be built: Build, Fit or Evaluate), reading its variables.
+  // model must be built: Build, Fit or Evaluate), reading its variables; once per length, later
+  // calls return the same step.
   struct DecodeStep {
     Output tokens;                     // Placeholder int32 [batch, new_positions]
     Output start;                      // Placeholder int32 []: the first new position
@@ -67,6 +69,7 @@ class CharTransformer final : public Model {
   std::vector<Block> blocks_;
   std::unique_ptr<LayerNormalization> final_norm_;
   std::unique_ptr<Dense> head_;
+  std::map<int64_t, DecodeStep> decode_steps_;  // AddDecodeStep's, by new_positions
 };
 
 }  // namespace weft::train
