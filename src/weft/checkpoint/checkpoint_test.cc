@@ -96,6 +96,41 @@ TEST(CheckpointTest, PythonAndNumpyReadACheckpointShard) {
   EXPECT_THAT(*output, HasSubstr("global_step I64 [] 3.0 "));
 }
 
+// A mixed-precision model's bfloat16 variable: saved as safetensors BF16, read by NumPy (widened to
+// float32), and restored on one device and on two.
+TEST(CheckpointTest, BFloat16VariablesSaveRestoreAndReadInNumpy) {
+  const std::vector<TestVariableSpec> specs = {
+      {"half/kernel", TensorShape({3, 4}), DataType::kBFloat16},
+      {"half/bias", TensorShape({4}), DataType::kFloat}};
+  io::testing::TempDir dir;
+  StatusOr<TestModel> model = BuildTestModel(1, specs);
+  ASSERT_TRUE(model.ok()) << model.status();
+  SetEvery(*model, 3);
+  ASSERT_TRUE(
+      model->checkpoint->Save(*model->session, dir.File("c"), 3, {{"global_step", 3}}).ok());
+  StatusOr<io::CheckpointManifest> manifest = io::CheckpointManifest::Read(dir.File("c"));
+  ASSERT_TRUE(manifest.ok()) << manifest.status();
+  EXPECT_EQ(manifest->tensors.at("half/kernel").dtype, DataType::kBFloat16);
+  StatusOr<std::string> output =
+      io::testing::RunPythonReader(WEFT_SOURCE_DIR, dir.File("c/shard-00000-of-00001.safetensors"));
+  ASSERT_TRUE(output.ok()) << output.status();
+  EXPECT_THAT(*output,
+              HasSubstr(StrCat("half/kernel BF16 [3,4] 36.0 ",
+                               io::Crc32cToHex(manifest->tensors.at("half/kernel").crc32c))))
+      << *output;
+
+  for (int devices : {1, 2}) {
+    SCOPED_TRACE(StrCat(devices, " devices"));
+    StatusOr<TestModel> other = BuildTestModel(devices, specs);
+    ASSERT_TRUE(other.ok()) << other.status();
+    SetEvery(*other, 5);
+    StatusOr<RestoredCheckpoint> restored =
+        other->checkpoint->Restore(*other->session, dir.File("c"));
+    ASSERT_TRUE(restored.ok()) << restored.status();
+    ExpectAll(*other, 3);
+  }
+}
+
 TEST(CheckpointTest, RestoresAcrossReplicaCounts) {
   io::testing::TempDir dir;
   TestModel two = BuildModel(2);

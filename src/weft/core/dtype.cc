@@ -16,6 +16,8 @@ size_t DataTypeSize(DataType type) {
       return 8;
     case DataType::kBool:
       return 1;
+    case DataType::kBFloat16:
+      return 2;
     case DataType::kResource:
       return 8;
     case DataType::kInvalid:
@@ -38,6 +40,8 @@ std::string_view DataTypeName(DataType type) {
       return "int64";
     case DataType::kBool:
       return "bool";
+    case DataType::kBFloat16:
+      return "bfloat16";
     case DataType::kResource:
       return "resource";
     case DataType::kInvalid:
@@ -47,12 +51,14 @@ std::string_view DataTypeName(DataType type) {
 }
 
 DataType DataTypeFromName(std::string_view name) {
-  for (DataType type : {DataType::kFloat, DataType::kDouble, DataType::kInt32, DataType::kUInt8,
-                        DataType::kInt64, DataType::kBool, DataType::kResource}) {
+  for (DataType type :
+       {DataType::kFloat, DataType::kDouble, DataType::kInt32, DataType::kUInt8, DataType::kInt64,
+        DataType::kBool, DataType::kBFloat16, DataType::kResource}) {
     if (name == DataTypeName(type)) return type;
   }
   if (name == "float") return DataType::kFloat;
   if (name == "double") return DataType::kDouble;
+  if (name == "bf16") return DataType::kBFloat16;
   return DataType::kInvalid;
 }
 
@@ -64,6 +70,7 @@ bool IsValidDataType(int value) {
     case DataType::kUInt8:
     case DataType::kInt64:
     case DataType::kBool:
+    case DataType::kBFloat16:
     case DataType::kResource:
       return true;
     case DataType::kInvalid:

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "weft/core/bfloat16.h"
+
 namespace weft {
 
 enum class DataType : int {
@@ -17,14 +19,15 @@ enum class DataType : int {
   kUInt8 = 4,
   kInt64 = 9,
   kBool = 10,
+  kBFloat16 = 14,  // weft::bfloat16 (bfloat16.h)
   kResource = 20,  // a handle to a per-device resource such as a variable
 };
 
 // Bytes per element; 0 for kInvalid.
 size_t DataTypeSize(DataType type);
-// "float32", "float64", "int32", "uint8", "int64", "bool", "resource", "invalid".
+// "float32", "float64", "int32", "uint8", "int64", "bool", "bfloat16", "resource", "invalid".
 std::string_view DataTypeName(DataType type);
-// Parses a DataTypeName (also accepts "float" and "double"); kInvalid when unknown.
+// Parses a DataTypeName (also accepts "float", "double" and "bf16"); kInvalid when unknown.
 DataType DataTypeFromName(std::string_view name);
 bool IsValidDataType(int value);
 
@@ -55,9 +58,15 @@ template <>
 struct DataTypeToEnum<bool> {
   static constexpr DataType value = DataType::kBool;
 };
+template <>
+struct DataTypeToEnum<bfloat16> {
+  static constexpr DataType value = DataType::kBFloat16;
+};
 
 // Calls fn.template operator()<T>() with the C++ type for `type`; returns false for types without
-// a numeric C++ type (kInvalid, kResource). Lets kernels dispatch on dtype in one place.
+// a numeric C++ type (kInvalid, kResource). Lets kernels dispatch on dtype in one place. `fn` must
+// compile for weft::bfloat16 too, which converts only explicitly (static_cast to and from float32,
+// and through it to any arithmetic type) and has no arithmetic of its own.
 template <typename Fn>
 bool VisitNumericType(DataType type, Fn&& fn) {
   switch (type) {
@@ -78,6 +87,9 @@ bool VisitNumericType(DataType type, Fn&& fn) {
       return true;
     case DataType::kBool:
       fn.template operator()<bool>();
+      return true;
+    case DataType::kBFloat16:
+      fn.template operator()<bfloat16>();
       return true;
     default:
       return false;

@@ -31,6 +31,8 @@ void AppendValues(const Tensor& t, int64_t count, std::string* out) {
     if (i > 0) out->push_back(' ');
     if constexpr (std::is_same_v<T, uint8_t> || std::is_same_v<T, bool>) {
       *out += std::to_string(static_cast<int>(values[i]));
+    } else if constexpr (std::is_same_v<T, bfloat16>) {
+      *out += StrCat(static_cast<float>(values[i]));
     } else {
       *out += StrCat(values[i]);
     }

@@ -1,5 +1,8 @@
 #include "weft/framework/tensor_proto_util.h"
 
+#include <cstdint>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 namespace weft {
@@ -10,13 +13,28 @@ TEST(TensorProtoTest, RoundTripsEveryDtype) {
   Tensor i = Tensor::FromVector<int64_t>({1, 2, 3});
   Tensor b = Tensor::FromVector<bool>({true, false});
   Tensor u = Tensor::FromVector<uint8_t>({0, 255});
-  for (const Tensor& t : {f, i, b, u}) {
+  Tensor h =
+      Tensor::FromVector<bfloat16>({bfloat16(0.1f), bfloat16(-3.0f), bfloat16::FromBits(0x7fc1)});
+  for (const Tensor& t : {f, i, b, u, h}) {
     StatusOr<Tensor> back = TensorFromProto(ToProto(t));
     ASSERT_TRUE(back.ok()) << back.status();
     EXPECT_EQ(back->dtype(), t.dtype());
     EXPECT_EQ(back->shape(), t.shape());
     EXPECT_EQ(back->DebugString(), t.DebugString());
   }
+}
+
+TEST(TensorProtoTest, BFloat16TravelsBitForBit) {
+  EXPECT_EQ(ToProto(DataType::kBFloat16), proto::DT_BFLOAT16);
+  const std::vector<uint16_t> bits = {0x3dcd, 0xc040, 0x7fc1, 0x0001, 0x8000};
+  Tensor t(DataType::kBFloat16, TensorShape({5}));
+  for (size_t i = 0; i < bits.size(); ++i) t.data<bfloat16>()[i] = bfloat16::FromBits(bits[i]);
+  proto::TensorProto p = ToProto(t);
+  EXPECT_EQ(p.tensor_content().size(), 10u);
+  StatusOr<Tensor> back = TensorFromProto(p);
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->dtype(), DataType::kBFloat16);
+  for (size_t i = 0; i < bits.size(); ++i) EXPECT_EQ(back->data<bfloat16>()[i].bits, bits[i]);
 }
 
 TEST(TensorProtoTest, RejectsContentOfTheWrongLength) {

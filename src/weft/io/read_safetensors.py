@@ -8,7 +8,8 @@ Prints one line per tensor, in data order:
     name dtype shape sum crc32c_hex
 where shape is "[d0,d1,...]", sum is repr() of the elements' float64 sum, and crc32c_hex is the
 CRC32C of the tensor's bytes (from the crc32c module, not from the file's metadata), as 8
-lower-case hex digits. Exits non-zero with a message on any problem.
+lower-case hex digits. BF16 tensors are widened to float32 first (NumPy has no bfloat16). Exits
+non-zero with a message on any problem.
 """
 import json
 import struct
@@ -34,6 +35,16 @@ NUMPY_DTYPES = {
 }
 
 
+def to_array(dtype, raw, shape):
+    """The tensor's elements as a NumPy array; BF16 widened to float32."""
+    if dtype == "BF16":
+        # NumPy has no bfloat16. A bfloat16 is the upper half of a float32, so widening is exact:
+        # shift the 16 bits into the top of a 32-bit word and read that as float32.
+        words = numpy.frombuffer(raw, dtype="<u2").astype("<u4") << numpy.uint32(16)
+        return words.view("<f4").reshape(shape)
+    return numpy.frombuffer(raw, dtype=NUMPY_DTYPES[dtype]).reshape(shape)
+
+
 def main(argv):
     if len(argv) != 2:
         sys.exit("usage: read_safetensors.py FILE")
@@ -55,7 +66,7 @@ def main(argv):
         raw = data[data_start + begin:data_start + end]
         if len(raw) != end - begin:
             sys.exit(f"{path}: tensor {name} is truncated")
-        array = numpy.frombuffer(raw, dtype=NUMPY_DTYPES[entry["dtype"]]).reshape(entry["shape"])
+        array = to_array(entry["dtype"], raw, entry["shape"])
         total = float(numpy.sum(array, dtype=numpy.float64))
         shape = "[" + ",".join(str(d) for d in array.shape) + "]"
         print(f"{name} {entry['dtype']} {shape} {total!r} {crc32c.crc32c(raw):08x}")

@@ -35,8 +35,13 @@ constexpr std::string_view kMetadataKey = "__metadata__";
 constexpr std::string_view kCrcPrefix = "crc32c/";
 constexpr size_t kMaxReadBytes = size_t{1} << 30;
 
-constexpr DataType kSupportedTypes[] = {DataType::kFloat, DataType::kDouble, DataType::kInt32,
-                                        DataType::kInt64, DataType::kUInt8,  DataType::kBool};
+// The dtypes Weft reads and writes, by their safetensors names. BF16 is the upper half of a
+// float32, as weft::bfloat16 stores it.
+constexpr std::pair<DataType, std::string_view> kDtypeNames[] = {
+    {DataType::kFloat, "F32"},    {DataType::kDouble, "F64"}, {DataType::kInt32, "I32"},
+    {DataType::kInt64, "I64"},    {DataType::kUInt8, "U8"},   {DataType::kBool, "BOOL"},
+    {DataType::kBFloat16, "BF16"}};
+constexpr std::string_view kDtypeList = "F32, F64, I32, I64, U8, BOOL, BF16";
 
 std::string Quoted(std::string_view name) { return StrCat("'", name, "'"); }
 
@@ -155,7 +160,7 @@ StatusOr<SafetensorsEntry> ParseTensorEntry(const std::string& name, const Json&
   entry.dtype = DataTypeFromSafetensorsName(dtype_name);
   if (entry.dtype == DataType::kInvalid) {
     return DataLoss(tensor, " has dtype ", Quoted(dtype_name.substr(0, 32)),
-                    ", which Weft does not read (it reads F32, F64, I32, I64, U8, BOOL)");
+                    ", which Weft does not read (it reads ", kDtypeList, ")");
   }
   const auto shape = value.find("shape");
   std::string why;
@@ -286,29 +291,16 @@ uint64_t CurrentFileBytes(int fd, uint64_t fallback) {
 }  // namespace
 
 StatusOr<std::string> SafetensorsDtypeName(DataType dtype) {
-  switch (dtype) {
-    case DataType::kFloat:
-      return std::string("F32");
-    case DataType::kDouble:
-      return std::string("F64");
-    case DataType::kInt32:
-      return std::string("I32");
-    case DataType::kInt64:
-      return std::string("I64");
-    case DataType::kUInt8:
-      return std::string("U8");
-    case DataType::kBool:
-      return std::string("BOOL");
-    default:
-      return InvalidArgument("dtype ", DataTypeName(dtype),
-                             " has no safetensors name (Weft writes F32, F64, I32, I64, U8, BOOL)");
+  for (const auto& [known, name] : kDtypeNames) {
+    if (known == dtype) return std::string(name);
   }
+  return InvalidArgument("dtype ", DataTypeName(dtype), " has no safetensors name (Weft writes ",
+                         kDtypeList, ")");
 }
 
 DataType DataTypeFromSafetensorsName(std::string_view name) {
-  for (DataType dtype : kSupportedTypes) {
-    StatusOr<std::string> known = SafetensorsDtypeName(dtype);
-    if (known.ok() && *known == name) return dtype;
+  for (const auto& [dtype, known] : kDtypeNames) {
+    if (known == name) return dtype;
   }
   return DataType::kInvalid;
 }

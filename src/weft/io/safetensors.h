@@ -2,7 +2,7 @@
 // header length N, N bytes of JSON header (padded with spaces to a multiple of 8), then the tensor
 // bytes. The header maps each tensor name to {"dtype", "shape", "data_offsets": [begin, end]}
 // (offsets into the bytes after the header; tensors packed in order without holes) and may hold
-// "__metadata__", a map of strings. Dtypes: F32, F64, I32, I64, U8, BOOL; data little-endian,
+// "__metadata__", a map of strings. Dtypes: F32, F64, I32, I64, U8, BOOL, BF16; data little-endian,
 // row-major. Weft adds one metadata entry per tensor, "crc32c/<name>": the CRC32C of its bytes as
 // 8 lower-case hex digits, checked on every read.
 //
@@ -26,7 +26,7 @@
 
 namespace weft::io {
 
-// "F32", "F64", "I32", "I64", "U8", "BOOL"; InvalidArgument for other dtypes.
+// "F32", "F64", "I32", "I64", "U8", "BOOL", "BF16"; InvalidArgument for other dtypes.
 StatusOr<std::string> SafetensorsDtypeName(DataType dtype);
 // The inverse; kInvalid for a name Weft does not read.
 DataType DataTypeFromSafetensorsName(std::string_view name);

@@ -55,6 +55,8 @@ Named AllKinds() {
     tensors.emplace_back("u8" + suffix, Filled<uint8_t>(shape, [](int64_t i) { return 250 + i; }));
     tensors.emplace_back("bool" + suffix,
                          Filled<bool>(shape, [](int64_t i) { return i % 3 != 1; }));
+    tensors.emplace_back("bf16" + suffix,
+                         Filled<bfloat16>(shape, [](int64_t i) { return i * 0.1 - 3; }));
   }
   return tensors;
 }
@@ -391,6 +393,7 @@ TEST(SafetensorsTest, PythonNumpyReadsTheFile) {
       {"i64", Filled<int64_t>(TensorShape({2}), [](int64_t i) { return (int64_t{1} << 40) + i; })},
       {"u8", Filled<uint8_t>(TensorShape({5}), [](int64_t i) { return 250 + i; })},
       {"bool", Filled<bool>(TensorShape({4}), [](int64_t i) { return i != 1; })},
+      {"bf16", Filled<bfloat16>(TensorShape({3, 2}), [](int64_t i) { return (i - 2) * 1024.5; })},
       {"scalar", Tensor::Scalar<float>(3.25f)},
       {"empty", Filled<double>(TensorShape({0, 3}), [](int64_t) { return 0; })}};
   StatusOr<SafetensorsFileInfo> info = WriteSafetensorsFile(path, tensors);

@@ -21,7 +21,7 @@ void RegisterMatrixOps(OpRegistry& registry);          // matrix_ops.cc: MatrixB
 
 namespace {
 
-constexpr char kDataTypes[] = "{float32, float64, int32, int64, uint8, bool}";
+constexpr char kDataTypes[] = "{float32, float64, int32, int64, uint8, bool, bfloat16}";
 
 // The elements of a constant int32 or int64 input, widened to int64.
 std::vector<int64_t> IndexValues(const Tensor& t) {

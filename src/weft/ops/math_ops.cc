@@ -182,7 +182,7 @@ void RegisterBatchMatMulOp(OpRegistry& registry) {
           .Output("output: T")
           .Attr("adj_x: bool = false")
           .Attr("adj_y: bool = false")
-          .Attr("T: {float32, float64, int32, int64}")
+          .Attr("T: {float32, float64, int32, int64, bfloat16}")
           .SetShapeFn(BatchMatMulV2Shape)
           .Doc("Matrix product of each matrix (last two dims) of x and y, each optionally "
                "transposed; the batch dims broadcast."));
@@ -251,9 +251,10 @@ void RegisterMathOps(OpRegistry& registry) {
                              .Output("product: T")
                              .Attr("transpose_a: bool = false")
                              .Attr("transpose_b: bool = false")
-                             .Attr("T: {float32, float64, int32, int64}")
+                             .Attr("T: {float32, float64, int32, int64, bfloat16}")
                              .SetShapeFn(MatMulShape)
-                             .Doc("Matrix product of a and b, each optionally transposed."));
+                             .Doc("Matrix product of a and b, each optionally transposed (bfloat16 "
+                                  "accumulates in float32)."));
   RegisterBatchMatMulOp(registry);
   // What graph/fuse_ops.h makes of MatMul -> BiasAdd (-> Relu) inside one partition.
   registry.RegisterOrDie(OpDefBuilder("_FusedMatMul")
@@ -271,8 +272,8 @@ void RegisterMathOps(OpRegistry& registry) {
   registry.RegisterOrDie(OpDefBuilder("Cast")
                              .Input("x: SrcT")
                              .Output("y: DstT")
-                             .Attr("SrcT: {float32, float64, int32, int64, uint8, bool}")
-                             .Attr("DstT: {float32, float64, int32, int64, uint8, bool}")
+                             .Attr("SrcT: {float32, float64, int32, int64, uint8, bool, bfloat16}")
+                             .Attr("DstT: {float32, float64, int32, int64, uint8, bool, bfloat16}")
                              .Attr("Truncate: bool = false")
                              .SetShapeFn(shape_fn::UnchangedShape)
                              .Doc("Converts x elementwise to DstT (C++ conversion rules)."));

@@ -52,7 +52,7 @@ void RegisterMatrixOps(OpRegistry& registry) {
           .HostMemory("num_lower")
           .HostMemory("num_upper")
           .Output("band: T")
-          .Attr("T: {float32, float64, int32, int64, uint8, bool}")
+          .Attr("T: {float32, float64, int32, int64, uint8, bool, bfloat16}")
           .Attr("Tindex: {int32, int64} = int64")
           .SetShapeFn(MatrixBandPartShape)
           .Doc("Each innermost matrix with the elements outside its band set to zero: [m, n] is "

@@ -32,7 +32,8 @@ template <typename T>
     bool both_nan = std::isnan(static_cast<double>(a[i])) && std::isnan(static_cast<double>(e[i]));
     if (!both_nan && !(diff <= atol + rtol * std::fabs(static_cast<double>(e[i])))) {
       return ::testing::AssertionFailure()
-             << "element " << i << ": " << a[i] << " vs " << e[i] << " (diff " << diff << ")";
+             << "element " << i << ": " << static_cast<double>(a[i]) << " vs "
+             << static_cast<double>(e[i]) << " (diff " << diff << ")";
     }
   }
   return ::testing::AssertionSuccess();
@@ -46,6 +47,7 @@ template <typename T>
   if (!layout) return layout;
   if (actual.dtype() == DataType::kFloat) return Near<float>(actual, expected, atol, rtol);
   if (actual.dtype() == DataType::kDouble) return Near<double>(actual, expected, atol, rtol);
+  if (actual.dtype() == DataType::kBFloat16) return Near<bfloat16>(actual, expected, atol, rtol);
   return TensorEqual(actual, expected);
 }
 

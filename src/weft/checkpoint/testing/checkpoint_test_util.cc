@@ -128,6 +128,9 @@ Status CheckAll(TestModel& model, int64_t value) {
         case DataType::kInt64:
           element = static_cast<double>(read.data<int64_t>()[e]);
           break;
+        case DataType::kBFloat16:
+          element = static_cast<double>(read.data<bfloat16>()[e]);
+          break;
         default:
           return Internal("unexpected dtype ", DataTypeName(read.dtype()));
       }

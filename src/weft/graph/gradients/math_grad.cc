@@ -259,7 +259,9 @@ Status MaxGrad(const Scope& scope, Node* op, const Grads& dz, Grads* dx) {
   return scope.status();
 }
 
-bool IsFloating(DataType dtype) { return dtype == DataType::kFloat || dtype == DataType::kDouble; }
+bool IsFloating(DataType dtype) {
+  return dtype == DataType::kFloat || dtype == DataType::kDouble || dtype == DataType::kBFloat16;
+}
 
 // Between floating types the gradient is cast back; to or from integers there is none.
 Status CastGrad(const Scope& scope, Node* op, const Grads& dz, Grads* dx) {

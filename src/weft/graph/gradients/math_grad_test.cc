@@ -340,6 +340,21 @@ TEST(MathGradTest, CastThroughIntegersGivesNoGradient) {
   EXPECT_TENSOR_NEAR((*values)[0], Tensor::FromVector<double>({1, 1}));
 }
 
+// Mixed precision's casts: float32 -> bfloat16 -> float32 passes the gradient through unchanged,
+// cast to bfloat16 and back on its way.
+TEST(MathGradTest, CastThroughBFloat16CastsTheGradientBack) {
+  Scope root = Scope::NewRootScope();
+  Output x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat, PartialShape({3}));
+  Output y = ops::Cast(root, ops::Cast(root, x, DataType::kBFloat16), DataType::kFloat);
+  std::vector<Output> grads;
+  ASSERT_TRUE(AddSymbolicGradients(root, {ops::Mul(root, y, 3.0f)}, {x}, &grads).ok());
+  ASSERT_EQ(grads[0].dtype(), DataType::kFloat);
+  StatusOr<std::vector<Tensor>> values =
+      RunGraph(root, {{x.name(), Tensor::FromVector<float>({0.1f, -2, 3})}}, grads);
+  ASSERT_TRUE(values.ok()) << values.status();
+  EXPECT_TENSOR_EQ((*values)[0], Tensor::FromVector<float>({3, 3, 3}));
+}
+
 TEST(MathGradTest, ComparisonIndexAndMetadataOpsBlockGradients) {
   for (const char* op :
        {"Equal", "Less", "LessEqual", "Greater", "GreaterEqual", "ArgMax", "BroadcastGradientArgs",

@@ -23,8 +23,8 @@ Status NodeError(const OpKernel& kernel, Args&&... args) {
 
 // The dtypes of every data-moving array kernel.
 inline std::vector<DataType> ArrayDataTypes() {
-  return {DataType::kFloat, DataType::kDouble, DataType::kInt32,
-          DataType::kInt64, DataType::kUInt8,  DataType::kBool};
+  return {DataType::kFloat, DataType::kDouble, DataType::kInt32,   DataType::kInt64,
+          DataType::kUInt8, DataType::kBool,   DataType::kBFloat16};
 }
 
 // Reads the int32 or int64 index input `t` as int64 values. It must be a vector; a scalar is

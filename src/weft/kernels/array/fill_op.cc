@@ -75,6 +75,7 @@ void RegisterFillKernels(KernelRegistry& registry) {
   RegisterForType<int64_t>(registry);
   RegisterForType<uint8_t>(registry);
   RegisterForType<bool>(registry);
+  RegisterForType<bfloat16>(registry);
 }
 
 }  // namespace weft::kernels::array

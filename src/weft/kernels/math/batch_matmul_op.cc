@@ -1,7 +1,8 @@
 // CPU kernel for BatchMatMulV2: x [..., M, K] (or [..., K, M] with adj_x) times y [..., K, N] (or
 // [..., N, K] with adj_y) -> [B..., M, N], B the NumPy broadcast of the batch dims of x and y. Each
-// batch entry is one GEMM through kernels/gemm.h, as in MatMul (Eigen for integers); a broadcast
-// operand is read in place through per-entry offsets, never copied.
+// batch entry is one GEMM through kernels/gemm.h, as in MatMul (kernels/gemm_bf16.h for bfloat16,
+// Eigen for integers); a broadcast operand is read in place through per-entry offsets, never
+// copied.
 #include <algorithm>
 #include <type_traits>
 #include <vector>
@@ -10,6 +11,7 @@
 
 #include "weft/framework/node_def_util.h"
 #include "weft/kernels/gemm.h"
+#include "weft/kernels/gemm_bf16.h"
 #include "weft/kernels/math/math_kernels.h"
 
 namespace weft::kernels {
@@ -134,10 +136,14 @@ class BatchMatMulOp final : public OpKernel {
       std::fill_n(out->data<T>(), out->NumElements(), T{0});
       return Status::OK();
     }
-    Multiply(context, x, y, plan,
-             GemmDims{.m = m, .n = n, .k = k, .transpose_a = adj_x_, .transpose_b = adj_y_},
-             out->data<T>());
-    return Status::OK();
+    const GemmDims d{.m = m, .n = n, .k = k, .transpose_a = adj_x_, .transpose_b = adj_y_};
+    if constexpr (std::is_same_v<T, bfloat16>) {
+      Status status = MultiplyBFloat16(context, x, y, plan, d, out->data<T>());
+      return status.ok() ? status : status.WithContext(FormatNodeForError(def()));
+    } else {
+      Multiply(context, x, y, plan, d, out->data<T>());
+      return Status::OK();
+    }
   }
 
  private:
@@ -181,6 +187,34 @@ class BatchMatMulOp final : public OpKernel {
     ParallelFor(context, plan.count, static_cast<double>(work) / 4 + 1000, run);
   }
 
+  // Multiply's split for bfloat16 (gemm_bf16.h), whose products may fail.
+  Status MultiplyBFloat16(OpKernelContext* context, const Tensor& x, const Tensor& y,
+                          const BatchPlan& plan, const GemmDims& d, bfloat16* out) const {
+    const bfloat16* x_data = x.data<bfloat16>();
+    const bfloat16* y_data = y.data<bfloat16>();
+    const int64_t lda = x.dim_size(x.dims() - 1), ldb = y.dim_size(y.dims() - 1);
+    const int64_t threads = context->device()->intra_op_threads();
+    const int64_t work = d.m * d.n * d.k;
+    const bool split_each = plan.count < threads && work >= kMinParallelGemmWork;
+    std::vector<Status> statuses(plan.count);
+    auto run = [&](int64_t begin, int64_t end) {
+      for (int64_t b = begin; b < end; ++b) {
+        const int64_t xb = plan.x_index.empty() ? b : plan.x_index[b];
+        const int64_t yb = plan.y_index.empty() ? b : plan.y_index[b];
+        statuses[b] =
+            BFloat16Gemm(context, d, x_data + xb * d.m * d.k, lda, y_data + yb * d.k * d.n, ldb,
+                         out + b * d.m * d.n, d.n, split_each);
+      }
+    };
+    if (split_each || threads <= 1 || plan.count == 1) {
+      run(0, plan.count);
+    } else {
+      ParallelFor(context, plan.count, static_cast<double>(work) / 4 + 1000, run);
+    }
+    for (Status& status : statuses) WEFT_RETURN_IF_ERROR(status);
+    return Status::OK();
+  }
+
   static void MultiplyOne(const GemmDims& d, const T* a, int64_t lda, const T* b, int64_t ldb,
                           T* c) {
     if constexpr (kIsBlasType<T>) {
@@ -216,6 +250,8 @@ void RegisterBatchMatMulKernels(KernelRegistry& registry) {
       KernelDef("BatchMatMulV2", "CPU").TypeConstraint<int32_t>("T"));
   registry.Register<BatchMatMulOp<int64_t>>(
       KernelDef("BatchMatMulV2", "CPU").TypeConstraint<int64_t>("T"));
+  registry.Register<BatchMatMulOp<bfloat16>>(
+      KernelDef("BatchMatMulV2", "CPU").TypeConstraint<bfloat16>("T"));
 }
 
 }  // namespace weft::kernels

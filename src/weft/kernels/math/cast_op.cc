@@ -1,5 +1,9 @@
-// CPU kernel for Cast between float32, float64, int32, int64, uint8 and bool, with C++
-// conversion rules (to bool: nonzero is true). A cast to the same type forwards the input buffer.
+// CPU kernel for Cast between float32, float64, int32, int64, uint8, bool and bfloat16, with C++
+// conversion rules (to bool: nonzero is true; to and from bfloat16 through float32, rounding to
+// nearest even). A cast to the same type forwards the input buffer.
+#include <type_traits>
+
+#include "weft/core/bfloat16.h"
 #include "weft/framework/node_def_util.h"
 #include "weft/kernels/math/device_eval.h"
 #include "weft/kernels/math/math_kernels.h"
@@ -9,12 +13,36 @@ namespace {
 
 using CastFn = void (*)(OpKernelContext* context, const Tensor& in, Tensor* out);
 
+// out[i] = in[i] for casts to or from bfloat16, which Eigen's cast does not know. float32 <->
+// bfloat16 runs every step of mixed precision, so it takes the vectorised converters.
+template <typename Src, typename Dst>
+void CastBFloat16Elements(const Src* in, Dst* out, int64_t n) {
+  if constexpr (std::is_same_v<Src, float> && std::is_same_v<Dst, bfloat16>) {
+    FloatToBFloat16({in, static_cast<size_t>(n)}, out);
+  } else if constexpr (std::is_same_v<Src, bfloat16> && std::is_same_v<Dst, float>) {
+    BFloat16ToFloat({in, static_cast<size_t>(n)}, out);
+  } else {
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Dst>(in[i]);
+  }
+}
+
 template <typename Src, typename Dst>
 void CastElements(OpKernelContext* context, const Tensor& in, Tensor* out) {
-  auto x = Flat<Src>(in);
-  auto y = Flat<Dst>(*out);
-  EvaluateOnDevice(context, in.NumElements(),
-                   [&](const auto& d) { y.device(d) = x.template cast<Dst>(); });
+  if constexpr (std::is_same_v<Src, bfloat16> || std::is_same_v<Dst, bfloat16>) {
+    const Src* x = in.data<Src>();
+    Dst* y = out->data<Dst>();
+    const int64_t n = in.NumElements();
+    if (n < kMinParallelElements) return CastBFloat16Elements(x, y, n);
+    // About a cycle an element: shards of tens of thousands of elements.
+    ParallelFor(context, n, 1.0, [x, y](int64_t begin, int64_t end) {
+      CastBFloat16Elements(x + begin, y + begin, end - begin);
+    });
+  } else {
+    auto x = Flat<Src>(in);
+    auto y = Flat<Dst>(*out);
+    EvaluateOnDevice(context, in.NumElements(),
+                     [&](const auto& d) { y.device(d) = x.template cast<Dst>(); });
+  }
 }
 
 template <typename Src>
@@ -57,6 +85,7 @@ void RegisterCastKernels(KernelRegistry& registry) {
   RegisterForSource<int64_t>(registry);
   RegisterForSource<uint8_t>(registry);
   RegisterForSource<bool>(registry);
+  RegisterForSource<bfloat16>(registry);
 }
 
 }  // namespace weft::kernels

@@ -1,5 +1,9 @@
 // Tests for the Cast kernel: every pair of dtypes against static_cast, float truncation, casts to
-// bool, a thread pool sized input, and buffer forwarding for same-type casts.
+// bool, a thread pool sized input, bfloat16 rounding, and buffer forwarding for same-type casts.
+#include <bit>
+#include <cmath>
+#include <limits>
+
 #include <gtest/gtest.h>
 
 #include "weft/kernels/testing/math_test_util.h"
@@ -14,8 +18,9 @@ std::map<std::string, proto::AttrValue> To(DataType type) {
   return {{"DstT", MakeAttrValue(type)}};
 }
 
-constexpr DataType kTypes[] = {DataType::kFloat, DataType::kDouble, DataType::kInt32,
-                               DataType::kInt64, DataType::kUInt8,  DataType::kBool};
+constexpr DataType kTypes[] = {DataType::kFloat,   DataType::kDouble, DataType::kInt32,
+                               DataType::kInt64,   DataType::kUInt8,  DataType::kBool,
+                               DataType::kBFloat16};
 
 // Small values every type holds: 0, 1, ..., 99, 0, 1, ... (bool: false at multiples of 100).
 Tensor Values(DataType type, int64_t n) {
@@ -64,6 +69,34 @@ TEST(CastOpTest, HandValues) {
   StatusOr<Tensor> u = runner.RunOne("Cast", {Tensor::Scalar<int64_t>(255)}, To(DataType::kUInt8));
   ASSERT_TRUE(u.ok()) << u.status();
   EXPECT_TENSOR_EQ(*u, Tensor::Scalar<uint8_t>(255));
+}
+
+// float32 -> bfloat16 rounds to nearest even and keeps NaN and infinity, on the calling thread and
+// on the intra-op threads alike; back to float32 is exact.
+TEST(CastOpTest, BFloat16RoundsToNearestEvenAndWidensExactly) {
+  KernelRunner runner;
+  for (int64_t n : {int64_t{5}, int64_t{100003}}) {
+    Tensor x(DataType::kFloat, TensorShape({n}));
+    float* v = x.data<float>();
+    for (int64_t i = 0; i < n; ++i)
+      v[i] = std::bit_cast<float>(0x3f800000u + uint32_t(i) * 0x2345u);
+    v[0] = std::numeric_limits<float>::quiet_NaN();
+    v[1] = -std::numeric_limits<float>::infinity();
+    v[2] = std::bit_cast<float>(0x3f808000u);  // a tie: rounds down to 1, the even neighbour
+    StatusOr<Tensor> half = runner.RunOne("Cast", {x}, To(DataType::kBFloat16));
+    ASSERT_TRUE(half.ok()) << half.status();
+    ASSERT_EQ(half->dtype(), DataType::kBFloat16);
+    const bfloat16* h = half->data<bfloat16>();
+    EXPECT_TRUE(std::isnan(static_cast<float>(h[0])));
+    EXPECT_EQ(h[1].bits, 0xff80u);
+    EXPECT_EQ(h[2].bits, 0x3f80u);
+    for (int64_t i = 3; i < n; ++i) ASSERT_EQ(h[i].bits, bfloat16(v[i]).bits) << i;
+    StatusOr<Tensor> back = runner.RunOne("Cast", {*half}, To(DataType::kFloat));
+    ASSERT_TRUE(back.ok()) << back.status();
+    for (int64_t i = 1; i < n; ++i) {
+      ASSERT_EQ(std::bit_cast<uint32_t>(back->data<float>()[i]), uint32_t{h[i].bits} << 16) << i;
+    }
+  }
 }
 
 TEST(CastOpTest, SameTypeForwardsTheBuffer) {

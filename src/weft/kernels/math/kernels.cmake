@@ -30,6 +30,7 @@ weft_test(kernels_math_test
     math/cwise_equal_op_test.cc
     math/cwise_unary_ops_test.cc
     math/math_shape_fns_test.cc
+    math/matmul_bf16_op_test.cc
     math/matmul_op_test.cc
     math/reduction_ops_test.cc
     math/select_op_test.cc

@@ -1,6 +1,8 @@
 // CPU kernel for MatMul: a [M,K] (or [K,M] with transpose_a) times b [K,N] (or [N,K] with
 // transpose_b) -> [M,N]. float32 and float64 call OpenBLAS's gemm, split over the intra-op threads
-// (see kernels/gemm.h); int32 and int64 use Eigen's matrix product on the calling thread.
+// (see kernels/gemm.h); bfloat16 accumulates in float32 through oneDNN where the CPU has bfloat16
+// instructions, else in float32 GEMM (see kernels/gemm_bf16.h); int32 and int64 use Eigen's matrix
+// product on the calling thread.
 #include <algorithm>
 #include <limits>
 #include <type_traits>
@@ -11,6 +13,7 @@
 #include "weft/framework/node_def_util.h"
 #include "weft/kernels/bias_activation.h"
 #include "weft/kernels/gemm.h"
+#include "weft/kernels/gemm_bf16.h"
 #include "weft/kernels/math/math_kernels.h"
 
 namespace weft::kernels {
@@ -92,6 +95,13 @@ class MatMulOp final : public OpKernel {
           GemmDims{
               .m = m, .n = n, .k = k, .transpose_a = transpose_a_, .transpose_b = transpose_b_},
           T(1), a.data<T>(), a.dim_size(1), b.data<T>(), b.dim_size(1), T(0), c, n);
+    } else if constexpr (std::is_same_v<T, bfloat16>) {
+      Status status = BFloat16Gemm(
+          context,
+          GemmDims{
+              .m = m, .n = n, .k = k, .transpose_a = transpose_a_, .transpose_b = transpose_b_},
+          a.data<T>(), a.dim_size(1), b.data<T>(), b.dim_size(1), c, n);
+      if (!status.ok()) return status.WithContext(FormatNodeForError(def()));
     } else {
       IntegerMatMul(a.data<T>(), a.dim_size(0), a.dim_size(1), transpose_a_, b.data<T>(),
                     b.dim_size(0), b.dim_size(1), transpose_b_, c, m, n);
@@ -112,6 +122,7 @@ void RegisterMatMulKernels(KernelRegistry& registry) {
   registry.Register<MatMulOp<double>>(KernelDef("MatMul", "CPU").TypeConstraint<double>("T"));
   registry.Register<MatMulOp<int32_t>>(KernelDef("MatMul", "CPU").TypeConstraint<int32_t>("T"));
   registry.Register<MatMulOp<int64_t>>(KernelDef("MatMul", "CPU").TypeConstraint<int64_t>("T"));
+  registry.Register<MatMulOp<bfloat16>>(KernelDef("MatMul", "CPU").TypeConstraint<bfloat16>("T"));
   registry.Register<MatMulOp<float>>(KernelDef("_FusedMatMul", "CPU").TypeConstraint<float>("T"));
   registry.Register<MatMulOp<double>>(KernelDef("_FusedMatMul", "CPU").TypeConstraint<double>("T"));
 }

@@ -11,8 +11,8 @@
 namespace weft::kernels::array::testing {
 
 std::vector<DataType> AllTypes() {
-  return {DataType::kFloat, DataType::kDouble, DataType::kInt32,
-          DataType::kInt64, DataType::kUInt8,  DataType::kBool};
+  return {DataType::kFloat, DataType::kDouble, DataType::kInt32,   DataType::kInt64,
+          DataType::kUInt8, DataType::kBool,   DataType::kBFloat16};
 }
 
 Tensor RandomTensor(DataType dtype, const TensorShape& shape, std::mt19937& rng) {

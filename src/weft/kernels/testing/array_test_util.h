@@ -22,7 +22,7 @@
 
 namespace weft::kernels::array::testing {
 
-// float32, float64, int32, int64, uint8, bool.
+// float32, float64, int32, int64, uint8, bool, bfloat16.
 std::vector<DataType> AllTypes();
 
 // Random elements: floats in [-10, 10), integers over most of their range, random bools.

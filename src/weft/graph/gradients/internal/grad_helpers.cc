@@ -46,6 +46,8 @@ Tensor ScalarOf(DataType dtype, double value) {
       return Tensor::Scalar(static_cast<int32_t>(value));
     case DataType::kInt64:
       return Tensor::Scalar(static_cast<int64_t>(value));
+    case DataType::kBFloat16:
+      return Tensor::Scalar(bfloat16(value));
     default:
       return Tensor::Scalar(value);
   }
