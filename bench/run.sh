@@ -184,29 +184,36 @@ for name in "${names[@]}"; do
     transformer)
       # W6 (the character transformer on the fortunes corpus) for 200 steps: Weft against the same
       # model in PyTorch (bench/torch_char_transformer.py) at its best of float32 and bf16 autocast
-      # at 1 and 2 threads; then 2 worker processes (`weft launch`, MultiWorkerMirroredStrategy)
-      # against DDP in 2 processes of 1 thread at its better precision.
-      build/bin/weft train --model char_transformer --max-steps 200 --json | tail -n 1 \
-        >"$out/weft_transformer_fp32.json"
+      # at 1 and 2 threads, Weft in float32 and under mixed_bfloat16; then 2 worker processes
+      # (`weft launch`, MultiWorkerMirroredStrategy) against DDP in 2 processes of 1 thread, each
+      # at its better precision.
+      for precision in fp32 bf16; do
+        build/bin/weft train --model char_transformer --max-steps 200 --precision $precision \
+          --json | tail -n 1 >"$out/weft_transformer_$precision.json"
+      done
       for threads in 1 2; do
         for precision in fp32 bf16; do
           /usr/bin/python3 bench/torch_char_transformer.py --steps 200 --threads $threads \
             --precision $precision >"$out/torch_transformer_${precision}_$threads.json"
         done
       done
-      build/bin/weft launch --workers 2 -- build/bin/weft train --strategy multi_worker_mirrored \
-        --model char_transformer --max-steps 200 --json >"$out/multiworker2_transformer.log"
       for precision in fp32 bf16; do
+        build/bin/weft launch --workers 2 -- build/bin/weft train --strategy multi_worker_mirrored \
+          --model char_transformer --max-steps 200 --precision $precision --json \
+          >"$out/multiworker2_transformer_$precision.log"
         /usr/bin/python3 bench/torch_char_transformer.py --steps 200 --threads 1 --world 2 \
           --precision $precision >"$out/torch_ddp2_transformer_$precision.json"
       done
       python3 bench/report.py transformer "$out"
       ;;
     transformer_quality)
-      # W6's whole schedule (2,000 steps): Weft's validation loss beside PyTorch's float32 run of
-      # the same length (long: about an hour on 2 cores; not part of the default set).
-      build/bin/weft train --model char_transformer --json | tail -n 1 \
-        >"$out/weft_transformer_quality_fp32.json"
+      # W6's whole schedule (2,000 steps): Weft's validation loss in float32 and under
+      # mixed_bfloat16 beside PyTorch's float32 run of the same length (long: about 1.5 hours on 2
+      # cores; not part of the default set).
+      for precision in fp32 bf16; do
+        build/bin/weft train --model char_transformer --precision $precision --json | tail -n 1 \
+          >"$out/weft_transformer_quality_$precision.json"
+      done
       /usr/bin/python3 bench/torch_char_transformer.py --steps 2000 --threads 2 --precision fp32 \
         --validate >"$out/torch_transformer_quality_fp32.json"
       python3 bench/report.py transformer_quality "$out"

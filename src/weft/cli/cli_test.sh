@@ -59,6 +59,11 @@ expect "multi-worker indivisible batch" 2 "3 replicas (3 workers x 1 devices)" -
 expect "multi-worker with a target" 2 "no target" -- \
   env WEFT_CONFIG='{"cluster":{"worker":["127.0.0.1:1"]},"task":{"type":"worker","index":0}}' \
   "$weft" train --strategy multi_worker_mirrored --target grpc://127.0.0.1:1
+expect "bf16 all-reduce outside multi-worker training is named" 2 "--all-reduce-precision bf16" -- \
+  "$weft" train --all-reduce-precision bf16 --max-steps 1
+expect "two workers all-reduce their gradients in bf16" 0 '"workers":2' -- \
+  "$weft" launch --workers 2 -- "$weft" train --strategy multi_worker_mirrored \
+  --all-reduce-precision bf16 --max-steps 3 --json
 expect "bad target" 2 "grpc://host:port" -- "$weft" train --target grpc:// --max-steps 1
 expect "target with --devices" 2 "--devices" -- \
   "$weft" train --target grpc://127.0.0.1:1 --devices 2 --max-steps 1
@@ -212,6 +217,11 @@ expect "an empty text corpus is named" 2 "holds no text" -- \
 expect "W6 trains and reports tokens and validation loss" 0 '"validation_loss"' -- \
   "$weft" train --model char_transformer --data "$text_dir/corpus" --max-steps 2 \
   --checkpoint-dir "$text_dir/w6" --json
+expect "W6 trains under mixed_bfloat16" 0 '"precision":"bf16"' -- \
+  "$weft" train --model char_transformer --data "$text_dir/corpus" --max-steps 2 --precision bf16 \
+  --json
+expect "an unknown precision is named" 2 "--precision" -- \
+  "$weft" train --model char_transformer --data "$text_dir/corpus" --max-steps 1 --precision fp8
 expect "generate continues the prompt" 0 "A fortune" -- \
   "$weft" generate --checkpoint-dir "$text_dir/w6" --prompt "A fortune" --tokens 5 --seed 3
 expect "generate past the context is named" 2 "more than the model's context of 128" -- \

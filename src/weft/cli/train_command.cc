@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "weft/cli/worker_cluster.h"
+#include "weft/core/str_util.h"
 #include "weft/data/fashion_mnist.h"
 #include "weft/data/text.h"
 #include "weft/train/train_loop.h"
@@ -26,6 +27,16 @@ std::string FormatSeconds(double seconds) {
   return text;
 }
 
+// "123 images/s", or for a text model "4567 tokens/s".
+std::string Speed(const train::TrainProgress& progress) {
+  if (progress.tokens_per_example > 0) {
+    return StrCat(static_cast<int64_t>(progress.images_per_sec *
+                                       static_cast<double>(progress.tokens_per_example)),
+                  " tokens/s");
+  }
+  return StrCat(static_cast<int64_t>(progress.images_per_sec), " images/s");
+}
+
 // Redraws one line: [=====>     ] step/steps loss images/s ETA.
 void DrawProgressBar(const train::TrainProgress& progress, bool final) {
   constexpr int kWidth = 30;
@@ -36,19 +47,18 @@ void DrawProgressBar(const train::TrainProgress& progress, bool final) {
   std::string bar(filled, '=');
   if (filled < kWidth) bar += '>';
   bar.resize(kWidth, ' ');
-  std::fprintf(stdout, "\repoch %d/%d [%s] %lld/%lld loss %.4f  %.0f images/s  ETA %s   ",
-               progress.epoch, progress.epochs, bar.c_str(),
-               static_cast<long long>(progress.step_in_epoch),
+  std::fprintf(stdout, "\repoch %d/%d [%s] %lld/%lld loss %.4f  %s  ETA %s   ", progress.epoch,
+               progress.epochs, bar.c_str(), static_cast<long long>(progress.step_in_epoch),
                static_cast<long long>(progress.steps_in_epoch), progress.loss,
-               progress.images_per_sec, FormatSeconds(progress.eta_seconds).c_str());
+               Speed(progress).c_str(), FormatSeconds(progress.eta_seconds).c_str());
   if (final) std::fputc('\n', stdout);
   std::fflush(stdout);
 }
 
 void PrintEpochLine(const train::TrainProgress& progress) {
-  std::fprintf(stdout, "epoch %d/%d: %lld steps, loss %.4f, %.0f images/s\n", progress.epoch,
-               progress.epochs, static_cast<long long>(progress.step_in_epoch), progress.loss,
-               progress.images_per_sec);
+  std::fprintf(stdout, "epoch %d/%d: %lld steps, loss %.4f, %s\n", progress.epoch, progress.epochs,
+               static_cast<long long>(progress.step_in_epoch), progress.loss,
+               Speed(progress).c_str());
   std::fflush(stdout);
 }
 
@@ -100,6 +110,18 @@ void AddTrainingFlags(CLI::App* command, TrainFlags& flags) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   command->add_option("--seed", flags.seed, "Seed of initial weights and shuffling")
+      ->capture_default_str();
+  command
+      ->add_option("--precision", flags.precision,
+                   "fp32, or bf16: the mixed_bfloat16 policy (variables, optimizer state and "
+                   "losses in float32, the layers' matrix products in bfloat16)")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
+  command
+      ->add_option("--all-reduce-precision", flags.all_reduce_precision,
+                   "With --strategy multi_worker_mirrored: the type gradients are all-reduced in "
+                   "between workers (bf16 halves the bytes)")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
       ->capture_default_str();
   command
       ->add_option("--data", flags.data_dir,
@@ -220,6 +242,17 @@ bool OptionsFromFlags(const TrainFlags& flags, train::TrainOptions* options) {
   options->learning_rate = flags.learning_rate;
   options->steps_per_execution = flags.steps_per_execution;
   options->seed = flags.seed;
+  options->dtype_policy = flags.precision == "bf16" ? "mixed_bfloat16" : "float32";
+  if (flags.all_reduce_precision == "bf16") {
+    if (flags.strategy != "multi_worker_mirrored") {
+      std::fprintf(stderr,
+                   "weft train: --all-reduce-precision bf16 applies to --strategy "
+                   "multi_worker_mirrored (the gradients between workers), not to %s\n",
+                   flags.strategy.empty() ? "training in one process" : flags.strategy.c_str());
+      return false;
+    }
+    options->all_reduce_dtype = DataType::kBFloat16;
+  }
   options->data_dir = flags.data_dir;
   options->strategy = flags.strategy;
   options->devices = flags.devices;
@@ -327,6 +360,7 @@ train::TrainCallbacks DisplayCallbacks(const train::TrainOptions& options, bool 
 nlohmann::json SummaryJson(const TrainFlags& flags, const train::TrainOptions& options,
                            const train::TrainSummary& summary, const char* fingerprint) {
   nlohmann::json json = {{"model", flags.model},
+                         {"precision", flags.precision},
                          {"test_accuracy", summary.test_accuracy},
                          {"final_loss", summary.final_loss},
                          {"train_images_per_sec", summary.train_images_per_sec},

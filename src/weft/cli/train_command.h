@@ -16,6 +16,8 @@ struct TrainFlags {
   double learning_rate = 0;  // 0: TrainOptions' default for the strategy
   int steps_per_execution = 1;
   int64_t seed = 1;
+  std::string precision = "fp32";             // fp32 | bf16 (the mixed_bfloat16 dtype policy)
+  std::string all_reduce_precision = "fp32";  // fp32 | bf16: gradients between workers
   std::string data_dir;
   bool json = false;
   int threads = 0;

@@ -6,12 +6,13 @@
 
 #include "weft/core/str_util.h"
 #include "weft/graph/builder/ops/collective_ops.h"
+#include "weft/graph/builder/ops/math_ops.h"
 
 namespace weft::distribute {
 namespace {
 
 bool CollectiveSupports(DataType dtype) {
-  return dtype == DataType::kFloat || dtype == DataType::kDouble;
+  return dtype == DataType::kFloat || dtype == DataType::kDouble || dtype == DataType::kBFloat16;
 }
 
 // Static size in bytes, or -1 when the shape is not fully known.
@@ -80,18 +81,22 @@ StatusOr<std::vector<Mirrored>> AllReduceCrossDeviceOps::BatchReduce(
       return InvalidArgument("BatchReduce: value ", i, " (", DataTypeName(values[i].dtype()),
                              " on ", values[i].devices().size(),
                              " devices) cannot be reduced across ", options_.num_workers,
-                             " workers: only float32 and float64 values whose devices are the "
-                             "destinations are");
+                             " workers: only float32, float64 and bfloat16 values whose devices "
+                             "are the destinations are");
     } else {
       WEFT_ASSIGN_OR_RETURN(results[i], fallback_.Reduce(scope, op, values[i], destinations));
     }
   }
   if (collective.empty()) return results;
 
+  // The type each value travels in: float32 values in communication_dtype.
+  auto travels_as = [&](int i) {
+    return values[i].dtype() == DataType::kFloat ? options_.communication_dtype : values[i].dtype();
+  };
   std::vector<DataType> dtypes;
   std::vector<PartialShape> shapes;
   for (int i : collective) {
-    dtypes.push_back(values[i].dtype());
+    dtypes.push_back(travels_as(i));
     shapes.push_back(values[i].primary().shape());
   }
   const int replicas = static_cast<int>(destinations.size());
@@ -102,13 +107,25 @@ StatusOr<std::vector<Mirrored>> AllReduceCrossDeviceOps::BatchReduce(
                                         .instance_key = next_instance_key_++,
                                         .final_op = op == ReduceOp::kMean ? "Div" : "Id"};
     for (int r = 0; r < replicas; ++r) {
+      const Scope on_device = scope.WithDevice(destinations[r]);
       std::vector<Output> inputs;
-      for (int member : bucket) inputs.push_back(values[collective[member]].value(r));
+      for (int member : bucket) {
+        const int i = collective[member];
+        inputs.push_back(travels_as(i) == values[i].dtype()
+                             ? values[i].value(r)
+                             : ops::Cast(on_device, values[i].value(r), travels_as(i)));
+      }
       std::vector<Output> outputs =
           ops::CollectiveAllReduce(Ordered(scope, r).WithDevice(destinations[r]), inputs, attrs);
       WEFT_RETURN_IF_ERROR(scope.status().WithContext("BatchReduce"));
       Remember(r, outputs[0]);
-      for (size_t k = 0; k < bucket.size(); ++k) reduced[collective[bucket[k]]][r] = outputs[k];
+      for (size_t k = 0; k < bucket.size(); ++k) {
+        const int i = collective[bucket[k]];
+        reduced[i][r] = travels_as(i) == values[i].dtype()
+                            ? outputs[k]
+                            : ops::Cast(on_device, outputs[k], values[i].dtype());
+      }
+      WEFT_RETURN_IF_ERROR(scope.status().WithContext("BatchReduce"));
     }
   }
   for (int i : collective) results[i] = Mirrored(std::move(reduced[i]), destinations);

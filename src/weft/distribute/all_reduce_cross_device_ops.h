@@ -45,6 +45,11 @@ struct AllReduceOptions {
   // processes, whose transports run one operation at a time. Within one process the collectives
   // of different buckets may run at once, so leave it off there.
   bool order_collectives = false;
+  // The type float32 values travel and are summed in: float32, or bfloat16 to halve the bytes
+  // each all-reduce moves (each replica rounds its value to bfloat16, the members sum in float32
+  // and round the sum, and the result is widened back to float32; a ring rounds once per hop).
+  // Values of other types are reduced as they are.
+  DataType communication_dtype = DataType::kFloat;
 };
 
 class AllReduceCrossDeviceOps final : public CrossDeviceOps {

@@ -103,6 +103,40 @@ TEST(AllReduceCrossDeviceOpsTest, OneCollectivePerReplicaPerBucketWithSharedKeys
   EXPECT_EQ(CountOps(other, "CollectiveAllReduce"), 2);
 }
 
+// communication_dtype bfloat16: float32 values travel as bfloat16 (half the bytes, so twice as
+// many fit a bucket) and come back as float32, equal to the plain mean within bfloat16's rounding.
+TEST(AllReduceCrossDeviceOpsTest, BFloat16CommunicationHalvesTheBytesAndRoundsTheMean) {
+  Scope root = Scope::NewRootScope();
+  std::vector<PerReplica> values;
+  for (int i = 0; i < 5; ++i) {
+    values.push_back(MakePerReplica(root, 2, TensorShape({256}), 10.0f * i));
+  }
+  AllReduceCrossDeviceOps cross_device_ops(
+      AllReduceOptions{.bytes_per_pack = 1024, .communication_dtype = DataType::kBFloat16});
+  auto reduced = cross_device_ops.BatchReduce(root, ReduceOp::kMean, values, CpuDevices(2));
+  ASSERT_TRUE(reduced.ok()) << reduced.status();
+  // 512 bytes each in bfloat16: two per 1 KB bucket, three buckets (five in float32).
+  EXPECT_EQ(CountOps(root, "CollectiveAllReduce"), 6);
+  for (const Mirrored& m : *reduced) {
+    EXPECT_EQ(m.value(0).dtype(), DataType::kFloat);
+    EXPECT_EQ(m.value(0).node()->type_string(), "Cast");
+  }
+  auto session = testing::MakeSession(root, 2);
+  ASSERT_NE(session, nullptr);
+  std::vector<Output> fetches;
+  for (const Mirrored& m : *reduced) {
+    fetches.insert(fetches.end(), m.values().begin(), m.values().end());
+  }
+  std::vector<Tensor> results = testing::Fetch(*session, fetches);
+  ASSERT_EQ(results.size(), 10u);
+  for (int i = 0; i < 5; ++i) {
+    const Tensor want = Expected(2, TensorShape({256}), ReduceOp::kMean, 10.0f * i);
+    // bfloat16 keeps 8 significant bits: each input and the sum round by at most 2^-9.
+    EXPECT_TENSOR_NEAR(results[2 * i], want, 0, 3.0 / 512);
+    EXPECT_TENSOR_EQ(results[2 * i + 1], results[2 * i]);
+  }
+}
+
 TEST(AllReduceCrossDeviceOpsTest, FallsBackWhenDestinationsDifferOrTheDtypeIsInteger) {
   Scope root = Scope::NewRootScope();
   PerReplica value = MakePerReplica(root, 2, TensorShape({3}));

@@ -98,6 +98,7 @@ StatusOr<std::unique_ptr<MultiWorkerMirroredStrategy>> MultiWorkerMirroredStrate
   all_reduce.bytes_per_pack = options.bytes_per_pack;
   all_reduce.num_workers = workers;
   all_reduce.order_collectives = true;
+  all_reduce.communication_dtype = options.communication_dtype;
   auto cross_device_ops = std::make_unique<AllReduceCrossDeviceOps>(all_reduce);
   AllReduceCrossDeviceOps* all_reduce_ops = cross_device_ops.get();
   std::unique_ptr<MultiWorkerMirroredStrategy> strategy(new MultiWorkerMirroredStrategy(

@@ -87,7 +87,7 @@ void RegisterCollectiveOps(OpRegistry& registry) {
   registry.RegisterOrDie(GroupAttrs(OpDefBuilder("CollectiveAllReduce")
                                         .Input("input: N * T")
                                         .Output("output: N * T")
-                                        .Attr("T: {float32, float64}")
+                                        .Attr("T: {float32, float64, bfloat16}")
                                         .Attr("N: int >= 1"))
                              .Attr("merge_op: {'Add'} = 'Add'")
                              .Attr("final_op: {'Id', 'Div'} = 'Id'")

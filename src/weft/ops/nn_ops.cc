@@ -8,8 +8,9 @@
 
 namespace weft::ops {
 
-void RegisterConvOps(OpRegistry& registry);       // conv_ops.cc
-void RegisterAttentionOps(OpRegistry& registry);  // attention_ops.cc
+void RegisterConvOps(OpRegistry& registry);           // conv_ops.cc
+void RegisterAttentionOps(OpRegistry& registry);      // attention_ops.cc
+void RegisterNormalizationOps(OpRegistry& registry);  // normalization_ops.cc
 
 namespace {
 
@@ -210,6 +211,7 @@ void RegisterNnOps(OpRegistry& registry) {
   RegisterBiasAndSoftmaxOps(registry);
   RegisterConvOps(registry);
   RegisterAttentionOps(registry);
+  RegisterNormalizationOps(registry);
 }
 
 }  // namespace weft::ops

@@ -270,6 +270,9 @@ const std::vector<std::pair<std::string, BuildFn>>& BuilderTable() {
        [](const Scope& s) {
          ops::FusedAttentionGrad(s, F(s), F(s), F(s), I(s), F(s), F(s), F(s));
        }},
+      {"FusedLayerNorm", [](const Scope& s) { ops::FusedLayerNorm(s, F(s), F(s), F(s)); }},
+      {"FusedLayerNormGrad",
+       [](const Scope& s) { ops::FusedLayerNormGrad(s, F(s), F(s), F(s), F(s), F(s)); }},
       {"Conv2D", [](const Scope& s) { ops::Conv2D(s, F(s), F(s), {1, 1, 1, 1}, "SAME"); }},
       {"Conv2DBackpropInput",
        [](const Scope& s) {

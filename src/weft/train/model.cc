@@ -194,9 +194,10 @@ Status Model::EnsureBuilt(const std::vector<InputSpec>& inputs, const std::vecto
   // The seed as it is now: a global seed set after Compile still counts.
   const std::optional<int64_t> seed =
       options_.seed.has_value() ? options_.seed : GlobalRandomSeed();
-  ModelGraphBuilder builder(
-      strategy, {name_, signature_, call_, losses_, loss_weights_, *optimizer_, metrics_, seed},
-      graph, inputs, labels);
+  ModelGraphBuilder builder(strategy,
+                            {name_, signature_, call_, losses_, loss_weights_, *optimizer_,
+                             metrics_, seed, options_.dtype_policy.compute_dtype},
+                            graph, inputs, labels);
   if (build_training) {
     WEFT_RETURN_IF_ERROR(builder.BuildMetricTotals());
     WEFT_RETURN_IF_ERROR(builder.BuildTrainingPart());

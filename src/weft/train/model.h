@@ -37,6 +37,7 @@
 #include "weft/distribute/coordinator/cluster_coordinator.h"
 #include "weft/distribute/strategy.h"
 #include "weft/runtime/session.h"
+#include "weft/train/dtype_policy.h"
 #include "weft/train/layers/layer.h"
 #include "weft/train/losses.h"
 #include "weft/train/metrics.h"
@@ -102,6 +103,10 @@ struct CompileOptions {
   // seed of its own derives one from it and its variable's or layer's name. Unset: the global seed
   // (SetRandomSeed) as it is when the model is built; with neither, random every run.
   std::optional<int64_t> seed{};
+  // Which types the layers compute in and keep their variables in (dtype_policy.h): "float32",
+  // or "mixed_bfloat16" to run their matrix products in bfloat16 on a CPU that has bfloat16
+  // instructions (elsewhere in float32, with a note in the log).
+  DTypePolicy dtype_policy{};
 };
 
 struct FitOptions {

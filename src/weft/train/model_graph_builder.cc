@@ -86,7 +86,9 @@ Status ModelGraphBuilder::BuildPart(bool training, bool with_labels, int unroll,
                                                   (*labels_)[o].dtype(), label_shapes_[o]));
         names->labels[r].push_back(tensors.labels.back().name());
       }
-      LayerCallContext calls(training, {.seed = model_.seed, .names = &graph_.layer_names});
+      LayerCallContext calls(training, {.seed = model_.seed,
+                                        .names = &graph_.layer_names,
+                                        .compute_dtype = model_.compute_dtype});
       tensors.predictions = model_.call(scope, tensors.inputs);
       WEFT_RETURN_IF_ERROR(scope.status());
       WEFT_RETURN_IF_ERROR(CheckPredictions(tensors.predictions));

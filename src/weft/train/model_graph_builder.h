@@ -39,6 +39,8 @@ class ModelGraphBuilder {
     const std::vector<std::vector<Metric>>& metrics;
     // The seed the layers derive theirs from (CompileOptions::seed or the global seed).
     std::optional<int64_t> seed = std::nullopt;
+    // The type the layers' matrix products run in (CompileOptions::dtype_policy).
+    DataType compute_dtype = DataType::kFloat;
   };
 
   // Builds into `graph` for inputs of `inputs` and, in the training and evaluation parts, labels

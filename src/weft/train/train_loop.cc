@@ -70,6 +70,7 @@ StatusOr<std::unique_ptr<distribute::Strategy>> MakeStrategy(
     multi.devices_per_worker = static_cast<int>(devices.size());
     multi.device_type = options.device_type;
     multi.force_tcp_collectives = options.force_tcp_collectives;
+    multi.communication_dtype = options.all_reduce_dtype;
     multi.hostname = options.hostname;
     multi.collective_timeout = std::chrono::milliseconds(options.collective_timeout_ms);
     multi.intra_op_threads = options.intra_op_threads > 0
@@ -135,14 +136,18 @@ StatusOr<std::vector<std::string>> ClusterDevices(const std::string& target,
 class TrainLoopReporter final : public Callback {
  public:
   TrainLoopReporter(const TrainOptions& options, const TrainCallbacks& callbacks,
-                    int64_t steps_per_epoch)
-      : options_(options), callbacks_(callbacks), steps_per_epoch_(steps_per_epoch) {}
+                    int64_t steps_per_epoch, int64_t tokens_per_example)
+      : options_(options),
+        callbacks_(callbacks),
+        steps_per_epoch_(steps_per_epoch),
+        tokens_per_example_(tokens_per_example) {}
 
   Status OnEpochBegin(Model& model, int epoch) override {
     progress_ = TrainProgress();
     progress_.epoch = epoch + 1;
     progress_.epochs = options_.epochs;
     progress_.steps_in_epoch = steps_per_epoch_;
+    progress_.tokens_per_example = tokens_per_example_;
     // A resumed epoch starts where the checkpoint left it.
     if (model.position().epoch == epoch) progress_.step_in_epoch = model.position().batch_index;
     epoch_seconds_ = 0;
@@ -193,6 +198,7 @@ class TrainLoopReporter final : public Callback {
   const TrainOptions& options_;
   const TrainCallbacks& callbacks_;
   int64_t steps_per_epoch_;
+  int64_t tokens_per_example_;
   TrainProgress progress_;
   int64_t run_steps_ = 0;        // steps of this run (the global step counts earlier runs' too)
   bool breakdown_step_ = false;  // whether the coming step is one of the breakdown's
@@ -317,13 +323,15 @@ Status CompileWorkload(const TrainOptions& options, std::unique_ptr<Optimizer> o
   // (2 cores): 1 inter-op thread ~40k images/s, 2 threads ~63k, 3 threads ~61k.
   int inter_op_threads = options.inter_op_threads;
   if (replicas > 1 && inter_op_threads > 0) inter_op_threads = std::max(inter_op_threads, replicas);
+  WEFT_ASSIGN_OR_RETURN(DTypePolicy policy, DTypePolicy::FromName(options.dtype_policy));
   return workload.model->Compile(std::move(optimizer), workload.loss, workload.metrics,
                                  {.strategy = &strategy,
                                   .inter_op_threads = inter_op_threads,
                                   .intra_op_threads = options.intra_op_threads,
                                   .target = options.target,
                                   .session_config = session_config,
-                                  .steps_per_execution = options.steps_per_execution});
+                                  .steps_per_execution = options.steps_per_execution,
+                                  .dtype_policy = std::move(policy)});
 }
 
 // The trace writer's options: the task's trace file, the steps to trace, and the task's name in a
@@ -389,7 +397,8 @@ StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& 
     Workload& workload;
     ~DestroyModelFirst() { workload.model.reset(); }
   } destroy_model_first{workload};
-  TrainLoopReporter reporter(options, callbacks, workload.steps_per_epoch);
+  TrainLoopReporter reporter(options, callbacks, workload.steps_per_epoch,
+                             workload.tokens_per_example);
   ModelCheckpoint checkpoint(options.checkpoint_dir, {.save_every_steps = options.save_every_steps,
                                                       .keep = options.keep_checkpoints,
                                                       .async = options.async_checkpoints,

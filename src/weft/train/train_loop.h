@@ -44,6 +44,8 @@ struct TrainOptions {
   double learning_rate = 0;
   int steps_per_execution = 1;  // CompileOptions::steps_per_execution
   int64_t seed = 1;
+  // The model's dtype policy by the reference's name: "float32" or "mixed_bfloat16".
+  std::string dtype_policy = "float32";
   // Empty: the workload's default (Fashion-MNIST's directory; the fortunes corpus for W6).
   std::string data_dir;
   int inter_op_threads = 1;  // 0: one per core; 1 measured best for W1/W2 on 2 cores
@@ -60,7 +62,9 @@ struct TrainOptions {
   // multi_worker_mirrored and parameter_server: the cluster and this process's task in it.
   std::optional<ServerConfig> worker_cluster;
   bool force_tcp_collectives = false;  // TCP between workers even on one host
-  std::string hostname;                // this worker's host for the collectives ("": gethostname())
+  // multi_worker_mirrored: the type gradients are all-reduced in (bfloat16 halves the bytes).
+  DataType all_reduce_dtype = DataType::kFloat;
+  std::string hostname;  // this worker's host for the collectives ("": gethostname())
   int64_t collective_timeout_ms = 300000;  // a collective waiting longer fails, naming who is late
   // "grpc://host:port": train on a cluster through its master, one replica on every CPU device of
   // every task (MirroredStrategy, in-graph replication); "" trains in this process.
@@ -104,8 +108,11 @@ struct TrainProgress {
   int64_t steps_in_epoch = 0;
   int64_t total_steps = 0;  // the global step (counting the steps of a resumed run's past)
   double loss = 0;
-  double images_per_sec = 0;  // over this epoch's steps so far
+  double images_per_sec = 0;  // examples (W6: sequences) over this epoch's steps so far
   double eta_seconds = 0;     // to the end of this epoch
+  // Tokens in an example for a text model (W6: its context), whose speed is given in tokens;
+  // 0 for the image models.
+  int64_t tokens_per_example = 0;
 };
 
 struct TrainSummary {

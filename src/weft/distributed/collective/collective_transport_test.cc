@@ -43,6 +43,9 @@ TEST_P(TransportTest, AllReduceMatchesPlainSumBitwiseOnEveryMember) {
       // Rounded sums: only computing each element once makes members agree bit for bit.
       {DataType::kFloat, {TensorShape({262147})}, false, /*exact=*/false},
       {DataType::kDouble, {TensorShape({1001}), TensorShape({2})}, false, /*exact=*/false},
+      // bfloat16 (half the bytes of float32), summed in float32 and rounded.
+      {DataType::kBFloat16, {TensorShape({1001}), TensorShape({70001})}, true},
+      {DataType::kBFloat16, {TensorShape({big})}, false, /*exact=*/false},
   };
   for (int n : {2, 3, 4}) {
     Group group(GetParam(), n);

@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -25,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "weft/core/bfloat16.h"
 #include "weft/core/tensor.h"
 #include "weft/distributed/collective/collective_transport_registry.h"
 
@@ -294,12 +296,33 @@ std::string RunCase(CollectiveTransport& transport, const Case& c, int64_t key, 
   for (size_t t = 0; t < inputs.size(); ++t) {
     if (!(outputs[t].shape() == inputs[t].shape())) return "WRONG shape";
     for (int64_t i = 0; i < outputs[t].NumElements(); ++i) {
-      T want = static_cast<T>(value(0, static_cast<int>(t), i));
-      for (int m = 1; m < n; ++m) want += static_cast<T>(value(m, static_cast<int>(t), i));
-      if (c.mean) want /= static_cast<T>(n);
-      const T got = outputs[t].data<T>()[i];
-      const bool ok = c.exact ? got == want : std::abs(got - want) <= 1e-3 * (1 + std::abs(want));
-      if (!ok) return StrCat("WRONG tensor ", t, " element ", i, ": ", got, " want ", want);
+      if constexpr (std::is_same_v<T, bfloat16>) {
+        // Summed in float32 and rounded once per sum, but a ring rounds each partial sum: within
+        // a few of bfloat16's 2^-8 steps of the largest partial sum (at most the sum of the
+        // magnitudes).
+        float want = 0, magnitude = 0;
+        for (int m = 0; m < n; ++m) {
+          const float v = static_cast<float>(static_cast<T>(value(m, static_cast<int>(t), i)));
+          want += v;
+          magnitude += std::abs(v);
+        }
+        if (c.mean) {
+          want /= static_cast<float>(n);
+          magnitude /= static_cast<float>(n);
+        }
+        const float got = static_cast<float>(outputs[t].data<T>()[i]);
+        if (std::abs(got - want) > 0.02f * (1 + magnitude)) {
+          return StrCat("WRONG tensor ", t, " element ", i, ": ", got, " want ", want);
+        }
+        continue;
+      } else {
+        T want = static_cast<T>(value(0, static_cast<int>(t), i));
+        for (int m = 1; m < n; ++m) want += static_cast<T>(value(m, static_cast<int>(t), i));
+        if (c.mean) want /= static_cast<T>(n);
+        const T got = outputs[t].data<T>()[i];
+        const bool ok = c.exact ? got == want : std::abs(got - want) <= 1e-3 * (1 + std::abs(want));
+        if (!ok) return StrCat("WRONG tensor ", t, " element ", i, ": ", got, " want ", want);
+      }
     }
     digests += Digest(outputs[t]) + " ";
   }
@@ -312,11 +335,17 @@ inline bool IsFailure(const std::string& got) {
          got.find(':') != std::string::npos;
 }
 
-// RunCase in the case's dtype (float32 or float64).
+// RunCase in the case's dtype (float32, float64 or bfloat16).
 inline std::string RunAnyCase(CollectiveTransport& transport, const Case& c, int64_t key,
                               int64_t sequence) {
-  return c.dtype == DataType::kFloat ? RunCase<float>(transport, c, key, sequence)
-                                     : RunCase<double>(transport, c, key, sequence);
+  switch (c.dtype) {
+    case DataType::kFloat:
+      return RunCase<float>(transport, c, key, sequence);
+    case DataType::kBFloat16:
+      return RunCase<bfloat16>(transport, c, key, sequence);
+    default:
+      return RunCase<double>(transport, c, key, sequence);
+  }
 }
 
 // Appends `got` (digests) to `report`, or replaces `report` by `got` when that is a failure;

@@ -2,7 +2,8 @@
 // ops, Gelu's fused one included; Softplus through Sigmoid), Softmax and LogSoftmax, sparse softmax
 // cross-entropy (through the backprop the op computes), Conv2D (through its two backprop ops),
 // MaxPool and AvgPool (through MaxPoolGrad and AvgPoolGrad), FusedAttention (through
-// FusedAttentionGrad). Gradients of the *Grad ops themselves (second order) are not registered.
+// FusedAttentionGrad), FusedLayerNorm (through FusedLayerNormGrad). Gradients of the *Grad ops
+// themselves (second order) are not registered.
 #include "weft/framework/attr_value_util.h"
 #include "weft/graph/gradients/gradients.h"
 #include "weft/graph/gradients/internal/grad_helpers.h"
@@ -104,6 +105,24 @@ Status FusedAttentionGradFn(const Scope& scope, Node* op, const Grads& dz, Grads
   return scope.status();
 }
 
+// FusedLayerNormGrad from the saved mean and inverse_std. Gradients arriving at those two outputs
+// (kept for this function, not meant as results) are not supported.
+Status FusedLayerNormGradFn(const Scope& scope, Node* op, const Grads& dz, Grads* dx) {
+  if (dz[1] || dz[2]) {
+    return Unimplemented(
+        "the gradient through the mean or inverse_std output of FusedLayerNorm is not "
+        "implemented");
+  }
+  if (!dz[0]) {
+    *dx = {Output(), Output(), Output()};
+    return Status::OK();
+  }
+  ops::FusedLayerNormGradOutputs grads = ops::FusedLayerNormGrad(
+      scope, dz[0], InputOf(op, 0), InputOf(op, 1), Output(op, 1), Output(op, 2));
+  *dx = {grads.x_backprop, grads.scale_backprop, grads.offset_backprop};
+  return scope.status();
+}
+
 struct WindowAttrs {
   std::vector<int64_t> ksize;
   std::vector<int64_t> strides;
@@ -159,6 +178,7 @@ void RegisterNnGradients(GradientRegistry& registry) {
   registry.Register("AvgPool", AvgPoolGrad);
   registry.Register("Softplus", SoftplusGrad);
   registry.Register("FusedAttention", FusedAttentionGradFn);
+  registry.Register("FusedLayerNorm", FusedLayerNormGradFn);
 }
 
 }  // namespace weft

@@ -2,7 +2,7 @@
 // from its kink, Softplus, Gelu in both modes), Softmax and LogSoftmax (rank 3 under every shape
 // knowledge), sparse softmax cross-entropy, Conv2D (SAME/VALID, stride 1/2), MaxPool and AvgPool
 // (SAME/VALID, overlapping windows), FusedAttention (masked and not, also against the gradients of
-// the plain composition in float64 and float32).
+// the plain composition in float64 and float32), FusedLayerNorm (x, scale and offset).
 #include <string>
 #include <vector>
 
@@ -357,6 +357,36 @@ TEST(NnGradTest, EveryNnOpWithAGradientIsRegistered) {
     StatusOr<const GradFunc*> fn = AllGradients().Lookup(op);
     ASSERT_TRUE(fn.ok()) << op << ": " << fn.status();
     EXPECT_TRUE(**fn) << op;
+  }
+}
+
+}  // namespace
+}  // namespace weft
+
+namespace weft {
+namespace {
+
+// FusedLayerNorm's gradient with respect to x, scale and offset, against numeric differences
+// (ranks 2 and 3, shapes known or not); a weighted sum of y makes every output element count.
+TEST(NnGradTest, FusedLayerNorm) {
+  for (const TensorShape& shape : {TensorShape({3, 5}), TensorShape({2, 3, 4})}) {
+    for (ShapeKnowledge knowledge : {ShapeKnowledge::kFull, ShapeKnowledge::kNone}) {
+      const int64_t channels = shape.dim_size(shape.dims() - 1);
+      Scope root = Scope::NewRootScope();
+      Output x = Float64Placeholder(root.WithOpName("x"), shape, knowledge);
+      Output scale = Float64Placeholder(root.WithOpName("scale"), TensorShape({channels}),
+                                        ShapeKnowledge::kFull);
+      Output offset = Float64Placeholder(root.WithOpName("offset"), TensorShape({channels}),
+                                         ShapeKnowledge::kFull);
+      Output y = ops::FusedLayerNorm(root, x, scale, offset, 1e-3f).y;
+      Output weighted = ops::Mul(root, y, ops::Const(root, RandomTensor(shape, -2, 2, 31)));
+      EXPECT_TRUE(GradientNear(
+          root, {x, scale, offset},
+          {RandomTensor(shape, -3, 3, 21), RandomTensor(TensorShape({channels}), 0.5, 1.5, 22),
+           RandomTensor(TensorShape({channels}), -1, 1, 23)},
+          weighted, kGradientTolerance))
+          << shape << " knowledge " << static_cast<int>(knowledge);
+    }
   }
 }
 

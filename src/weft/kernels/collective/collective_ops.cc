@@ -187,7 +187,7 @@ class CollectiveAllGatherOp final : public AsyncOpKernel {
 void RegisterCollectiveKernels(KernelRegistry& registry) {
   registry.Register<CollectiveAllReduceOp>(
       KernelDef("CollectiveAllReduce", "CPU")
-          .TypeConstraint("T", {DataType::kFloat, DataType::kDouble}));
+          .TypeConstraint("T", {DataType::kFloat, DataType::kDouble, DataType::kBFloat16}));
   const std::vector<DataType> kTypes = {DataType::kFloat, DataType::kDouble, DataType::kInt32,
                                         DataType::kInt64};
   registry.Register<CollectiveBroadcastOp<true>>(

@@ -11,6 +11,7 @@ list(APPEND WEFT_KERNEL_SOURCES
   nn/fused_attention_grad_op.cc
   nn/fused_attention_op.cc
   nn/gelu_ops.cc
+  nn/layer_norm_ops.cc
   nn/onednn_conv.cc
   nn/pooling_ops.cc
   nn/register_nn_kernels.cc
@@ -28,6 +29,7 @@ weft_test(kernels_nn_test
     nn/conv_ops_test.cc
     nn/fused_attention_op_test.cc
     nn/gelu_ops_test.cc
+    nn/layer_norm_ops_test.cc
     nn/nn_shape_fns_test.cc
     nn/pooling_ops_test.cc
     nn/softmax_ops_test.cc

@@ -14,6 +14,7 @@ void RegisterConvKernels(KernelRegistry& registry);        // conv_ops.cc
 void RegisterConvGradKernels(KernelRegistry& registry);    // conv_grad_ops.cc
 void RegisterPoolingKernels(KernelRegistry& registry);     // pooling_ops.cc: MaxPool
 void RegisterAvgPoolingKernels(KernelRegistry& registry);  // avg_pooling_ops.cc
+void RegisterLayerNormKernels(KernelRegistry& registry);  // layer_norm_ops.cc: FusedLayerNorm(Grad)
 
 // fused_attention_op.cc, fused_attention_grad_op.cc
 void RegisterFusedAttentionKernels(KernelRegistry& registry);

@@ -16,6 +16,7 @@ void RegisterNnKernels(KernelRegistry& registry) {
   RegisterAvgPoolingKernels(registry);
   RegisterFusedAttentionKernels(registry);
   RegisterFusedAttentionGradKernels(registry);
+  RegisterLayerNormKernels(registry);
 }
 
 }  // namespace weft::kernels

@@ -7,9 +7,11 @@
 #include <atomic>
 #include <functional>
 #include <string>
+#include <type_traits>
 
 #include <Eigen/Core>
 
+#include "weft/core/bfloat16_sum.h"
 #include "weft/core/thread_pool.h"
 #include "weft/framework/device_base.h"
 #include "weft/runtime/internal/local_collective.h"
@@ -76,18 +78,31 @@ void ReduceSliceOf(CollectiveInstance& instance, size_t tensor, int rank) {
   const auto [begin, end] = SliceRange(target.NumElements(), rank, group_size, sizeof(T));
   if (begin >= end) return;
   std::vector<const T*> inputs(group_size);
-  for (int m = 0; m < group_size; ++m) inputs[m] = instance.members[m].inputs[tensor].data<T>();
+  for (int m = 0; m < group_size; ++m) {
+    inputs[m] = instance.members[m].inputs[tensor].data<T>() + begin;
+  }
   const bool mean = instance.members[0].params.final_op == "Div";
-  ReduceRange<T>(inputs, target.data<T>(), begin, end, mean ? group_size : 0);
+  if constexpr (std::is_same_v<T, bfloat16>) {
+    SumBFloat16(inputs, target.data<T>() + begin, end - begin,
+                mean ? static_cast<float>(group_size) : 1.0f);
+  } else {
+    ReduceRange<T>(inputs, target.data<T>() + begin, 0, end - begin, mean ? group_size : 0);
+  }
 }
 
 // Reduces slice `rank` of every tensor; the last slice to finish delivers the sums.
 void RunSlice(const std::shared_ptr<CollectiveInstance>& instance, int rank) {
   for (size_t i = 0; i < instance->targets.size(); ++i) {
-    if (instance->targets[i].dtype() == DataType::kFloat) {
-      ReduceSliceOf<float>(*instance, i, rank);
-    } else {
-      ReduceSliceOf<double>(*instance, i, rank);
+    switch (instance->targets[i].dtype()) {
+      case DataType::kFloat:
+        ReduceSliceOf<float>(*instance, i, rank);
+        break;
+      case DataType::kBFloat16:
+        ReduceSliceOf<bfloat16>(*instance, i, rank);
+        break;
+      default:
+        ReduceSliceOf<double>(*instance, i, rank);
+        break;
     }
   }
   if (instance->slices_left.fetch_sub(1, std::memory_order_acq_rel) == 1) {
@@ -123,9 +138,10 @@ Status CheckAllReduceMember(const CollectiveInstance& instance, const Collective
   }
   for (size_t i = 0; i < member.inputs.size(); ++i) {
     DataType dtype = member.inputs[i].dtype();
-    if (dtype != DataType::kFloat && dtype != DataType::kDouble) {
+    if (dtype != DataType::kFloat && dtype != DataType::kDouble && dtype != DataType::kBFloat16) {
       return InvalidArgument(label, ": member on device '", device, "' gives tensor ", i, " of ",
-                             DataTypeName(dtype), "; all-reduce supports float32 and float64");
+                             DataTypeName(dtype),
+                             "; all-reduce supports float32, float64 and bfloat16");
     }
   }
   if (instance.members.empty()) return Status::OK();

@@ -151,9 +151,9 @@ Output MultiHeadAttention::Project(const Scope& scope, const Output& input, cons
   const int64_t features = kernel.shape().dim_size(0);
   Output flat = ops::Reshape(scope, input, Tensor::FromVector<int64_t>({-1, features}));
   Output projected =
-      ops::MatMul(scope, flat,
-                  ops::Reshape(scope, kernel.Read(scope),
-                               Tensor::FromVector<int64_t>({features, num_heads_ * dim})));
+      ComputeMatMul(scope, flat,
+                    ops::Reshape(scope, kernel.Read(scope),
+                                 Tensor::FromVector<int64_t>({features, num_heads_ * dim})));
   if (bias != nullptr) {
     projected = ops::BiasAdd(
         scope, projected,
@@ -195,7 +195,7 @@ Output MultiHeadAttention::Compute(const Scope& scope, const Output& query, cons
   Output merged = ops::Reshape(
       scope, ops::Transpose(scope, attended, Tensor::FromVector<int32_t>({0, 2, 1, 3})),
       Tensor::FromVector<int64_t>({-1, num_heads_ * options_.value_dim}));
-  Output output = ops::MatMul(
+  Output output = ComputeMatMul(
       scope, merged,
       ops::Reshape(scope, output_kernel.Read(scope),
                    Tensor::FromVector<int64_t>({num_heads_ * options_.value_dim, output_dim})));

@@ -52,7 +52,7 @@ Output Dense::Forward(const Scope& scope, const Output& input, bool /*training*/
   // Rank > 2: the kernel applies to the last dimension (as a [batch * ..., in] matrix).
   Output flat =
       features.size() == 1 ? input : ops::Reshape(scope, input, {int64_t{-1}, features.back()});
-  Output z = ops::MatMul(scope, flat, weights[0].Read(scope));
+  Output z = ComputeMatMul(scope, flat, weights[0].Read(scope));
   if (options_.use_bias) z = ops::BiasAdd(scope, z, weights[1].Read(scope));
   Output activated = Activate(scope, z, activation_);
   if (features.size() == 1) return activated;

@@ -28,6 +28,18 @@ int CurrentReplica() {
 
 }  // namespace
 
+Output ComputeMatMul(const Scope& scope, const Output& a, const Output& b,
+                     const ops::MatMulAttrs& attrs) {
+  const LayerCallContext* context = LayerCallContext::Current();
+  const DataType compute = context == nullptr ? DataType::kFloat : context->options().compute_dtype;
+  if (compute == DataType::kFloat || a.dtype() != DataType::kFloat) {
+    return ops::MatMul(scope, a, b, attrs);
+  }
+  Output product =
+      ops::MatMul(scope, ops::Cast(scope, a, compute), ops::Cast(scope, b, compute), attrs);
+  return ops::Cast(scope, product, DataType::kFloat);
+}
+
 Output Activate(const Scope& scope, const Output& input, std::string_view activation) {
   if (activation.empty() || activation == "linear") return input;
   if (activation == "relu") return ops::Relu(scope, input);

@@ -33,6 +33,13 @@ class Layer;
 // listing these.
 Output Activate(const Scope& scope, const Output& input, std::string_view activation);
 
+// a * b (transposed as `attrs` say) as the model being built computes its layers' products: in
+// float32, or under a bfloat16 policy with both operands rounded to bfloat16 and the product
+// (accumulated in float32 by the kernel) widened back to float32, so that biases, activations and
+// normalisations after it stay float32. Outside a model: float32.
+Output ComputeMatMul(const Scope& scope, const Output& a, const Output& b,
+                     const ops::MatMulAttrs& attrs = {});
+
 // Automatic layer names unique within one model: "dense", "dense_1", ... counted per type in the
 // order the model first calls its layers. The reference's object-based checkpoints match
 // variables by their place in the model rather than by process-wide names; counting per model
@@ -58,6 +65,8 @@ struct LayerCallOptions {
   std::optional<int64_t> seed = std::nullopt;
   // Where automatic names are counted (the model's; borrowed). Null: per process.
   LayerNames* names = nullptr;
+  // The type the layers' matrix products run in (the model's DTypePolicy::compute_dtype).
+  DataType compute_dtype = DataType::kFloat;
 };
 
 // Installed on the building thread while a model builds one replica's graph (nests; restores the

@@ -114,16 +114,17 @@ Output LayerNormalization::Forward(const Scope& scope, const Output& input, bool
                        input.shape().DebugString()));
     return Output();
   }
+  // One op for the row statistics, the normalisation, scale and offset, forward and back (a
+  // dozen element-wise ops and reductions each way when composed); a layer without a scale or an
+  // offset gives it ones or zeros.
+  const int64_t channels = Channels(input.shape());
   size_t next = 0;
-  Output gamma = options_.scale ? weights[next++].Read(scope) : Output();
-  Output beta = options_.center ? weights[next++].Read(scope) : Output();
-  ops::ReductionAttrs keep;
-  keep.keep_dims = true;
-  Output last = ops::Const(scope, int32_t{-1});
-  Output mean = ops::Mean(scope, input, last, keep);
-  Output centered = ops::Sub(scope, input, mean);
-  Output variance = ops::Mean(scope, ops::Square(scope, centered), last, keep);
-  return Normalize(scope, centered, variance, options_.epsilon, gamma, beta);
+  auto filled = [&](float value) {
+    return ops::Const(scope, Tensor::FromVector<float>(std::vector<float>(channels, value)));
+  };
+  Output gamma = options_.scale ? weights[next++].Read(scope) : filled(1.0f);
+  Output beta = options_.center ? weights[next++].Read(scope) : filled(0.0f);
+  return ops::FusedLayerNorm(scope, input, gamma, beta, static_cast<float>(options_.epsilon)).y;
 }
 
 }  // namespace weft::train

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "weft/core/bfloat16_sum.h"
+
 namespace weft::internal {
 namespace {
 
@@ -172,9 +174,10 @@ StatusOr<FlatAllReduce> PrepareAllReduce(const TransportOp& op, const std::vecto
   int64_t total = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& t = inputs[i];
-    if (t.dtype() != DataType::kFloat && t.dtype() != DataType::kDouble) {
+    if (t.dtype() != DataType::kFloat && t.dtype() != DataType::kDouble &&
+        t.dtype() != DataType::kBFloat16) {
       return InvalidArgument(label, ": tensor ", i, " is ", DataTypeName(t.dtype()),
-                             "; all-reduce supports float32 and float64");
+                             "; all-reduce supports float32, float64 and bfloat16");
     }
     if (t.dtype() != dtype) {
       return InvalidArgument(label, ": tensor ", i, " is ", DataTypeName(t.dtype()),
@@ -260,6 +263,10 @@ void SumInOrder(DataType dtype, const std::vector<const char*>& inputs, char* ou
   if (count <= 0) return;
   if (dtype == DataType::kFloat) {
     SumBlocks<float>(inputs, out, count, divisor);
+  } else if (dtype == DataType::kBFloat16) {
+    std::vector<const bfloat16*> arrays;
+    for (const char* input : inputs) arrays.push_back(reinterpret_cast<const bfloat16*>(input));
+    SumBFloat16(arrays, reinterpret_cast<bfloat16*>(out), count, static_cast<float>(divisor));
   } else {
     WEFT_CHECK(dtype == DataType::kDouble) << DataTypeName(dtype);
     SumBlocks<double>(inputs, out, count, divisor);

@@ -88,6 +88,7 @@ StatusOr<OpIdentity> PrepareAllGather(const TransportOp& op, const Tensor& input
 
 // out[i] = inputs[0][i] + inputs[1][i] + ... (left to right, so every member that sums the same
 // inputs gets the same bits), divided by `divisor` unless it is 1. `out` may alias an input.
+// bfloat16 is summed in float32 and rounded once per call.
 void SumInOrder(DataType dtype, const std::vector<const char*>& inputs, char* out, int64_t count,
                 double divisor);
 // acc[i] = acc[i] + in[i], then divided by `divisor` unless it is 1.

@@ -93,6 +93,32 @@ FusedAttentionGradOutputs FusedAttentionGrad(const Scope& scope, const Input& qu
   return {Output(node, 0), Output(node, 1), Output(node, 2)};
 }
 
+FusedLayerNormOutputs FusedLayerNorm(const Scope& scope, const Input& x, const Input& scale,
+                                     const Input& offset, float epsilon) {
+  Node* node = NodeBuilder(scope, "FusedLayerNorm")
+                   .Input(x)
+                   .Input(scale)
+                   .Input(offset)
+                   .Attr("epsilon", epsilon)
+                   .Finalize();
+  if (node == nullptr) return {};
+  return {Output(node, 0), Output(node, 1), Output(node, 2)};
+}
+
+FusedLayerNormGradOutputs FusedLayerNormGrad(const Scope& scope, const Input& y_backprop,
+                                             const Input& x, const Input& scale, const Input& mean,
+                                             const Input& inverse_std) {
+  Node* node = NodeBuilder(scope, "FusedLayerNormGrad")
+                   .Input(y_backprop)
+                   .Input(x)
+                   .Input(scale)
+                   .Input(mean)
+                   .Input(inverse_std)
+                   .Finalize();
+  if (node == nullptr) return {};
+  return {Output(node, 0), Output(node, 1), Output(node, 2)};
+}
+
 Output Conv2D(const Scope& scope, const Input& input, const Input& filter,
               const std::vector<int64_t>& strides, const std::string& padding) {
   NodeBuilder builder(scope, "Conv2D");

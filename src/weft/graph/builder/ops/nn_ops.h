@@ -66,6 +66,24 @@ FusedAttentionGradOutputs FusedAttentionGrad(const Scope& scope, const Input& qu
                                              const Input& logsumexp, const Input& output_gradient,
                                              const FusedAttentionAttrs& attrs = {});
 
+// Each row of x [..., C] normalised over its last dimension, times scale [C], plus offset [C];
+// mean and inverse_std [...] (1 / sqrt(variance + epsilon)) are each row's, for the gradient.
+struct FusedLayerNormOutputs {
+  Output y;
+  Output mean;
+  Output inverse_std;
+};
+FusedLayerNormOutputs FusedLayerNorm(const Scope& scope, const Input& x, const Input& scale,
+                                     const Input& offset, float epsilon = 1e-3f);
+struct FusedLayerNormGradOutputs {
+  Output x_backprop;
+  Output scale_backprop;
+  Output offset_backprop;
+};
+FusedLayerNormGradOutputs FusedLayerNormGrad(const Scope& scope, const Input& y_backprop,
+                                             const Input& x, const Input& scale, const Input& mean,
+                                             const Input& inverse_std);
+
 // Window attrs shared by convolution and pooling: strides is [1, stride_h, stride_w, 1];
 // padding is "SAME" or "VALID".
 Output Conv2D(const Scope& scope, const Input& input, const Input& filter,
