@@ -3,9 +3,10 @@
 // tests and benchmarks can see when intermediate tensors are freed). Allocators are thread-safe.
 // Host memory is shared by every device whose allocator is in host memory, so tensors pass between
 // those without copies; memory of any other allocator is a space of its own (see SameMemorySpace).
-// Large host blocks (kLargeBlockBytes and up) are kept after they are freed, up to kMaxCachedBytes
-// in all, and handed out again for the same rounded size: the system allocator returns such blocks
-// to the kernel, and touching a fresh 64 MB block costs as much page faulting as summing it.
+// Host blocks of 256 KB and up are kept after they are freed, up to kMaxCachedBytes in all, and
+// handed out again for the same rounded size (whole megabytes from kLargeBlockBytes): the system
+// allocator returns such blocks to the kernel, and touching a fresh block costs as much page
+// faulting as summing it (see allocator.cc).
 #pragma once
 
 #include <cstddef>

@@ -29,6 +29,22 @@ TEST(AllocatorTest, LargeBlocksAreReusedAfterTheyAreFreed) {
   EXPECT_EQ(GetAllocatorStats().cached_bytes, 0);
 }
 
+// Activation-sized blocks (2 MB) are kept too, and a near size shares the rounded block.
+TEST(AllocatorTest, MegabyteBlocksAreReusedAfterTheyAreFreed) {
+  ReleaseCachedMemory();
+  const void* first = nullptr;
+  {
+    Tensor t(DataType::kFloat, TensorShape({512 << 10}));  // 2 MB
+    first = t.data<float>();
+  }
+  EXPECT_GE(GetAllocatorStats().cached_bytes, int64_t{2} << 20);
+  {
+    Tensor near(DataType::kFloat, TensorShape({(512 << 10) - 100}));
+    EXPECT_EQ(near.data<float>(), first);
+  }
+  ReleaseCachedMemory();
+}
+
 TEST(AllocatorTest, SmallBlocksAreNotCachedAndTheCacheIsBounded) {
   ReleaseCachedMemory();
   { Tensor small(DataType::kFloat, TensorShape({1000})); }

@@ -91,6 +91,19 @@ class Fuser {
   std::set<std::string> control_consumed_;
 };
 
+// Adds every control input of `chain`'s nodes (nulls skipped) to `fused`, once each.
+void AddControlInputs(std::initializer_list<const proto::NodeDef*> chain, proto::NodeDef* fused) {
+  std::set<std::string> controls;
+  for (const proto::NodeDef* node : chain) {
+    if (node == nullptr) continue;
+    for (const std::string& input : node->input()) {
+      if (!input.empty() && input[0] == '^' && controls.insert(input).second) {
+        fused->add_input(input);
+      }
+    }
+  }
+}
+
 // The fused node standing for producer -> bias_add (-> relu), named like the chain's last node.
 proto::NodeDef MakeFused(const proto::NodeDef& producer, const proto::NodeDef& bias_add,
                          const proto::NodeDef* relu) {
@@ -102,17 +115,42 @@ proto::NodeDef MakeFused(const proto::NodeDef& producer, const proto::NodeDef& b
   fused.add_input(producer.input(0));
   fused.add_input(producer.input(1));
   fused.add_input(bias_add.input(1));
-  std::set<std::string> controls;
-  for (const proto::NodeDef* node : {&producer, &bias_add, relu}) {
-    if (node == nullptr) continue;
-    for (const std::string& input : node->input()) {
-      if (!input.empty() && input[0] == '^' && controls.insert(input).second) {
-        fused.add_input(input);
-      }
-    }
-  }
+  AddControlInputs({&producer, &bias_add, relu}, &fused);
   *fused.mutable_attr() = producer.attr();
   (*fused.mutable_attr())["activation"].set_s(relu != nullptr ? "Relu" : "None");
+  return fused;
+}
+
+// Whether `node` is a Cast from `from` to `to`.
+bool IsCast(const proto::NodeDef& node, DataType from, DataType to) {
+  if (node.op() != "Cast") return false;
+  auto src = node.attr().find("SrcT");
+  auto dst = node.attr().find("DstT");
+  return src != node.attr().end() && dst != node.attr().end() &&
+         static_cast<DataType>(src->second.type()) == from &&
+         static_cast<DataType>(dst->second.type()) == to;
+}
+
+// The _FusedBFloat16MatMul standing for matmul -> widen (-> bias_add (-> relu)), named like the
+// chain's last node.
+proto::NodeDef MakeFusedBFloat16(const proto::NodeDef& matmul, const proto::NodeDef& widen,
+                                 const proto::NodeDef* bias_add, const proto::NodeDef* relu) {
+  const proto::NodeDef& last = relu != nullptr ? *relu : bias_add != nullptr ? *bias_add : widen;
+  proto::NodeDef fused;
+  fused.set_name(last.name());
+  fused.set_op("_FusedBFloat16MatMul");
+  fused.set_device(last.device());
+  fused.add_input(matmul.input(0));
+  fused.add_input(matmul.input(1));
+  if (bias_add != nullptr) fused.add_input(bias_add->input(1));
+  AddControlInputs({&matmul, &widen, bias_add, relu}, &fused);
+  auto& attrs = *fused.mutable_attr();
+  for (const char* name : {"transpose_a", "transpose_b"}) {
+    auto it = matmul.attr().find(name);
+    if (it != matmul.attr().end()) attrs[name] = it->second;
+  }
+  attrs["num_bias"].set_i(bias_add != nullptr ? 1 : 0);
+  attrs["activation"].set_s(relu != nullptr ? "Relu" : "None");
   return fused;
 }
 
@@ -162,6 +200,18 @@ int FuseOps(const KernelRegistry& kernels, std::string_view device_type, proto::
       }
       continue;
     }
+    // A bfloat16 product widened at once, not followed by a BiasAdd (fused from there).
+    if (IsCast(node, DataType::kBFloat16, DataType::kFloat) && !fuser.FeedsOnly(node, "BiasAdd")) {
+      const proto::NodeDef* matmul = fuser.SoleProducer(node, "MatMul");
+      if (matmul != nullptr && matmul->input_size() >= 2) {
+        proto::NodeDef fused = MakeFusedBFloat16(*matmul, node, nullptr, nullptr);
+        if (kernels.HasKernel(fused, device_type)) {
+          removed.insert(matmul->name());
+          replaced[fused.name()] = std::move(fused);
+        }
+      }
+      continue;
+    }
     const proto::NodeDef* relu = nullptr;
     const proto::NodeDef* bias_add = nullptr;
     if (node.op() == "Relu") {
@@ -172,6 +222,17 @@ int FuseOps(const KernelRegistry& kernels, std::string_view device_type, proto::
     }
     if (bias_add == nullptr || bias_add->input_size() < 2 ||
         StringAttr(*bias_add, "data_format", "NHWC") != "NHWC") {
+      continue;
+    }
+    const proto::NodeDef* widen = fuser.SoleProducer(*bias_add, "Cast");
+    if (widen != nullptr && IsCast(*widen, DataType::kBFloat16, DataType::kFloat)) {
+      const proto::NodeDef* matmul = fuser.SoleProducer(*widen, "MatMul");
+      if (matmul == nullptr || matmul->input_size() < 2) continue;
+      proto::NodeDef fused = MakeFusedBFloat16(*matmul, *widen, bias_add, relu);
+      if (!kernels.HasKernel(fused, device_type)) continue;
+      removed.insert({matmul->name(), widen->name()});
+      if (relu != nullptr) removed.insert(bias_add->name());
+      replaced[fused.name()] = std::move(fused);
       continue;
     }
     const proto::NodeDef* producer = fuser.SoleProducer(*bias_add, "Conv2D");

@@ -207,5 +207,47 @@ TEST(FuseOpsTest, FusedStepsComputeWhatTheSeparateOpsCompute) {
   }
 }
 
+// Mixed precision's products: a bfloat16 MatMul widened to float32 fuses with the widening Cast,
+// and with a BiasAdd and Relu after it; the fused kernel writes the float32 sum the separate ops
+// round to bfloat16 first, so the two agree within bfloat16's rounding.
+TEST(FuseOpsTest, FusesBFloat16ProductsWithTheirWideningCastAndBias) {
+  Scope root = Scope::NewRootScope();
+  Output a = ops::Cast(root, ops::Placeholder(root.WithOpName("a"), DataType::kFloat),
+                       DataType::kBFloat16);
+  Output w = ops::Cast(root, ops::Const(root, Random(TensorShape({8, 3}), 7)), DataType::kBFloat16);
+  Output product = ops::MatMul(root.WithOpName("product"), a, w);
+  ops::Cast(root.WithOpName("widened"), product, DataType::kFloat);
+  Output other = ops::MatMul(root.WithOpName("other"), a, w, {.transpose_b = false});
+  ops::Relu(root.WithOpName("dense"),
+            ops::BiasAdd(root.WithOpName("dense_bias_add"),
+                         ops::Cast(root.WithOpName("other_widened"), other, DataType::kFloat),
+                         ops::Const(root, Random(TensorShape({3}), 8))));
+  proto::GraphDef graph = root.ToGraphDef().value();
+  EXPECT_EQ(Fuse(&graph), 2);
+  const proto::NodeDef* plain = Find(graph, "widened");
+  ASSERT_NE(plain, nullptr);
+  EXPECT_EQ(plain->op(), "_FusedBFloat16MatMul");
+  EXPECT_EQ(plain->attr().at("num_bias").i(), 0);
+  const proto::NodeDef* biased = Find(graph, "dense");
+  ASSERT_NE(biased, nullptr);
+  EXPECT_EQ(biased->op(), "_FusedBFloat16MatMul");
+  EXPECT_EQ(biased->attr().at("num_bias").i(), 1);
+  EXPECT_EQ(biased->attr().at("activation").s(), "Relu");
+  for (const char* gone : {"product", "other", "other_widened", "dense_bias_add"}) {
+    EXPECT_EQ(Find(graph, gone), nullptr) << gone;
+  }
+
+  auto session = NewSession(SessionOptions()).value();
+  ASSERT_TRUE(session->Create(root.ToGraphDef().value()).ok());
+  const NamedTensorList feeds = {{"a", Random(TensorShape({4, 8}), 9)}};
+  std::vector<Tensor> fused, separate;
+  ASSERT_TRUE(session->Run(feeds, {"widened", "dense"}, {}, &fused).ok());
+  // Fetching the products keeps them, and so the chains, unfused.
+  ASSERT_TRUE(session->Run(feeds, {"widened", "dense", "product", "other"}, {}, &separate).ok());
+  EXPECT_EQ(fused[0].dtype(), DataType::kFloat);
+  EXPECT_TENSOR_NEAR(fused[0], separate[0], 1e-2, 1e-2);
+  EXPECT_TENSOR_NEAR(fused[1], separate[1], 1e-2, 1e-2);
+}
+
 }  // namespace
 }  // namespace weft

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -46,15 +47,18 @@ struct MatMulPrimitive {
   memory::desc a_md, b_md, c_md, scratchpad_md;
 };
 
-// m, n, k, lda, ldb, ldc, transpose_a, transpose_b.
-using Key = std::array<int64_t, 8>;
+// m, n, k, lda, ldb, ldc, transpose_a, transpose_b, whether C is float32.
+using Key = std::array<int64_t, 9>;
+
+template <typename C>
+constexpr bool kFloatOutput = std::is_same_v<C, float>;
 
 class PrimitiveCache {
  public:
   // The primitive for `d` with these leading dimensions, built on first use.
   StatusOr<std::shared_ptr<const MatMulPrimitive>> Get(const GemmDims& d, int64_t lda, int64_t ldb,
-                                                       int64_t ldc) {
-    const Key key = {d.m, d.n, d.k, lda, ldb, ldc, d.transpose_a, d.transpose_b};
+                                                       int64_t ldc, bool float_output) {
+    const Key key = {d.m, d.n, d.k, lda, ldb, ldc, d.transpose_a, d.transpose_b, float_output};
     {
       MutexLock lock(mu_);
       auto it = cache_.find(key);
@@ -68,7 +72,9 @@ class PrimitiveCache {
                                 d.transpose_a ? memory::dims{1, lda} : memory::dims{lda, 1});
       made->b_md = memory::desc({d.k, d.n}, memory::data_type::bf16,
                                 d.transpose_b ? memory::dims{1, ldb} : memory::dims{ldb, 1});
-      made->c_md = memory::desc({d.m, d.n}, memory::data_type::bf16, memory::dims{ldc, 1});
+      made->c_md =
+          memory::desc({d.m, d.n}, float_output ? memory::data_type::f32 : memory::data_type::bf16,
+                       memory::dims{ldc, 1});
       dnnl::primitive_attr attr;
       attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
       const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(made->a_md, made->b_md, made->c_md),
@@ -96,8 +102,8 @@ PrimitiveCache& Cache() {
 }
 
 // Runs `primitive` on this thread.
-Status Execute(const MatMulPrimitive& primitive, const bfloat16* a, const bfloat16* b,
-               bfloat16* c) {
+template <typename C>
+Status Execute(const MatMulPrimitive& primitive, const bfloat16* a, const bfloat16* b, C* c) {
   UseOneOpenMpThread();
   const int64_t scratch_bytes = static_cast<int64_t>(primitive.scratchpad_md.get_size());
   WEFT_ASSIGN_OR_RETURN(
@@ -144,8 +150,9 @@ Blocks PlanBlocks(OpKernelContext* context, const GemmDims& d, bool split) {
   return blocks;
 }
 
+template <typename C>
 Status NativeGemm(OpKernelContext* context, const GemmDims& d, const bfloat16* a, int64_t lda,
-                  const bfloat16* b, int64_t ldb, bfloat16* c, int64_t ldc, bool split) {
+                  const bfloat16* b, int64_t ldb, C* c, int64_t ldc, bool split) {
   const Blocks blocks = PlanBlocks(context, d, split);
   // Every block but the last has the full step: at most two shapes, built before any runs.
   std::vector<std::shared_ptr<const MatMulPrimitive>> primitives(blocks.count);
@@ -157,7 +164,7 @@ Status NativeGemm(OpKernelContext* context, const GemmDims& d, const bfloat16* a
     }
     GemmDims part = d;
     (blocks.split_rows ? part.m : part.n) = size;
-    WEFT_ASSIGN_OR_RETURN(primitives[i], Cache().Get(part, lda, ldb, ldc));
+    WEFT_ASSIGN_OR_RETURN(primitives[i], Cache().Get(part, lda, ldb, ldc, kFloatOutput<C>));
   }
   std::vector<Status> statuses(blocks.count);
   auto run = [&](int64_t first, int64_t last) {
@@ -191,24 +198,48 @@ StatusOr<Tensor> Widen(const bfloat16* in, int64_t rows, int64_t cols, int64_t l
   return out;
 }
 
+template <typename C>
 Status FloatGemm(OpKernelContext* context, const GemmDims& d, const bfloat16* a, int64_t lda,
-                 const bfloat16* b, int64_t ldb, bfloat16* c, int64_t ldc, bool split) {
+                 const bfloat16* b, int64_t ldb, C* c, int64_t ldc, bool split) {
   WEFT_ASSIGN_OR_RETURN(Tensor a32,
                         Widen(a, d.transpose_a ? d.k : d.m, d.transpose_a ? d.m : d.k, lda));
   WEFT_ASSIGN_OR_RETURN(Tensor b32,
                         Widen(b, d.transpose_b ? d.n : d.k, d.transpose_b ? d.k : d.n, ldb));
-  WEFT_ASSIGN_OR_RETURN(Tensor c32, Tensor::Allocate(DataType::kFloat, TensorShape({d.m, d.n})));
-  const float* product = c32.data<float>();
-  if (split) {
-    ParallelGemm(context, d, 1.0f, a32.data<float>(), lda, b32.data<float>(), ldb, 0.0f,
-                 c32.data<float>(), d.n);
+  // A float32 C takes the product directly; a bfloat16 one through a float32 copy, rounded.
+  Tensor c32;
+  float* product = nullptr;
+  int64_t ld_product = ldc;
+  if constexpr (kFloatOutput<C>) {
+    product = c;
   } else {
-    Gemm(d, 1.0f, a32.data<float>(), lda, b32.data<float>(), ldb, 0.0f, c32.data<float>(), d.n);
+    WEFT_ASSIGN_OR_RETURN(c32, Tensor::Allocate(DataType::kFloat, TensorShape({d.m, d.n})));
+    product = c32.data<float>();
+    ld_product = d.n;
   }
-  for (int64_t i = 0; i < d.m; ++i) {
-    FloatToBFloat16({product + i * d.n, static_cast<size_t>(d.n)}, c + i * ldc);
+  if (split) {
+    ParallelGemm(context, d, 1.0f, a32.data<float>(), lda, b32.data<float>(), ldb, 0.0f, product,
+                 ld_product);
+  } else {
+    Gemm(d, 1.0f, a32.data<float>(), lda, b32.data<float>(), ldb, 0.0f, product, ld_product);
+  }
+  if constexpr (!kFloatOutput<C>) {
+    for (int64_t i = 0; i < d.m; ++i) {
+      FloatToBFloat16({product + i * d.n, static_cast<size_t>(d.n)}, c + i * ldc);
+    }
   }
   return Status::OK();
+}
+
+template <typename C>
+Status AnyGemm(OpKernelContext* context, const GemmDims& d, const bfloat16* a, int64_t lda,
+               const bfloat16* b, int64_t ldb, C* c, int64_t ldc, bool split) {
+  if (d.m == 0 || d.n == 0) return Status::OK();
+  if (d.k == 0) {
+    for (int64_t i = 0; i < d.m; ++i) std::fill_n(c + i * ldc, d.n, C());
+    return Status::OK();
+  }
+  return BFloat16GemmIsNative() ? NativeGemm(context, d, a, lda, b, ldb, c, ldc, split)
+                                : FloatGemm(context, d, a, lda, b, ldb, c, ldc, split);
 }
 
 }  // namespace
@@ -223,13 +254,12 @@ void ForceBFloat16GemmFallbackForTesting(bool force) {
 
 Status BFloat16Gemm(OpKernelContext* context, const GemmDims& d, const bfloat16* a, int64_t lda,
                     const bfloat16* b, int64_t ldb, bfloat16* c, int64_t ldc, bool split) {
-  if (d.m == 0 || d.n == 0) return Status::OK();
-  if (d.k == 0) {
-    for (int64_t i = 0; i < d.m; ++i) std::fill_n(c + i * ldc, d.n, bfloat16());
-    return Status::OK();
-  }
-  return BFloat16GemmIsNative() ? NativeGemm(context, d, a, lda, b, ldb, c, ldc, split)
-                                : FloatGemm(context, d, a, lda, b, ldb, c, ldc, split);
+  return AnyGemm(context, d, a, lda, b, ldb, c, ldc, split);
+}
+
+Status BFloat16Gemm(OpKernelContext* context, const GemmDims& d, const bfloat16* a, int64_t lda,
+                    const bfloat16* b, int64_t ldb, float* c, int64_t ldc, bool split) {
+  return AnyGemm(context, d, a, lda, b, ldb, c, ldc, split);
 }
 
 }  // namespace weft::kernels

@@ -29,6 +29,10 @@ namespace weft::kernels {
 // fails; ResourceExhausted when the float32 copies or the scratchpad cannot be allocated.
 Status BFloat16Gemm(OpKernelContext* context, const GemmDims& d, const bfloat16* a, int64_t lda,
                     const bfloat16* b, int64_t ldb, bfloat16* c, int64_t ldc, bool split = true);
+// The same product kept in float32, unrounded: for a product whose consumers work in float32 (a
+// bias, an activation, a normalisation), which would otherwise widen it again.
+Status BFloat16Gemm(OpKernelContext* context, const GemmDims& d, const bfloat16* a, int64_t lda,
+                    const bfloat16* b, int64_t ldb, float* c, int64_t ldc, bool split = true);
 
 // Whether BFloat16Gemm multiplies in bfloat16 on this CPU (decided once, from oneDNN's CPU ISA)
 // rather than in float32; false while the fallback is forced.

@@ -2,10 +2,12 @@
 // transpose_b) -> [M,N]. float32 and float64 call OpenBLAS's gemm, split over the intra-op threads
 // (see kernels/gemm.h); bfloat16 accumulates in float32 through oneDNN where the CPU has bfloat16
 // instructions, else in float32 GEMM (see kernels/gemm_bf16.h); int32 and int64 use Eigen's matrix
-// product on the calling thread.
+// product on the calling thread. _FusedMatMul adds a bias and an activation; _FusedBFloat16MatMul
+// takes bfloat16 and writes float32, for a bfloat16 product widened at once.
 #include <algorithm>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include <Eigen/Core>
 #include <cblas.h>
@@ -40,6 +42,29 @@ void IntegerMatMul(const T* a, int64_t a_rows, int64_t a_cols, bool transpose_a,
   }
 }
 
+struct ProductDims {
+  int64_t m = 0, n = 0, k = 0;
+};
+
+// The dimensions of op(a) * op(b), or an InvalidArgument naming `node` for inputs that are not
+// matrices or whose inner dimensions differ.
+StatusOr<ProductDims> CheckProduct(const proto::NodeDef& node, const Tensor& a, const Tensor& b,
+                                   bool transpose_a, bool transpose_b) {
+  if (a.dims() != 2 || b.dims() != 2) {
+    return InvalidArgument(FormatNodeForError(node), ": inputs must be matrices, but are ",
+                           a.shape(), " and ", b.shape());
+  }
+  ProductDims d{.m = a.dim_size(transpose_a ? 1 : 0),
+                .n = b.dim_size(transpose_b ? 0 : 1),
+                .k = a.dim_size(transpose_a ? 0 : 1)};
+  const int64_t k_b = b.dim_size(transpose_b ? 1 : 0);
+  if (d.k != k_b) {
+    return InvalidArgument(FormatNodeForError(node), ": inner dimensions must be equal, but are ",
+                           d.k, " and ", k_b, " for ", a.shape(), " x ", b.shape());
+  }
+  return d;
+}
+
 template <typename T>
 class MatMulOp final : public OpKernel {
  public:
@@ -53,17 +78,9 @@ class MatMulOp final : public OpKernel {
   Status Compute(OpKernelContext* context) override {
     const Tensor& a = context->input(0);
     const Tensor& b = context->input(1);
-    if (a.dims() != 2 || b.dims() != 2) {
-      return InvalidArgument(FormatNodeForError(def()), ": inputs must be matrices, but are ",
-                             a.shape(), " and ", b.shape());
-    }
-    const int64_t m = a.dim_size(transpose_a_ ? 1 : 0), k = a.dim_size(transpose_a_ ? 0 : 1);
-    const int64_t k_b = b.dim_size(transpose_b_ ? 1 : 0), n = b.dim_size(transpose_b_ ? 0 : 1);
-    if (k != k_b) {
-      return InvalidArgument(FormatNodeForError(def()),
-                             ": inner dimensions must be equal, but are ", k, " and ", k_b, " for ",
-                             a.shape(), " x ", b.shape());
-    }
+    WEFT_ASSIGN_OR_RETURN(const ProductDims dims,
+                          CheckProduct(def(), a, b, transpose_a_, transpose_b_));
+    const int64_t m = dims.m, n = dims.n, k = dims.k;
     if (fused_) WEFT_RETURN_IF_ERROR(CheckBias(def(), context->input(2), n));
     Tensor* out = nullptr;
     WEFT_RETURN_IF_ERROR(context->AllocateOutput(0, TensorShape({m, n}), &out));
@@ -115,6 +132,60 @@ class MatMulOp final : public OpKernel {
   FusedActivation activation_ = FusedActivation::kNone;
 };
 
+// _FusedBFloat16MatMul: the bfloat16 product written in float32 by the GEMM itself, then the
+// bias and activation in the same pass as _FusedMatMul's.
+class FusedBFloat16MatMulOp final : public OpKernel {
+ public:
+  explicit FusedBFloat16MatMulOp(OpKernelConstruction* context) : OpKernel(context) {
+    context->SetStatus(context->GetAttr("transpose_a", &transpose_a_));
+    context->SetStatus(context->GetAttr("transpose_b", &transpose_b_));
+    context->SetStatus(context->GetAttr("num_bias", &num_bias_));
+    context->SetStatus(ReadFusedActivation(*context, /*fused=*/true, &activation_));
+  }
+
+  Status Compute(OpKernelContext* context) override {
+    const Tensor& a = context->input(0);
+    const Tensor& b = context->input(1);
+    WEFT_ASSIGN_OR_RETURN(const ProductDims d,
+                          CheckProduct(def(), a, b, transpose_a_, transpose_b_));
+    if (num_bias_ > 1) {
+      return InvalidArgument(FormatNodeForError(def()), ": num_bias must be 0 or 1, but is ",
+                             num_bias_);
+    }
+    const bool with_bias = num_bias_ == 1;
+    if (with_bias) WEFT_RETURN_IF_ERROR(CheckBias(def(), context->input(2), d.n));
+    Tensor* out = nullptr;
+    WEFT_RETURN_IF_ERROR(context->AllocateOutput(0, TensorShape({d.m, d.n}), &out));
+    if (d.m == 0 || d.n == 0) return Status::OK();
+    float* c = out->data<float>();
+    Status status = BFloat16Gemm(
+        context,
+        GemmDims{
+            .m = d.m, .n = d.n, .k = d.k, .transpose_a = transpose_a_, .transpose_b = transpose_b_},
+        a.data<bfloat16>(), a.dim_size(1), b.data<bfloat16>(), b.dim_size(1), c, d.n);
+    if (!status.ok()) return status.WithContext(FormatNodeForError(def()));
+    if (with_bias || activation_ != FusedActivation::kNone) {
+      // Without a bias only the activation is left: add zeros rather than keep a second loop.
+      std::vector<float> zeros;
+      const float* bias = nullptr;
+      if (with_bias) {
+        bias = context->input(2).data<float>();
+      } else {
+        zeros.assign(static_cast<size_t>(d.n), 0.0f);
+        bias = zeros.data();
+      }
+      AddBiasAndActivation(context, c, d.m, d.n, bias, activation_);
+    }
+    return Status::OK();
+  }
+
+ private:
+  bool transpose_a_ = false;
+  bool transpose_b_ = false;
+  int64_t num_bias_ = 0;
+  FusedActivation activation_ = FusedActivation::kNone;
+};
+
 }  // namespace
 
 void RegisterMatMulKernels(KernelRegistry& registry) {
@@ -125,6 +196,7 @@ void RegisterMatMulKernels(KernelRegistry& registry) {
   registry.Register<MatMulOp<bfloat16>>(KernelDef("MatMul", "CPU").TypeConstraint<bfloat16>("T"));
   registry.Register<MatMulOp<float>>(KernelDef("_FusedMatMul", "CPU").TypeConstraint<float>("T"));
   registry.Register<MatMulOp<double>>(KernelDef("_FusedMatMul", "CPU").TypeConstraint<double>("T"));
+  registry.Register<FusedBFloat16MatMulOp>(KernelDef("_FusedBFloat16MatMul", "CPU"));
 }
 
 }  // namespace weft::kernels
