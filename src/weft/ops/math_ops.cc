@@ -225,6 +225,39 @@ Status BroadcastGradientArgsShape(InferenceContext& context) {
   return Status::OK();
 }
 
+// The fused products graph/fuse_ops.h makes inside one partition (internal ops).
+void RegisterFusedMatMulOps(OpRegistry& registry) {
+  // What graph/fuse_ops.h makes of MatMul -> BiasAdd (-> Relu) inside one partition.
+  registry.RegisterOrDie(OpDefBuilder("_FusedMatMul")
+                             .Input("a: T")
+                             .Input("b: T")
+                             .Input("bias: T")
+                             .Output("product: T")
+                             .Attr("transpose_a: bool = false")
+                             .Attr("transpose_b: bool = false")
+                             .Attr("T: {float32, float64}")
+                             .Attr("activation: {'None', 'Relu'} = 'None'")
+                             .SetIsInternal()
+                             .SetShapeFn(MatMulShape)
+                             .Doc("MatMul, plus bias [N] on every row, then the activation."));
+  // What graph/fuse_ops.h makes of a bfloat16 MatMul whose product is at once widened to float32
+  // (-> BiasAdd (-> Relu)), as the mixed_bfloat16 policy's layers and their gradients build it.
+  registry.RegisterOrDie(OpDefBuilder("_FusedBFloat16MatMul")
+                             .Input("a: bfloat16")
+                             .Input("b: bfloat16")
+                             .Input("bias: num_bias * float32")
+                             .Output("product: float32")
+                             .Attr("transpose_a: bool = false")
+                             .Attr("transpose_b: bool = false")
+                             .Attr("num_bias: int >= 0 = 0")
+                             .Attr("activation: {'None', 'Relu'} = 'None'")
+                             .SetIsInternal()
+                             .SetShapeFn(MatMulShape)
+                             .Doc("MatMul of bfloat16 a and b accumulated and written in float32, "
+                                  "plus bias [N] on every row when num_bias is 1, then the "
+                                  "activation."));
+}
+
 }  // namespace
 
 void RegisterMathOps(OpRegistry& registry) {
@@ -256,35 +289,7 @@ void RegisterMathOps(OpRegistry& registry) {
                              .Doc("Matrix product of a and b, each optionally transposed (bfloat16 "
                                   "accumulates in float32)."));
   RegisterBatchMatMulOp(registry);
-  // What graph/fuse_ops.h makes of MatMul -> BiasAdd (-> Relu) inside one partition.
-  registry.RegisterOrDie(OpDefBuilder("_FusedMatMul")
-                             .Input("a: T")
-                             .Input("b: T")
-                             .Input("bias: T")
-                             .Output("product: T")
-                             .Attr("transpose_a: bool = false")
-                             .Attr("transpose_b: bool = false")
-                             .Attr("T: {float32, float64}")
-                             .Attr("activation: {'None', 'Relu'} = 'None'")
-                             .SetIsInternal()
-                             .SetShapeFn(MatMulShape)
-                             .Doc("MatMul, plus bias [N] on every row, then the activation."));
-  // What graph/fuse_ops.h makes of a bfloat16 MatMul whose product is at once widened to float32
-  // (-> BiasAdd (-> Relu)), as the mixed_bfloat16 policy's layers and their gradients build it.
-  registry.RegisterOrDie(OpDefBuilder("_FusedBFloat16MatMul")
-                             .Input("a: bfloat16")
-                             .Input("b: bfloat16")
-                             .Input("bias: num_bias * float32")
-                             .Output("product: float32")
-                             .Attr("transpose_a: bool = false")
-                             .Attr("transpose_b: bool = false")
-                             .Attr("num_bias: int >= 0 = 0")
-                             .Attr("activation: {'None', 'Relu'} = 'None'")
-                             .SetIsInternal()
-                             .SetShapeFn(MatMulShape)
-                             .Doc("MatMul of bfloat16 a and b accumulated and written in float32, "
-                                  "plus bias [N] on every row when num_bias is 1, then the "
-                                  "activation."));
+  RegisterFusedMatMulOps(registry);
   registry.RegisterOrDie(OpDefBuilder("Cast")
                              .Input("x: SrcT")
                              .Output("y: DstT")
