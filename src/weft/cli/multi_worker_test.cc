@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <signal.h>
 
+#include "weft/cli/testing/multi_worker_test_util.h"
 #include "weft/core/str_util.h"
 #include "weft/io/testing/io_test_util.h"
 #include "weft/testing/child_process.h"
@@ -27,35 +28,11 @@ namespace weft::cli {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::StartWorkers;
+using testing::TrainArgs;
 using weft::testing::ChildProcess;
 
 constexpr int64_t kExitMs = 240000;
-
-std::vector<std::string> TrainArgs(const std::vector<std::string>& extra) {
-  std::vector<std::string> args = {WEFT_BINARY, "train", "--strategy", "multi_worker_mirrored",
-                                   "--model",   "mlp",   "--threads",  "1"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  if (std::find(extra.begin(), extra.end(), "--epochs") == extra.end()) {
-    args.insert(args.end(), {"--epochs", "1"});
-  }
-  return args;
-}
-
-// Starts `workers` processes with their WEFT_CONFIG.
-std::vector<std::unique_ptr<ChildProcess>> StartWorkers(int workers,
-                                                        const std::vector<std::string>& extra,
-                                                        int started = -1) {
-  std::vector<int> ports;
-  for (int t = 0; t < workers; ++t) ports.push_back(weft::testing::UnusedLoopbackPort());
-  std::vector<std::unique_ptr<ChildProcess>> children;
-  for (int t = 0; t < (started < 0 ? workers : started); ++t) {
-    auto child = ChildProcess::Start(
-        TrainArgs(extra), {{"WEFT_CONFIG", weft::testing::LoopbackWorkerConfig(ports, t)}});
-    EXPECT_TRUE(child.ok()) << child.status();
-    if (child.ok()) children.push_back(std::move(child).value());
-  }
-  return children;
-}
 
 // The fingerprint a worker printed: the chief's JSON field or the others' summary line.
 std::string FingerprintOf(const std::string& output) {

@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include "weft/cli/metrics_endpoint.h"
+#include "weft/cli/train_summary.h"
 #include "weft/cli/worker_cluster.h"
 #include "weft/core/str_util.h"
 #include "weft/data/fashion_mnist.h"
@@ -60,19 +62,6 @@ void PrintEpochLine(const train::TrainProgress& progress) {
                static_cast<long long>(progress.step_in_epoch), progress.loss,
                Speed(progress).c_str());
   std::fflush(stdout);
-}
-
-// Each traced step's times (docs/tracing.md says what they mean).
-nlohmann::json TracedStepsJson(const std::vector<train::TracedStepTimes>& steps) {
-  nlohmann::json list = nlohmann::json::array();
-  for (const train::TracedStepTimes& step : steps) {
-    list.push_back({{"step", step.step},
-                    {"wall_ms", step.wall_ms},
-                    {"compute_ms", step.compute_ms},
-                    {"communication_ms", step.communication_ms},
-                    {"overlap_ms", step.overlap_ms}});
-  }
-  return list;
 }
 
 void AddTrainingFlags(CLI::App* command, TrainFlags& flags) {
@@ -206,6 +195,12 @@ void AddTracingFlags(CLI::App* command, TrainFlags& flags) {
       "collectives; the --json summary gains their compute and communication times");
   command->add_option("--trace-steps", flags.trace_steps,
                       "With --trace: the global steps to trace, FIRST:LAST (default 11:15)");
+  command
+      ->add_option("--metrics-port", flags.metrics_port,
+                   "Serve this process's Prometheus metrics at http://127.0.0.1:PORT/metrics "
+                   "while it trains (0: a free port): every worker's step phases, collectives, "
+                   "transfers")
+      ->check(CLI::Range(0, 65535));
 }
 
 void AddCheckpointFlags(CLI::App* command, TrainFlags& flags) {
@@ -335,6 +330,9 @@ train::TrainCallbacks DisplayCallbacks(const train::TrainOptions& options, bool 
     std::fflush(stdout);
   };
   if (options.worker_cluster.has_value() && options.strategy == "multi_worker_mirrored") {
+    callbacks.on_straggler = [terminal](const std::string& line) {
+      std::fprintf(stderr, "%sweft train: %s\n", terminal ? "\n" : "", line.c_str());
+    };
     // One line once the workers have met and stepped together (tests and launchers wait for it).
     auto user_on_step = callbacks.on_step;
     callbacks.on_step = [user_on_step, task = options.worker_cluster->task.index,
@@ -345,8 +343,8 @@ train::TrainCallbacks DisplayCallbacks(const train::TrainOptions& options, bool 
       }
       if (user_on_step) user_on_step(p);
     };
-  } else if (options.strategy == "parameter_server") {
-    // One line once the workers' steps run (tests wait for it before killing a worker).
+  } else if (options.strategy == "parameter_server" || !options.target.empty()) {
+    // One line once the workers' steps run (tests wait for it before stopping a worker).
     auto user_on_step = callbacks.on_step;
     callbacks.on_step = [user_on_step](const train::TrainProgress& p) {
       if (p.total_steps == 1) std::fprintf(stderr, "weft train: the first step finished\n");
@@ -354,44 +352,6 @@ train::TrainCallbacks DisplayCallbacks(const train::TrainOptions& options, bool 
     };
   }
   return callbacks;
-}
-
-// The --json summary line.
-nlohmann::json SummaryJson(const TrainFlags& flags, const train::TrainOptions& options,
-                           const train::TrainSummary& summary, const char* fingerprint) {
-  nlohmann::json json = {{"model", flags.model},
-                         {"precision", flags.precision},
-                         {"test_accuracy", summary.test_accuracy},
-                         {"final_loss", summary.final_loss},
-                         {"train_images_per_sec", summary.train_images_per_sec},
-                         {"steps", summary.steps},
-                         {"replicas", summary.replicas},
-                         {"workers", summary.workers},
-                         {"variables_fingerprint", fingerprint},
-                         {"collective_transport", summary.collective_transport},
-                         {"wall_seconds", summary.wall_seconds},
-                         {"batch_size", options.batch_size},
-                         {"optimizer", options.optimizer.empty() ? "default" : options.optimizer},
-                         {"resumed_from_step", summary.resumed_from_step},
-                         {"checkpoints_saved", summary.checkpoints_saved},
-                         {"max_save_stall_seconds", summary.max_save_stall_seconds}};
-  if (options.model == train::ModelKind::kCharTransformer) {
-    json.erase("test_accuracy");
-    json["validation_loss"] = summary.validation_loss;
-    json["train_tokens_per_sec"] = summary.train_tokens_per_sec;
-  }
-  if (summary.ps_tasks > 0) {
-    json["ps_tasks"] = summary.ps_tasks;
-    json["rescheduled_steps"] = summary.rescheduled_steps;
-    json["worker_recoveries"] = summary.worker_recoveries;
-    json["ps_recoveries"] = summary.ps_recoveries;
-    json["steps_lost"] = summary.steps_lost;
-  }
-  if (!summary.trace_file.empty()) {
-    json["trace_file"] = summary.trace_file;
-    json["traced_steps"] = TracedStepsJson(summary.traced_steps);
-  }
-  return json;
 }
 
 // Prints what the run did (on stdout; the step breakdown and the trace's file on stderr); returns
@@ -456,6 +416,19 @@ int RunTrainCommand(const TrainFlags& flags) {
     return 2;
   }
   SetThreadPools(flags, &options);
+  // On loopback only, so it needs no token: a training process is no server.
+  std::unique_ptr<MetricsEndpoint> metrics;
+  if (flags.metrics_port >= 0) {
+    MetricsEndpointOptions endpoint;
+    endpoint.port = flags.metrics_port;  // bind_host stays 127.0.0.1
+    StatusOr<std::unique_ptr<MetricsEndpoint>> started = MetricsEndpoint::Start(endpoint);
+    if (!started.ok()) {
+      std::fprintf(stderr, "weft train: %s\n", started.status().ToString().c_str());
+      return 2;
+    }
+    metrics = std::move(started).value();
+    std::fprintf(stderr, "weft train: metrics at http://%s/metrics\n", metrics->address().c_str());
+  }
   const bool terminal = isatty(fileno(stdout)) != 0;
   StatusOr<train::TrainSummary> summary =
       train::Train(options, DisplayCallbacks(options, terminal));

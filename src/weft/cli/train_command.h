@@ -37,6 +37,7 @@ struct TrainFlags {
   int64_t step_breakdown = 0;    // steps to trace and break down (0: none)
   std::string trace;             // Chrome trace file ("": none)
   std::string trace_steps;       // "FIRST:LAST" ("": train/trace_writer.h's default range)
+  int metrics_port = -1;         // serve /metrics on loopback at this port (0: any; -1: none)
   std::string checkpoint_dir;    // "": no checkpoints
   int64_t save_every_steps = 0;  // 0: only at the end
   int keep = 3;

@@ -64,6 +64,13 @@ class MultiWorkerMirroredExtended final : public StrategyExtended {
   std::vector<std::string> CollectiveTransportNames() const override {
     return strategy_.collectives().TransportNames();
   }
+  int64_t CrossWorkerCommunicationNanos() const override {
+    return strategy_.collectives().CommunicationNanos();
+  }
+  StatusOr<std::vector<std::vector<double>>> AllGatherFromWorkers(
+      const std::vector<double>& values) const override {
+    return strategy_.collectives().AllGatherFromTasks(values);
+  }
 
  private:
   const MultiWorkerMirroredStrategy& strategy_;

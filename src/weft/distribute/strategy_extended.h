@@ -74,6 +74,15 @@ class StrategyExtended {
   virtual bool ShouldCheckpoint() const = 0;
   // The transports that carry collectives between processes, for reports; empty for none.
   virtual std::vector<std::string> CollectiveTransportNames() const { return {}; }
+  // With several workers stepping together (MultiWorkerMirroredStrategy): wall time this process
+  // spent in collectives across processes so far (waiting for peers included), and `values` of
+  // every worker by index, gathered by one small collective (every worker calls it at the same
+  // point). Unimplemented otherwise.
+  virtual int64_t CrossWorkerCommunicationNanos() const { return 0; }
+  virtual StatusOr<std::vector<std::vector<double>>> AllGatherFromWorkers(
+      const std::vector<double>& /*values*/) const {
+    return Unimplemented("this strategy has no synchronous workers to gather values from");
+  }
   // Where training steps run. Empty (the default): in the model's own session, every replica in
   // every step. Otherwise one session per worker of an asynchronous strategy (parameter-server
   // training): `configured`, what ConfigureSession made (the model's own session), is worker 0's

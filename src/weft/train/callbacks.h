@@ -22,8 +22,9 @@ class Callback {
   // `epoch` counts from 0.
   virtual Status OnEpochBegin(Model& /*model*/, int /*epoch*/) { return Status::OK(); }
   // After each training batch: its "loss", "examples" and "seconds" (the step's wall time),
-  // "batch" (in the epoch, from 1), "steps" (the epoch's, -1 while unknown), "step" (the global
-  // step, Model::position().global_step) and "epochs" (Fit's).
+  // "input_seconds" (how long the step waited for its batch), "batch" (in the epoch, from 1),
+  // "steps" (the epoch's, -1 while unknown), "step" (the global step,
+  // Model::position().global_step) and "epochs" (Fit's).
   virtual Status OnTrainBatchEnd(Model& /*model*/, const Logs& /*logs*/) { return Status::OK(); }
   // Asked before each training batch whether to trace it (every op of every device: RunOptions
   // FULL_TRACE). `step` is the global step the batch will make. When any callback asks, each one

@@ -110,7 +110,10 @@ Status FitLoop::RunStep(int epoch) {
   TrainPosition& position = model_.position_;
   const int64_t first_in_epoch = in_epoch_;
   std::vector<data::Element> batches;
+  const auto input_start = Clock::now();
   WEFT_RETURN_IF_ERROR(TakeExecution(epoch, &batches));
+  input_seconds_ =
+      std::chrono::duration<double>(Clock::now() - input_start).count() / batches.size();
   bool traced = false;
   for (size_t i = 0; i < batches.size(); ++i) {
     for (Callback* callback : options_.callbacks) {
@@ -189,6 +192,7 @@ Logs FitLoop::StepLogs(int64_t batch, int64_t examples, double seconds, double l
   return {{"loss", loss},
           {"examples", static_cast<double>(examples)},
           {"seconds", seconds},
+          {"input_seconds", input_seconds_},
           {"batch", static_cast<double>(batch)},
           {"step", static_cast<double>(model_.position_.global_step)},
           {"steps", static_cast<double>(options_.steps_per_epoch)},

@@ -120,6 +120,8 @@ class FitLoop {
   // The batches of the epoch finished (in_epoch_ counts those taken).
   int64_t finished_in_epoch_ = 0;
   std::chrono::steady_clock::time_point last_finished_{};
+  // How long the current execution's steps each waited for their batch (the logs' input_seconds).
+  double input_seconds_ = 0;
   std::vector<Tensor> outputs_;
   proto::RunOptions trace_options_;
   TracedStepMetadata traced_metadata_;

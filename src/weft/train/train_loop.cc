@@ -367,6 +367,27 @@ TrainSummary SummarizeRun(const Model& model, const TrainLoopReporter& reporter,
   return summary;
 }
 
+// Synchronous multi-worker training: every worker's step phases, gathered after each step through
+// the gradients' collective group, and the straggler they name. Null otherwise.
+std::unique_ptr<StepPhaseMonitor> MakeStepPhaseMonitor(const TrainOptions& options,
+                                                       const distribute::Strategy& strategy,
+                                                       const TrainCallbacks& callbacks) {
+  const int workers = strategy.num_workers();
+  if (options.strategy != "multi_worker_mirrored" || workers < 2) return nullptr;
+  const distribute::StrategyExtended& extended = strategy.extended();
+  StepPhaseMonitor::Options monitor;
+  for (int i = 0; i < workers; ++i) {
+    monitor.workers.push_back(
+        StrCat("/job:", options.worker_cluster->task.job, "/replica:0/task:", i));
+  }
+  monitor.communication_nanos = [&extended] { return extended.CrossWorkerCommunicationNanos(); };
+  monitor.all_gather = [&extended](const std::vector<double>& values) {
+    return extended.AllGatherFromWorkers(values);
+  };
+  monitor.on_straggler = callbacks.on_straggler;
+  return std::make_unique<StepPhaseMonitor>(std::move(monitor));
+}
+
 }  // namespace
 
 StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& callbacks) {
@@ -397,8 +418,9 @@ StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& 
     Workload& workload;
     ~DestroyModelFirst() { workload.model.reset(); }
   } destroy_model_first{workload};
+  // Progress counts tokens only for a text model (an image is one "token" of its workload).
   TrainLoopReporter reporter(options, callbacks, workload.steps_per_epoch,
-                             workload.tokens_per_example);
+                             workload.tokens_per_example > 1 ? workload.tokens_per_example : 0);
   ModelCheckpoint checkpoint(options.checkpoint_dir, {.save_every_steps = options.save_every_steps,
                                                       .keep = options.keep_checkpoints,
                                                       .async = options.async_checkpoints,
@@ -409,6 +431,8 @@ StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& 
   std::vector<Callback*> fit_callbacks = {&reporter};
   if (!options.checkpoint_dir.empty()) fit_callbacks.push_back(&checkpoint);
   if (!trace_file.empty()) fit_callbacks.push_back(&trace_writer);
+  std::unique_ptr<StepPhaseMonitor> phases = MakeStepPhaseMonitor(options, *strategy, callbacks);
+  if (phases != nullptr) fit_callbacks.push_back(phases.get());
   WEFT_RETURN_IF_ERROR(model
                            .Fit(workload.train, {.epochs = options.epochs,
                                                  .steps_per_epoch = workload.steps_per_epoch,
@@ -428,6 +452,10 @@ StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& 
     summary.steps_lost = model.steps_lost();
   }
   summary.worker_index = task_index;
+  if (phases != nullptr) {
+    summary.worker_step_phases = phases->MeanPhases();
+    summary.stragglers = phases->stragglers();
+  }
   WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> trained, ReadTrainedVariables(model));
   summary.variables_fingerprint = Fingerprint(trained);
   summary.collective_transport = StrJoin(strategy->extended().CollectiveTransportNames(), "; ");

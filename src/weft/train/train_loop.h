@@ -26,6 +26,7 @@
 
 #include "weft/distributed/cluster/cluster_spec.h"
 #include "weft/train/models.h"
+#include "weft/train/step_phase_monitor.h"
 #include "weft/train/trace_writer.h"
 
 namespace weft::train {
@@ -140,6 +141,10 @@ struct TrainSummary {
   uint64_t variables_fingerprint = 0;
   // Multi-worker: how the collectives reached the other workers ("shared memory", "TCP", ...).
   std::string collective_transport;
+  // Multi-worker: every worker's mean step phases after the first steps, by worker index (the
+  // same on every worker), and the workers named as stragglers (step_phase_monitor.h).
+  std::vector<StepPhases> worker_step_phases;
+  std::vector<Straggler> stragglers;
   // With TrainOptions::step_breakdown_steps: the traced steps' breakdown, a table per device.
   std::string step_breakdown;
   // With TrainOptions::trace_path: the file written and the steps it holds.
@@ -157,6 +162,8 @@ struct TrainCallbacks {
   std::function<void(const TrainProgress&)> on_epoch_end;  // after each epoch
   // With checkpoints: one line per resume, save and failed save.
   std::function<void(const std::string&)> on_checkpoint;
+  // Multi-worker: one line each time a worker is named as a straggler.
+  std::function<void(const std::string&)> on_straggler;
 };
 
 StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& callbacks = {});

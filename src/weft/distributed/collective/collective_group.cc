@@ -2,6 +2,7 @@
 // thread on the first operation, since making it waits for every member process.
 #include "weft/distributed/collective/collective_group.h"
 
+#include <chrono>
 #include <utility>
 
 #include "weft/core/str_util.h"
@@ -177,7 +178,14 @@ void CollectiveGroup::Loop(const std::atomic<bool>& destroyed) {
       transport = transport_;
     }
     if (status.ok() && transport == nullptr) status = Internal("no transport");
-    if (status.ok()) status = next.op(*transport, next.identity);
+    if (status.ok()) {
+      const auto start = std::chrono::steady_clock::now();
+      status = next.op(*transport, next.identity);
+      busy_nanos_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                std::chrono::steady_clock::now() - start)
+                                .count(),
+                            std::memory_order_relaxed);
+    }
     if (!status.ok()) {
       status = status.message().find(next.identity.label) != std::string::npos
                    ? status

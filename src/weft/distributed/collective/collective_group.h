@@ -70,6 +70,9 @@ class CollectiveGroup {
   void EnqueueAsync(int64_t instance_key, std::string label, Op op, StatusCallback done);
   // Poisons the group: fails queued operations and the running one (through the transport).
   void StartAbort(const Status& status);
+  // Wall time the group's thread has spent inside transport operations (moving bytes and waiting
+  // for the other members), since the group was made: a step's communication time is its change.
+  int64_t busy_nanos() const { return busy_nanos_.load(std::memory_order_relaxed); }
 
  private:
   struct Queued {
@@ -100,6 +103,7 @@ class CollectiveGroup {
   bool stopping_ WEFT_GUARDED_BY(mu_) = false;
   // Set once by the group's thread; StartAbort reaches a blocked operation through it.
   std::shared_ptr<CollectiveTransport> transport_ WEFT_GUARDED_BY(mu_);
+  std::atomic<int64_t> busy_nanos_{0};
   std::thread thread_;
   // Set by the destructor; shared with the thread, which may outlive the group when a completion it
   // ran destroyed the group (see ~CollectiveGroup).

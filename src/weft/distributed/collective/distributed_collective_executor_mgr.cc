@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include "weft/core/notification.h"
 #include "weft/core/str_util.h"
 #include "weft/distributed/call_options.h"
 #include "weft/distributed/collective/distributed_collective_executor.h"
@@ -113,6 +114,63 @@ std::vector<std::string> DistributedCollectiveExecutorMgr::TransportNames() cons
     if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
   }
   return names;
+}
+
+int64_t DistributedCollectiveExecutorMgr::CommunicationNanos() const {
+  int64_t nanos = 0;
+  MutexLock lock(mu_);
+  for (const auto& [key, resolving] : groups_) {
+    if (resolving.group != nullptr && resolving.group->spans_tasks()) {
+      nanos += resolving.group->busy_nanos();
+    }
+  }
+  return nanos;
+}
+
+StatusOr<std::vector<std::vector<double>>> DistributedCollectiveExecutorMgr::AllGatherFromTasks(
+    const std::vector<double>& values) {
+  // Far above the keys a graph's collectives take, so that its runs never meet theirs.
+  constexpr int64_t kTaskValuesInstanceKey = int64_t{1} << 62;
+  std::shared_ptr<CollectiveGroup> group;
+  {
+    MutexLock lock(mu_);
+    // The lowest key of the groups spanning every task: the same group on every task.
+    for (const auto& [key, resolving] : groups_) {
+      if (resolving.group != nullptr &&
+          resolving.group->tasks().size() == options_.peer_tasks.size() + 1) {
+        group = resolving.group;
+        break;
+      }
+    }
+  }
+  if (group == nullptr) {
+    return FailedPrecondition("no collective group spanning the job's ",
+                              options_.peer_tasks.size() + 1, " tasks has formed yet on ",
+                              options_.task_name);
+  }
+  const Tensor input = Tensor::FromVector(values);
+  Tensor gathered;
+  Status status;
+  Notification done;
+  group->EnqueueAsync(
+      kTaskValuesInstanceKey,
+      StrCat("values gathered from every task (group_key ", group->group_key(), ", instance_key ",
+             kTaskValuesInstanceKey, ")"),
+      [&](CollectiveTransport& transport, const TransportOp& identity) {
+        return transport.AllGather(identity, input, &gathered);
+      },
+      [&](const Status& result) {
+        status = result;
+        done.Notify();
+      });
+  done.WaitForNotification();
+  WEFT_RETURN_IF_ERROR(status);
+  std::vector<std::vector<double>> by_task(group->tasks().size());
+  const double* flat = gathered.data<double>();
+  for (size_t t = 0; t < by_task.size(); ++t) {
+    by_task[t].assign(flat + t * values.size(), flat + (t + 1) * values.size());
+  }
+  return by_task;
 }
 
 void DistributedCollectiveExecutorMgr::StartAbort(const Status& status) {

@@ -73,6 +73,14 @@ class DistributedCollectiveExecutorMgr final : public CollectiveExecutorMgrInter
   // How the formed groups that span tasks reach the other processes ("shared memory", "TCP", ...;
   // one entry per distinct transport), for reports.
   std::vector<std::string> TransportNames() const;
+  // Wall time this process's groups that span tasks have spent in transport operations (each
+  // group's busy_nanos): a step's communication time is its change over the step.
+  int64_t CommunicationNanos() const;
+  // `values` (the same count on every task) of every task of the job, by task rank, through a
+  // formed group that spans all of them, after the operations already enqueued there; one small
+  // operation of the group, no RPC. FailedPrecondition before such a group formed (the first
+  // step's collectives form it). Blocks; every task calls it at the same point of its program.
+  StatusOr<std::vector<std::vector<double>>> AllGatherFromTasks(const std::vector<double>& values);
 
   const DistributedCollectiveOptions& options() const { return options_; }
 

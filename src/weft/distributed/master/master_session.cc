@@ -92,7 +92,7 @@ void MasterSession::StartLiveness() {
     std::shared_ptr<MasterSession> self = weak.lock();
     if (self == nullptr) return false;
     MutexLock lock(self->mu_);
-    return !self->unreported_steps_.empty();
+    return !self->unreported_steps_.empty() || !self->closing_calls_.empty();
   };
   liveness.on_failure = [weak](const std::string& task, const Status& status) {
     if (std::shared_ptr<MasterSession> self = weak.lock()) self->OnWorkerUnresponsive(task, status);
@@ -210,7 +210,41 @@ std::shared_ptr<MasterSession::RegisteredGraph> MasterSession::FindRegistered(
   return it->second;
 }
 
-Status MasterSession::Close() { return CloseSkipping({}); }
+Status MasterSession::Close() {
+  Status closed = CloseSkipping({});
+  std::map<std::string, Status> silent;
+  {
+    MutexLock lock(mu_);
+    silent = silent_tasks_;
+  }
+  if (!closed.ok() || silent.empty()) return closed;
+  // Named, not waited for again: finding it silent already took the worker timeout.
+  const Status& first = silent.begin()->second;
+  return Status(first.code(), StrCat("closing session '", options_.handle, "': ", first.message(),
+                                     "; not waited for again"));
+}
+
+// Calls `method` of `tasks` like CallTasksWithDeadline, skipping the tasks found silent (null
+// calls), and lets the liveness probes cancel a call to a task they find silent meanwhile.
+template <typename Request, typename Response>
+std::vector<Status> MasterSession::CallTasksWhileClosing(
+    const std::vector<std::string>& tasks,
+    const std::vector<std::shared_ptr<BoundedCall<Request, Response>>>& calls,
+    WorkerMethod<Request, Response> method) {
+  {
+    MutexLock lock(mu_);
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      if (calls[i] == nullptr) continue;
+      // Shares the call's ownership, so a cancel racing the call's end touches live memory.
+      closing_calls_.emplace(tasks[i], std::shared_ptr<CallOptions>(calls[i], &calls[i]->options));
+    }
+  }
+  std::vector<Status> statuses = CallTasksWithDeadline(options_.worker_cache, tasks, calls, method,
+                                                       options_.worker_timeout_ms);
+  MutexLock lock(mu_);
+  closing_calls_.clear();
+  return statuses;
+}
 
 Status MasterSession::CloseSkipping(const std::set<std::string>& unreachable) {
   std::map<std::string, std::shared_ptr<RegisteredGraph>> graphs;
@@ -221,7 +255,15 @@ Status MasterSession::CloseSkipping(const std::set<std::string>& unreachable) {
     closed_ = true;
     running = unreported_steps_;
   }
-  if (liveness_ != nullptr) liveness_->Stop();
+  // The liveness probes go on until the workers answered: a worker that a collective between the
+  // workers found silent (the step failed through it, not through a probe) is named by its probe
+  // and not waited for twice.
+  struct StopLiveness {
+    WorkerLiveness* liveness;
+    ~StopLiveness() {
+      if (liveness != nullptr) liveness->Stop();
+    }
+  } stop_liveness{liveness_.get()};
   // Running steps end now, as in the reference: a step with no deadline on a hung worker would
   // otherwise hold Close forever. Their workers are told through the RunGraph cancellation.
   for (const std::shared_ptr<Step>& step : running) {
@@ -233,20 +275,22 @@ Status MasterSession::CloseSkipping(const std::set<std::string>& unreachable) {
     while (running_steps_ != 0) no_running_steps_.Wait(lock);
     graphs.swap(graphs_);
   }
-  const int64_t timeout_ms = options_.worker_timeout_ms;
   // Only a worker that did not answer is reported: one that lost the session (restarted) holds
-  // nothing to undo.
+  // nothing to undo. A worker found silent (before or during Close) is not called again.
   Status first_error;
   std::set<std::string> silent = unreachable;
   auto note = [&](const std::vector<std::string>& tasks, const std::vector<Status>& statuses) {
+    MutexLock lock(mu_);
+    for (const auto& [task, status] : silent_tasks_) silent.insert(task);
     for (size_t i = 0; i < tasks.size(); ++i) {
-      if (!IsUnreachable(statuses[i])) continue;
+      if (!IsUnreachable(statuses[i]) || silent_tasks_.count(tasks[i]) != 0) continue;
       silent.insert(tasks[i]);
       if (first_error.ok()) {
         first_error = statuses[i].WithContext(StrCat("closing session '", options_.handle, "'"));
       }
     }
   };
+  note({}, {});
 
   using Deregistration = BoundedCall<proto::DeregisterGraphRequest, proto::DeregisterGraphResponse>;
   std::vector<std::string> deregister_tasks;
@@ -256,7 +300,7 @@ Status MasterSession::CloseSkipping(const std::set<std::string>& unreachable) {
     if (!graph->status.ok()) continue;
     for (size_t i = 0; i < graph->client_graph.tasks.size(); ++i) {
       const std::string& task = graph->client_graph.tasks[i].task;
-      if (unreachable.count(task) != 0) continue;
+      if (silent.count(task) != 0) continue;
       auto call = std::make_shared<Deregistration>();
       call->request.set_session_handle(options_.handle);
       call->request.set_graph_handle(graph->graph_handles[i]);
@@ -264,11 +308,9 @@ Status MasterSession::CloseSkipping(const std::set<std::string>& unreachable) {
       deregistrations.push_back(std::move(call));
     }
   }
-  note(deregister_tasks,
-       CallTasksWithDeadline(options_.worker_cache, deregister_tasks, deregistrations,
-                             &WorkerInterface::DeregisterGraphAsync, timeout_ms));
+  note(deregister_tasks, CallTasksWhileClosing(deregister_tasks, deregistrations,
+                                               &WorkerInterface::DeregisterGraphAsync));
 
-  // A worker that did not answer above is not waited for again.
   using Deletion =
       BoundedCall<proto::DeleteWorkerSessionRequest, proto::DeleteWorkerSessionResponse>;
   const std::vector<std::string>& tasks = tasks_;
@@ -278,8 +320,7 @@ Status MasterSession::CloseSkipping(const std::set<std::string>& unreachable) {
     deletions[i] = std::make_shared<Deletion>();
     deletions[i]->request.set_session_handle(options_.handle);
   }
-  note(tasks, CallTasksWithDeadline(options_.worker_cache, tasks, deletions,
-                                    &WorkerInterface::DeleteWorkerSessionAsync, timeout_ms));
+  note(tasks, CallTasksWhileClosing(tasks, deletions, &WorkerInterface::DeleteWorkerSessionAsync));
   return first_error;
 }
 

@@ -18,6 +18,7 @@
 
 #include "weft/core/mutex.h"
 #include "weft/distributed/master/master.h"
+#include "weft/distributed/master/master_calls.h"
 #include "weft/distributed/master/master_client_graph.h"
 #include "weft/distributed/master/worker_liveness.h"
 #include "weft/graph/graph.h"
@@ -65,8 +66,10 @@ class MasterSession : public std::enable_shared_from_this<MasterSession> {
 
   // Cancels running steps (their clients get Cancelled), then deregisters the graphs and deletes
   // the worker sessions, each call bounded by the worker timeout; the first error names its
-  // worker (a worker that did not answer the deregistration is not asked to delete its session).
-  // Later RunAsync calls fail. Blocks. Calls after the first return OK.
+  // worker (a worker that did not answer the deregistration is not asked to delete its session,
+  // and one the liveness probes found silent is not called at all: a client whose step failed on a
+  // stopped worker is not held another timeout by Close). Later RunAsync calls fail. Blocks. Calls
+  // after the first return OK.
   Status Close();
 
  private:
@@ -78,6 +81,11 @@ class MasterSession : public std::enable_shared_from_this<MasterSession> {
   Status CreateWorkerSessions(std::set<std::string>* unreachable);
   // Close() that does not call the tasks in `unreachable`.
   Status CloseSkipping(const std::set<std::string>& unreachable);
+  template <typename Request, typename Response>
+  std::vector<Status> CallTasksWhileClosing(
+      const std::vector<std::string>& tasks,
+      const std::vector<std::shared_ptr<BoundedCall<Request, Response>>>& calls,
+      WorkerMethod<Request, Response> method);
   void StartLiveness();
   // The liveness probe of `task` failed: the steps that use it end with an error naming it.
   void OnWorkerUnresponsive(const std::string& task, const Status& status);
@@ -125,6 +133,10 @@ class MasterSession : public std::enable_shared_from_this<MasterSession> {
   int64_t graph_version_ WEFT_GUARDED_BY(mu_) = 0;
   std::map<std::string, std::shared_ptr<RegisteredGraph>> graphs_ WEFT_GUARDED_BY(mu_);
   int running_steps_ WEFT_GUARDED_BY(mu_) = 0;
+  // Tasks whose liveness probe failed, with the error that named them: Close skips them.
+  std::map<std::string, Status> silent_tasks_ WEFT_GUARDED_BY(mu_);
+  // Close's calls in flight, by task: a probe that finds the task silent cancels them.
+  std::multimap<std::string, std::shared_ptr<CallOptions>> closing_calls_ WEFT_GUARDED_BY(mu_);
   std::set<std::shared_ptr<Step>> unreported_steps_ WEFT_GUARDED_BY(mu_);
   bool closed_ WEFT_GUARDED_BY(mu_) = false;
 };

@@ -328,20 +328,25 @@ void MasterSession::SendCleanup(const Step& step) {
 
 void MasterSession::OnWorkerUnresponsive(const std::string& task, const Status& status) {
   std::vector<std::shared_ptr<Step>> affected;
+  const std::string worker =
+      StrCat("worker ", task, " at ", options_.worker_cache->TaskAddress(task),
+             " stopped answering (worker timeout ", options_.worker_timeout_ms, " ms)");
+  std::vector<std::shared_ptr<CallOptions>> closing_calls;
   {
     MutexLock lock(mu_);
+    silent_tasks_.try_emplace(task, Status(status.code(), StrCat(worker, ": ", status.message())));
+    auto [first, last] = closing_calls_.equal_range(task);
+    for (auto it = first; it != last; ++it) closing_calls.push_back(it->second);
     for (const std::shared_ptr<Step>& step : unreported_steps_) {
       for (const TaskGraph& graph : step->graph->client_graph.tasks) {
         if (graph.task == task) affected.push_back(step);
       }
     }
   }
+  for (const std::shared_ptr<CallOptions>& call : closing_calls) call->StartCancel();
   for (const std::shared_ptr<Step>& step : affected) {
-    Abandon(step, Status(status.code(),
-                         StrCat("worker ", task, " at ", options_.worker_cache->TaskAddress(task),
-                                " stopped answering (worker timeout ", options_.worker_timeout_ms,
-                                " ms), so step ", step->step_id, " of session '", handle(),
-                                "' was abandoned: ", status.message())));
+    Abandon(step, Status(status.code(), StrCat(worker, ", so step ", step->step_id, " of session '",
+                                               handle(), "' was abandoned: ", status.message())));
   }
 }
 
