@@ -223,7 +223,7 @@ Status AvgPoolGradShape(InferenceContext& context) {
 
 // The attrs every Conv2D-family op has.
 OpDefBuilder& AddConvAttrs(OpDefBuilder& builder) {
-  return builder.Attr("T: {float32, float64}")
+  return builder.Attr("T: {float32, float64, bfloat16}")
       .Attr("strides: list(int)")
       .Attr("use_cudnn_on_gpu: bool = true")
       .Attr("padding: {'SAME', 'VALID'}")

@@ -1,13 +1,17 @@
-// The mixed_bfloat16 dtype policy: the layers' products run in bfloat16 (the graph says so),
-// variables and outputs stay float32, training follows float32 within bfloat16's rounding, and an
-// op without a bfloat16 kernel is named.
+// The mixed_bfloat16 dtype policy: the layers' products and convolutions run in bfloat16 (the
+// graph says so), variables and outputs stay float32, training follows float32 within bfloat16's
+// rounding, and an op without a bfloat16 kernel is named.
 #include "weft/train/dtype_policy.h"
 
 #include <cmath>
+#include <set>
+#include <string>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "weft/train/layers/convolutional.h"
 #include "weft/train/layers/core.h"
 #include "weft/train/model.h"
 #include "weft/train/testing/model_test_util.h"
@@ -17,6 +21,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using train::testing::Classes;
+using train::testing::ImageClasses;
 
 DTypePolicy Policy(std::string_view name) {
   auto policy = DTypePolicy::FromName(name);
@@ -36,18 +41,20 @@ TEST(DTypePolicyTest, KnowsTheReferencesNames) {
   EXPECT_THAT(unknown.status().message(), HasSubstr("mixed_bfloat16"));
 }
 
-// The types of the model's MatMul products (their T attributes' values), read from its graph.
-std::vector<DataType> MatMulTypes(Model& model) {
+// The types of the model's nodes of `op_types` (their outputs'), read from its graph.
+std::vector<DataType> OutputTypes(Model& model, const std::set<std::string>& op_types) {
   std::vector<DataType> types;
   Status added = model.AddToGraph([&](const Scope& root) {
     for (const Node* node : root.graph()->nodes()) {
-      if (node->type_string() == "MatMul") types.push_back(node->output_type(0));
+      if (op_types.count(node->type_string()) != 0) types.push_back(node->output_type(0));
     }
     return Status::OK();
   });
   EXPECT_TRUE(added.ok()) << added;
   return types;
 }
+
+std::vector<DataType> MatMulTypes(Model& model) { return OutputTypes(model, {"MatMul"}); }
 
 struct Trained {
   std::vector<double> losses;
@@ -87,6 +94,37 @@ TEST(DTypePolicyTest, MixedBFloat16MultipliesInBFloat16AndKeepsVariablesInFloat3
     EXPECT_NEAR(mixed.losses[i], full.losses[i], 0.03 * full.losses[i]) << "epoch " << i;
   }
   EXPECT_LT(mixed.losses.back(), mixed.losses.front());
+}
+
+TEST(DTypePolicyTest, MixedBFloat16ConvolvesInBFloat16) {
+  auto train = [](std::string_view policy, std::vector<DataType>* conv_types) {
+    Sequential model(Conv2D(8, 3, "relu"), Flatten(), Dense(10));
+    Status compiled = model.Compile(NewAdamOptimizer(0.01), SparseCategoricalCrossentropy(true), {},
+                                    {.seed = 3, .dtype_policy = Policy(policy)});
+    EXPECT_TRUE(compiled.ok()) << compiled;
+    auto history = model.Fit(ImageClasses(256, 32), {.epochs = 3});
+    EXPECT_TRUE(history.ok()) << history.status();
+    std::vector<double> losses;
+    if (!history.ok()) return losses;
+    for (const Logs& logs : history->epochs) losses.push_back(logs.at("loss"));
+    *conv_types = OutputTypes(model, {"Conv2D", "Conv2DBackpropFilter", "Conv2DBackpropInput"});
+    for (const Variable& v : model.variables()) EXPECT_EQ(v.dtype(), DataType::kFloat);
+    return losses;
+  };
+  std::vector<DataType> full_types, mixed_types;
+  const std::vector<double> full = train("float32", &full_types);
+  const std::vector<double> mixed = train("mixed_bfloat16", &mixed_types);
+  ASSERT_EQ(full.size(), 3u);
+  ASSERT_EQ(mixed.size(), 3u);
+  EXPECT_THAT(full_types, ::testing::Each(DataType::kFloat));
+  // The forward convolution and its filter gradient (the input's is not needed).
+  ASSERT_GE(mixed_types.size(), 2u);
+  EXPECT_THAT(mixed_types, ::testing::Each(DataType::kBFloat16));
+  EXPECT_NE(mixed, full);
+  for (size_t i = 0; i < full.size(); ++i) {
+    EXPECT_NEAR(mixed[i], full[i], 0.03 * full[i]) << "epoch " << i;
+  }
+  EXPECT_LT(mixed.back(), mixed.front());
 }
 
 TEST(DTypePolicyTest, PredictionsOfAMixedModelAreFloat32) {

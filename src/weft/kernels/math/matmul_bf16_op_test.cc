@@ -11,41 +11,21 @@
 #include <gtest/gtest.h>
 
 #include "weft/kernels/gemm_bf16.h"
+#include "weft/kernels/testing/bfloat16_test_util.h"
 #include "weft/kernels/testing/math_test_util.h"
 #include "weft/testing/tensor_matchers.h"
 
 namespace weft::kernels {
 namespace {
 
+using testing::RandomBFloat16;
+using testing::ScopedBFloat16Fallback;
+using testing::Widened;
 using weft::testing::KernelRunner;
 
 std::map<std::string, proto::AttrValue> Transposes(bool a, bool b) {
   return {{"transpose_a", MakeAttrValue(a)}, {"transpose_b", MakeAttrValue(b)}};
 }
-
-// Uniform values in [-2, 2), rounded to bfloat16.
-Tensor RandomBFloat16(const TensorShape& shape, uint32_t seed) {
-  std::mt19937 engine(seed);
-  std::uniform_real_distribution<float> uniform(-2, 2);
-  Tensor t(DataType::kBFloat16, shape);
-  for (bfloat16& v : t.flat<bfloat16>()) v = bfloat16(uniform(engine));
-  return t;
-}
-
-Tensor Widened(const Tensor& t) {
-  Tensor out(DataType::kFloat, t.shape());
-  BFloat16ToFloat(t.flat<bfloat16>(), out.data<float>());
-  return out;
-}
-
-// Restores the CPU's choice when a test that forced the fallback ends.
-class ScopedFallback {
- public:
-  explicit ScopedFallback(bool force) { ForceBFloat16GemmFallbackForTesting(force); }
-  ~ScopedFallback() { ForceBFloat16GemmFallbackForTesting(false); }
-  ScopedFallback(const ScopedFallback&) = delete;
-  ScopedFallback& operator=(const ScopedFallback&) = delete;
-};
 
 // Each element of `c` (bfloat16) against the float64 product of the same bfloat16 inputs: within
 // bfloat16's rounding of the result (2^-8 relative) plus float32 accumulation error, which scales
@@ -73,7 +53,7 @@ void ExpectNearReference(const Tensor& a, const Tensor& b, bool ta, bool tb, con
 }
 
 void CheckShapes(bool force_fallback) {
-  ScopedFallback fallback(force_fallback);
+  ScopedBFloat16Fallback fallback(force_fallback);
   if (force_fallback) {
     EXPECT_FALSE(BFloat16GemmIsNative());
   }
@@ -121,7 +101,7 @@ TEST(MatMulBFloat16Test, BothPathsAgreeToARoundingOfTheResult) {
   StatusOr<Tensor> native = runner.RunOne("MatMul", {a, b});
   ASSERT_TRUE(native.ok()) << native.status();
   StatusOr<Tensor> fallback = [&] {
-    ScopedFallback force(true);
+    ScopedBFloat16Fallback force(true);
     return runner.RunOne("MatMul", {a, b});
   }();
   ASSERT_TRUE(fallback.ok()) << fallback.status();
@@ -137,7 +117,7 @@ TEST(MatMulBFloat16Test, BatchMatMulMatchesFloat32OnBothPaths) {
     bool adj_x, adj_y;
   };
   for (bool force : {false, true}) {
-    ScopedFallback fallback(force);
+    ScopedBFloat16Fallback fallback(force);
     KernelRunner runner;
     for (const Case& c :
          {Case{TensorShape({2, 3, 5, 7}), TensorShape({7, 4}), false, false},
@@ -159,7 +139,7 @@ TEST(MatMulBFloat16Test, BatchMatMulMatchesFloat32OnBothPaths) {
 
 TEST(MatMulBFloat16Test, EmptyAndZeroInnerDimensions) {
   for (bool force : {false, true}) {
-    ScopedFallback fallback(force);
+    ScopedBFloat16Fallback fallback(force);
     KernelRunner runner;
     StatusOr<Tensor> zeros = runner.RunOne(
         "MatMul", {RandomBFloat16(TensorShape({3, 0}), 1), RandomBFloat16(TensorShape({0, 2}), 2)});

@@ -3,6 +3,7 @@
 
 #include <climits>
 
+#include "weft/core/bfloat16.h"
 #include "weft/framework/node_def_util.h"
 #include "weft/kernels/gemm.h"
 
@@ -90,6 +91,22 @@ ConvPlan PlanConvChunks(const SpatialGeometry& g, int64_t element_bytes, int int
   plan.num_chunks = CeilDiv(plan.units, plan.units_per_chunk);
   plan.num_tasks = concurrent ? std::min(threads, plan.num_chunks) : 1;
   return plan;
+}
+
+StatusOr<Tensor> WidenBFloat16(const Tensor& tensor) {
+  WEFT_ASSIGN_OR_RETURN(Tensor wide, Tensor::Allocate(DataType::kFloat, tensor.shape()));
+  BFloat16ToFloat({tensor.data<bfloat16>(), static_cast<size_t>(tensor.NumElements())},
+                  wide.data<float>());
+  return wide;
+}
+
+Status NarrowToBFloat16(const Tensor& from, Tensor* to) {
+  if (from.NumElements() != to->NumElements()) {
+    return Internal("rounding ", from.NumElements(), " float32 values into ", to->NumElements());
+  }
+  FloatToBFloat16({from.data<float>(), static_cast<size_t>(from.NumElements())},
+                  to->data<bfloat16>());
+  return Status::OK();
 }
 
 }  // namespace weft::kernels

@@ -55,6 +55,11 @@ struct ConvPlan {
 ConvPlan PlanConvChunks(const SpatialGeometry& g, int64_t element_bytes, int intra_op_threads,
                         bool whole_images);
 
+// A float32 copy of a bfloat16 tensor (exact), and `from` (float32) rounded into the bfloat16
+// tensor `to` of the same shape: the bfloat16 convolutions' way through float32 kernels.
+StatusOr<Tensor> WidenBFloat16(const Tensor& tensor);
+Status NarrowToBFloat16(const Tensor& from, Tensor* to);
+
 // InvalidArgument naming `node` when a chunk's GEMM (its rows, the patch size, the output depth)
 // would pass BLAS's 32-bit int, which only shapes of many gigabytes reach.
 Status CheckConvGemmFitsBlas(const proto::NodeDef& node, const SpatialGeometry& g,

@@ -24,6 +24,7 @@ weft_test(kernels_nn_test
     nn/activation_ops_test.cc
     nn/avg_pooling_ops_test.cc
     nn/bias_add_ops_test.cc
+    nn/conv_bf16_ops_test.cc
     nn/conv_common_test.cc
     nn/conv_grad_ops_test.cc
     nn/conv_ops_test.cc

@@ -71,6 +71,12 @@ StatusOr<Tensor> AllocateBytes(int64_t bytes) {
   return Tensor::Allocate(DataType::kFloat, TensorShape({std::max<int64_t>(1, (bytes + 3) / 4)}));
 }
 
+// Element `offset` of an array of `dtype` (float32 or bfloat16), for oneDNN's untyped handles.
+void* At(const void* base, DataType dtype, int64_t offset) {
+  const int64_t bytes = dtype == DataType::kBFloat16 ? 2 : 4;
+  return const_cast<char*>(static_cast<const char*>(base)) + offset * bytes;
+}
+
 // What the descriptors of every pass take besides the memory layouts.
 struct ConvWindow {
   memory::dims strides, pad_before, pad_after;
@@ -105,9 +111,10 @@ struct OneDnnConvolution::Primitives {
   }
 
   // Builds everything above for `pass` (with `fusion`, forward only) over `batch` images of
-  // geometry g; throws dnnl::error.
-  void Build(ConvPass pass, ConvFusion fusion, const SpatialGeometry& g, int64_t out_depth,
-             int64_t batch);
+  // geometry g and `dtype` (a backprop filter's weights in float32 whatever it is); throws
+  // dnnl::error.
+  void Build(ConvPass pass, ConvFusion fusion, DataType dtype, const SpatialGeometry& g,
+             int64_t out_depth, int64_t batch);
 
  private:
   // The forward pass's descriptor (with the bias and ReLU of `fusion` applied as each output block
@@ -122,7 +129,7 @@ struct OneDnnConvolution::Primitives {
                  const dnnl::primitive_attr& attr);
 };
 
-void OneDnnConvolution::Primitives::Build(ConvPass pass, ConvFusion fusion,
+void OneDnnConvolution::Primitives::Build(ConvPass pass, ConvFusion fusion, DataType dtype,
                                           const SpatialGeometry& g, int64_t out_depth,
                                           int64_t batch) {
   dnnl::engine& engine = OneDnnCpuEngine();
@@ -132,16 +139,23 @@ void OneDnnConvolution::Primitives::Build(ConvPass pass, ConvFusion fusion,
   const ConvWindow window = {.strides = {g.stride_rows, g.stride_cols},
                              .pad_before = {g.pad_top, g.pad_left},
                              .pad_after = {PadBottom(g), PadRight(g)}};
-  data_md = memory::desc(data_dims, memory::data_type::f32, Tag::nhwc);
-  out_md = memory::desc(out_dims, memory::data_type::f32, Tag::nhwc);
-  user_weights_md = memory::desc(weights_dims, memory::data_type::f32, Tag::hwio);
-  const memory::desc any_weights(weights_dims, memory::data_type::f32, Tag::any);
+  const memory::data_type type =
+      dtype == DataType::kBFloat16 ? memory::data_type::bf16 : memory::data_type::f32;
+  // A filter gradient is summed over the batch shards in float32, so it leaves oneDNN unrounded.
+  const memory::data_type weights_type =
+      pass == ConvPass::kBackpropFilter ? memory::data_type::f32 : type;
+  data_md = memory::desc(data_dims, type, Tag::nhwc);
+  out_md = memory::desc(out_dims, type, Tag::nhwc);
+  user_weights_md = memory::desc(weights_dims, weights_type, Tag::hwio);
+  const memory::desc any_weights(weights_dims, weights_type, Tag::any);
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (fusion != ConvFusion::kNone) {
     bias_md = memory::desc({out_depth}, memory::data_type::f32, Tag::a);
   }
-  BuildPass(pass, ForwardDesc(fusion, any_weights, window, attr), any_weights, window, attr);
+  // The forward descriptor is also the backward passes' hint, with the forward's own types.
+  const memory::desc forward_weights(weights_dims, type, Tag::any);
+  BuildPass(pass, ForwardDesc(fusion, forward_weights, window, attr), any_weights, window, attr);
   if (weights_md != user_weights_md) {
     // Weight reorders are plain copies that need no scratchpad.
     weights_reorder = pass == ConvPass::kBackpropFilter
@@ -221,10 +235,12 @@ bool OneDnnConvolution::Supports(const SpatialGeometry& g, int64_t out_depth) {
 }
 
 StatusOr<std::shared_ptr<const OneDnnConvolution::Primitives>> OneDnnConvolution::Get(
-    ConvPass pass, ConvFusion fusion, const SpatialGeometry& g, int64_t out_depth, int64_t batch) {
+    ConvPass pass, ConvFusion fusion, DataType dtype, const SpatialGeometry& g, int64_t out_depth,
+    int64_t batch) {
   if (pass != ConvPass::kForward) fusion = ConvFusion::kNone;
   const Key key = {static_cast<int64_t>(pass),
                    static_cast<int64_t>(fusion),
+                   static_cast<int64_t>(dtype),
                    batch,
                    g.in_rows,
                    g.in_cols,
@@ -246,7 +262,7 @@ StatusOr<std::shared_ptr<const OneDnnConvolution::Primitives>> OneDnnConvolution
   UseOneOpenMpThread();
   auto made = std::make_shared<Primitives>();
   try {
-    made->Build(pass, fusion, g, out_depth, batch);
+    made->Build(pass, fusion, dtype, g, out_depth, batch);
   } catch (const dnnl::error& e) {
     return DnnlError(e, pass, g);
   }
@@ -257,8 +273,8 @@ StatusOr<std::shared_ptr<const OneDnnConvolution::Primitives>> OneDnnConvolution
 }
 
 StatusOr<std::vector<std::shared_ptr<const OneDnnConvolution::Primitives>>>
-OneDnnConvolution::GetForShards(ConvPass pass, ConvFusion fusion, const SpatialGeometry& g,
-                                int64_t out_depth, int64_t num_shards) {
+OneDnnConvolution::GetForShards(ConvPass pass, ConvFusion fusion, DataType dtype,
+                                const SpatialGeometry& g, int64_t out_depth, int64_t num_shards) {
   const BatchShards shards{g.batch, num_shards};
   std::vector<std::shared_ptr<const Primitives>> primitives(num_shards);
   for (int64_t s = 0; s < num_shards; ++s) {
@@ -266,7 +282,7 @@ OneDnnConvolution::GetForShards(ConvPass pass, ConvFusion fusion, const SpatialG
       primitives[s] = primitives[s - 1];
       continue;
     }
-    WEFT_ASSIGN_OR_RETURN(primitives[s], Get(pass, fusion, g, out_depth, shards.Size(s)));
+    WEFT_ASSIGN_OR_RETURN(primitives[s], Get(pass, fusion, dtype, g, out_depth, shards.Size(s)));
   }
   return primitives;
 }
@@ -279,9 +295,9 @@ template <typename Primitives, typename ShardArgs>
 Status RunWithFilter(OpKernelContext* context, const BatchShards& shards, ConvPass pass,
                      const SpatialGeometry& g,
                      const std::vector<std::shared_ptr<const Primitives>>& primitives,
-                     const float* filter, ShardArgs&& shard_args) {
+                     const void* filter, ShardArgs&& shard_args) {
   std::vector<Tensor> reordered(primitives.size());
-  std::vector<const float*> weights(primitives.size(), filter);
+  std::vector<const void*> weights(primitives.size(), filter);
   try {
     dnnl::stream stream(OneDnnCpuEngine());
     for (size_t s = 0; s < primitives.size(); ++s) {
@@ -292,7 +308,7 @@ Status RunWithFilter(OpKernelContext* context, const BatchShards& shards, ConvPa
         continue;
       }
       WEFT_ASSIGN_OR_RETURN(reordered[s], AllocateBytes(p.weights_md.get_size()));
-      memory from(p.user_weights_md, OneDnnCpuEngine(), const_cast<float*>(filter));
+      memory from(p.user_weights_md, OneDnnCpuEngine(), const_cast<void*>(filter));
       memory to(p.weights_md, OneDnnCpuEngine(), reordered[s].template data<float>());
       p.weights_reorder->execute(stream, from, to);
       stream.wait();
@@ -305,7 +321,7 @@ Status RunWithFilter(OpKernelContext* context, const BatchShards& shards, ConvPa
     const Primitives& p = *primitives[s];
     std::unordered_map<int, memory> args = shard_args(p, s);
     args.emplace(DNNL_ARG_WEIGHTS,
-                 memory(p.weights_md, OneDnnCpuEngine(), const_cast<float*>(weights[s])));
+                 memory(p.weights_md, OneDnnCpuEngine(), const_cast<void*>(weights[s])));
     return p.Execute(std::move(args));
   });
 }
@@ -313,11 +329,12 @@ Status RunWithFilter(OpKernelContext* context, const BatchShards& shards, ConvPa
 }  // namespace
 
 Status OneDnnConvolution::Forward(OpKernelContext* context, const SpatialGeometry& g,
-                                  int64_t out_depth, const float* input, const float* filter,
-                                  const float* bias, ConvFusion fusion, float* output) {
+                                  int64_t out_depth, DataType dtype, const void* input,
+                                  const void* filter, const float* bias, ConvFusion fusion,
+                                  void* output) {
   const BatchShards shards = ShardBatch(context, g.batch);
-  WEFT_ASSIGN_OR_RETURN(auto primitives,
-                        GetForShards(ConvPass::kForward, fusion, g, out_depth, shards.count));
+  WEFT_ASSIGN_OR_RETURN(
+      auto primitives, GetForShards(ConvPass::kForward, fusion, dtype, g, out_depth, shards.count));
   const int64_t in_image = g.in_rows * g.in_cols * g.in_depth;
   const int64_t out_image = g.out_rows * g.out_cols * out_depth;
   return RunWithFilter(
@@ -325,9 +342,9 @@ Status OneDnnConvolution::Forward(OpKernelContext* context, const SpatialGeometr
       [&](const Primitives& p, int64_t s) {
         dnnl::engine& engine = OneDnnCpuEngine();
         std::unordered_map<int, memory> args = {
-            {DNNL_ARG_SRC,
-             memory(p.data_md, engine, const_cast<float*>(input + shards.First(s) * in_image))},
-            {DNNL_ARG_DST, memory(p.out_md, engine, output + shards.First(s) * out_image)},
+            {DNNL_ARG_SRC, memory(p.data_md, engine, At(input, dtype, shards.First(s) * in_image))},
+            {DNNL_ARG_DST,
+             memory(p.out_md, engine, At(output, dtype, shards.First(s) * out_image))},
         };
         if (fusion != ConvFusion::kNone) {
           args.emplace(DNNL_ARG_BIAS, memory(p.bias_md, engine, const_cast<float*>(bias)));
@@ -337,11 +354,11 @@ Status OneDnnConvolution::Forward(OpKernelContext* context, const SpatialGeometr
 }
 
 Status OneDnnConvolution::BackpropInput(OpKernelContext* context, const SpatialGeometry& g,
-                                        int64_t out_depth, const float* filter,
-                                        const float* out_backprop, float* input_grad) {
+                                        int64_t out_depth, DataType dtype, const void* filter,
+                                        const void* out_backprop, void* input_grad) {
   const BatchShards shards = ShardBatch(context, g.batch);
   WEFT_ASSIGN_OR_RETURN(auto primitives, GetForShards(ConvPass::kBackpropInput, ConvFusion::kNone,
-                                                      g, out_depth, shards.count));
+                                                      dtype, g, out_depth, shards.count));
   const int64_t in_image = g.in_rows * g.in_cols * g.in_depth;
   const int64_t out_image = g.out_rows * g.out_cols * out_depth;
   return RunWithFilter(
@@ -350,19 +367,19 @@ Status OneDnnConvolution::BackpropInput(OpKernelContext* context, const SpatialG
         dnnl::engine& engine = OneDnnCpuEngine();
         return std::unordered_map<int, memory>{
             {DNNL_ARG_DIFF_DST,
-             memory(p.out_md, engine,
-                    const_cast<float*>(out_backprop + shards.First(s) * out_image))},
-            {DNNL_ARG_DIFF_SRC, memory(p.data_md, engine, input_grad + shards.First(s) * in_image)},
+             memory(p.out_md, engine, At(out_backprop, dtype, shards.First(s) * out_image))},
+            {DNNL_ARG_DIFF_SRC,
+             memory(p.data_md, engine, At(input_grad, dtype, shards.First(s) * in_image))},
         };
       });
 }
 
 Status OneDnnConvolution::BackpropFilter(OpKernelContext* context, const SpatialGeometry& g,
-                                         int64_t out_depth, const float* input,
-                                         const float* out_backprop, float* filter_grad) {
+                                         int64_t out_depth, DataType dtype, const void* input,
+                                         const void* out_backprop, float* filter_grad) {
   const BatchShards shards = ShardBatch(context, g.batch);
   WEFT_ASSIGN_OR_RETURN(auto primitives, GetForShards(ConvPass::kBackpropFilter, ConvFusion::kNone,
-                                                      g, out_depth, shards.count));
+                                                      dtype, g, out_depth, shards.count));
   const int64_t filter_size = g.patch_size() * out_depth;
   // Shard 0 leaves its sum in filter_grad, shard s > 0 in row s - 1 of `partial`, each in Weft's
   // layout; the rows are added at the end.
@@ -382,11 +399,9 @@ Status OneDnnConvolution::BackpropFilter(OpKernelContext* context, const Spatial
         }
         float* diff_weights = p.NeedsReorder() ? blocked.data<float>() : sum;
         WEFT_RETURN_IF_ERROR(p.Execute({
-            {DNNL_ARG_SRC,
-             memory(p.data_md, engine, const_cast<float*>(input + shards.First(s) * in_image))},
+            {DNNL_ARG_SRC, memory(p.data_md, engine, At(input, dtype, shards.First(s) * in_image))},
             {DNNL_ARG_DIFF_DST,
-             memory(p.out_md, engine,
-                    const_cast<float*>(out_backprop + shards.First(s) * out_image))},
+             memory(p.out_md, engine, At(out_backprop, dtype, shards.First(s) * out_image))},
             {DNNL_ARG_DIFF_WEIGHTS, memory(p.weights_md, engine, diff_weights)},
         }));
         if (p.NeedsReorder()) {

@@ -54,8 +54,10 @@ Output Conv2D::Forward(const Scope& scope, const Output& input, bool /*training*
     return Output();
   }
   const int64_t s = options_.strides;
-  Output z = ops::Conv2D(scope, input, weights[0].Read(scope), {1, s, s, 1},
-                         PaddingAttr(options_.padding));
+  Output z = ComputeProduct(
+      scope, input, weights[0].Read(scope), [&](const Output& images, const Output& filter) {
+        return ops::Conv2D(scope, images, filter, {1, s, s, 1}, PaddingAttr(options_.padding));
+      });
   if (options_.use_bias) z = ops::BiasAdd(scope, z, weights[1].Read(scope));
   return Activate(scope, z, activation_);
 }

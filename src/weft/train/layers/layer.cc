@@ -28,16 +28,20 @@ int CurrentReplica() {
 
 }  // namespace
 
-Output ComputeMatMul(const Scope& scope, const Output& a, const Output& b,
-                     const ops::MatMulAttrs& attrs) {
+Output ComputeProduct(const Scope& scope, const Output& a, const Output& b,
+                      const std::function<Output(const Output& a, const Output& b)>& product) {
   const LayerCallContext* context = LayerCallContext::Current();
   const DataType compute = context == nullptr ? DataType::kFloat : context->options().compute_dtype;
-  if (compute == DataType::kFloat || a.dtype() != DataType::kFloat) {
-    return ops::MatMul(scope, a, b, attrs);
-  }
-  Output product =
-      ops::MatMul(scope, ops::Cast(scope, a, compute), ops::Cast(scope, b, compute), attrs);
-  return ops::Cast(scope, product, DataType::kFloat);
+  if (compute == DataType::kFloat || a.dtype() != DataType::kFloat) return product(a, b);
+  return ops::Cast(scope, product(ops::Cast(scope, a, compute), ops::Cast(scope, b, compute)),
+                   DataType::kFloat);
+}
+
+Output ComputeMatMul(const Scope& scope, const Output& a, const Output& b,
+                     const ops::MatMulAttrs& attrs) {
+  return ComputeProduct(scope, a, b, [&](const Output& x, const Output& y) {
+    return ops::MatMul(scope, x, y, attrs);
+  });
 }
 
 Output Activate(const Scope& scope, const Output& input, std::string_view activation) {

@@ -33,10 +33,13 @@ class Layer;
 // listing these.
 Output Activate(const Scope& scope, const Output& input, std::string_view activation);
 
-// a * b (transposed as `attrs` say) as the model being built computes its layers' products: in
+// product(a, b) (a MatMul, a Conv2D) as the model being built computes its layers' products: in
 // float32, or under a bfloat16 policy with both operands rounded to bfloat16 and the product
 // (accumulated in float32 by the kernel) widened back to float32, so that biases, activations and
 // normalisations after it stay float32. Outside a model: float32.
+Output ComputeProduct(const Scope& scope, const Output& a, const Output& b,
+                      const std::function<Output(const Output& a, const Output& b)>& product);
+// a * b (transposed as `attrs` say) through ComputeProduct.
 Output ComputeMatMul(const Scope& scope, const Output& a, const Output& b,
                      const ops::MatMulAttrs& attrs = {});
 

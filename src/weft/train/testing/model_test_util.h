@@ -62,9 +62,9 @@ inline data::Dataset Regression(int64_t n, int64_t batch) {
   return data::Dataset::FromTensors({x, y}).Batch(batch);
 }
 
-// Ten classes from 16 features: the class is the index of the largest of the first ten. Shuffled
-// before batching when shuffle_seed is not 0.
-inline data::Dataset Classes(int64_t n, int64_t batch, uint64_t shuffle_seed = 0) {
+// `n` examples of ten classes from 16 features, {x [n, 16], y [n]}: the class is the index of the
+// largest of the first ten.
+inline std::vector<Tensor> ClassExamples(int64_t n) {
   Tensor x(DataType::kFloat, TensorShape({n, 16}));
   Tensor y(DataType::kInt64, TensorShape({n}));
   for (int64_t i = 0; i < n; ++i) {
@@ -76,9 +76,21 @@ inline data::Dataset Classes(int64_t n, int64_t batch, uint64_t shuffle_seed = 0
     }
     y.data<int64_t>()[i] = best;
   }
-  data::Dataset examples = data::Dataset::FromTensors({x, y});
+  return {x, y};
+}
+
+// ClassExamples in batches, shuffled before batching when shuffle_seed is not 0.
+inline data::Dataset Classes(int64_t n, int64_t batch, uint64_t shuffle_seed = 0) {
+  data::Dataset examples = data::Dataset::FromTensors(ClassExamples(n));
   if (shuffle_seed != 0) examples = examples.Shuffle(n, shuffle_seed);
   return examples.Batch(batch);
+}
+
+// ClassExamples as 4x4 one-channel images, in batches.
+inline data::Dataset ImageClasses(int64_t n, int64_t batch) {
+  std::vector<Tensor> examples = ClassExamples(n);
+  examples[0] = examples[0].Reshaped(TensorShape({n, 4, 4, 1}));
+  return data::Dataset::FromTensors(examples).Batch(batch);
 }
 
 inline std::unique_ptr<distribute::Strategy> Mirrored(int devices) {
