@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <utility>
 
-#include "weft/core/metrics.h"
 #include "weft/core/str_util.h"
 
 namespace weft::train {
@@ -95,7 +94,14 @@ std::vector<Straggler> StragglerDetector::Observe(int64_t step,
 StepPhaseMonitor::StepPhaseMonitor(Options options)
     : options_(std::move(options)),
       detector_(static_cast<int>(options_.workers.size()), options_.detector),
-      sums_(options_.workers.size()) {}
+      sums_(options_.workers.size()) {
+  for (size_t w = 0; w < options_.workers.size(); ++w) {
+    const std::string worker = std::to_string(w);
+    phase_series_.push_back({PhaseSeconds()->WithLabels({worker, "compute"}),
+                             PhaseSeconds()->WithLabels({worker, "communication"}),
+                             PhaseSeconds()->WithLabels({worker, "input_wait"})});
+  }
+}
 
 Status StepPhaseMonitor::RecordStep(const Logs& logs) {
   auto value = [&logs](const char* key) {
@@ -127,10 +133,7 @@ Status StepPhaseMonitor::RecordStep(const Logs& logs) {
     if (phases.size() != 3) return Internal("worker ", w, " sent ", phases.size(), " phases");
     compute[w] = phases[0];
     if (!counted) continue;
-    const std::string worker = std::to_string(w);
-    PhaseSeconds()->WithLabels({worker, "compute"})->Observe(phases[0]);
-    PhaseSeconds()->WithLabels({worker, "communication"})->Observe(phases[1]);
-    PhaseSeconds()->WithLabels({worker, "input_wait"})->Observe(phases[2]);
+    for (size_t phase = 0; phase < 3; ++phase) phase_series_[w][phase]->Observe(phases[phase]);
     sums_[w].compute += phases[0];
     sums_[w].communication += phases[1];
     sums_[w].input_wait += phases[2];

@@ -8,12 +8,14 @@
 // Not thread-safe: Fit calls a callback from its own thread.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "weft/core/metrics.h"
 #include "weft/core/statusor.h"
 #include "weft/train/callbacks.h"
 
@@ -94,6 +96,8 @@ class StepPhaseMonitor final : public Callback {
   const Options options_;
   StragglerDetector detector_;
   int64_t last_communication_nanos_ = 0;
+  // By worker: its compute, communication and input_wait series of weft_step_phase_seconds.
+  std::vector<std::array<metrics::Histogram*, 3>> phase_series_;
   std::vector<StepPhases> sums_;  // by worker, over the steps after the warm-up
   int64_t summed_steps_ = 0;
   int64_t steps_ = 0;
