@@ -321,6 +321,15 @@ Status MasterSession::CloseSkipping(const std::set<std::string>& unreachable) {
     deletions[i]->request.set_session_handle(options_.handle);
   }
   note(tasks, CallTasksWhileClosing(tasks, deletions, &WorkerInterface::DeleteWorkerSessionAsync));
+  // The sessions are gone: a step's cleanup still waiting (on a silent worker) has nothing to do.
+  std::vector<std::shared_ptr<CallOptions>> cleanups;
+  {
+    MutexLock lock(mu_);
+    for (const auto& [id, call] : pending_cleanups_) {
+      if (std::shared_ptr<CallOptions> live = call.lock()) cleanups.push_back(std::move(live));
+    }
+  }
+  for (const std::shared_ptr<CallOptions>& call : cleanups) call->StartCancel();
   return first_error;
 }
 

@@ -137,6 +137,10 @@ class MasterSession : public std::enable_shared_from_this<MasterSession> {
   std::map<std::string, Status> silent_tasks_ WEFT_GUARDED_BY(mu_);
   // Close's calls in flight, by task: a probe that finds the task silent cancels them.
   std::multimap<std::string, std::shared_ptr<CallOptions>> closing_calls_ WEFT_GUARDED_BY(mu_);
+  // CleanupGraph calls not yet answered, by id: Close cancels them, so that none waits on a
+  // silent worker after the session is gone.
+  std::map<uint64_t, std::weak_ptr<CallOptions>> pending_cleanups_ WEFT_GUARDED_BY(mu_);
+  uint64_t next_cleanup_id_ WEFT_GUARDED_BY(mu_) = 0;
   std::set<std::shared_ptr<Step>> unreported_steps_ WEFT_GUARDED_BY(mu_);
   bool closed_ WEFT_GUARDED_BY(mu_) = false;
 };

@@ -320,9 +320,21 @@ void MasterSession::SendCleanup(const Step& step) {
     auto cleanup = std::make_shared<Cleanup>();
     cleanup->options.set_timeout_ms(options_.worker_timeout_ms);
     cleanup->request.set_step_id(step.step_id);
+    uint64_t id = 0;
+    {
+      // Close cancels the cleanups still unanswered (a silent worker's).
+      MutexLock lock(mu_);
+      id = next_cleanup_id_++;
+      pending_cleanups_.emplace(id, std::shared_ptr<CallOptions>(cleanup, &cleanup->options));
+    }
     // Nobody waits for the cleanup; the callback keeps the call's state alive.
     worker->CleanupGraphAsync(&cleanup->options, &cleanup->request, &cleanup->response,
-                              [cleanup](const Status&) {});
+                              [cleanup, id, weak = weak_from_this()](const Status&) {
+                                if (std::shared_ptr<MasterSession> self = weak.lock()) {
+                                  MutexLock lock(self->mu_);
+                                  self->pending_cleanups_.erase(id);
+                                }
+                              });
   }
 }
 
