@@ -264,17 +264,7 @@ Status MasterSession::CloseSkipping(const std::set<std::string>& unreachable) {
       if (liveness != nullptr) liveness->Stop();
     }
   } stop_liveness{liveness_.get()};
-  // Running steps end now, as in the reference: a step with no deadline on a hung worker would
-  // otherwise hold Close forever. Their workers are told through the RunGraph cancellation.
-  for (const std::shared_ptr<Step>& step : running) {
-    Abandon(step, Cancelled("step ", step->step_id, " was cancelled because session '",
-                            options_.handle, "' was closed"));
-  }
-  {
-    MutexLock lock(mu_);
-    while (running_steps_ != 0) no_running_steps_.Wait(lock);
-    graphs.swap(graphs_);
-  }
+  graphs = EndRunningSteps(running);
   // Only a worker that did not answer is reported: one that lost the session (restarted) holds
   // nothing to undo. A worker found silent (before or during Close) is not called again.
   Status first_error;
@@ -321,6 +311,26 @@ Status MasterSession::CloseSkipping(const std::set<std::string>& unreachable) {
     deletions[i]->request.set_session_handle(options_.handle);
   }
   note(tasks, CallTasksWhileClosing(tasks, deletions, &WorkerInterface::DeleteWorkerSessionAsync));
+  CancelPendingCleanups();
+  return first_error;
+}
+
+std::map<std::string, std::shared_ptr<MasterSession::RegisteredGraph>>
+MasterSession::EndRunningSteps(const std::set<std::shared_ptr<Step>>& running) {
+  // Running steps end now, as in the reference: a step with no deadline on a hung worker would
+  // otherwise hold Close forever. Their workers are told through the RunGraph cancellation.
+  for (const std::shared_ptr<Step>& step : running) {
+    Abandon(step, Cancelled("step ", step->step_id, " was cancelled because session '",
+                            options_.handle, "' was closed"));
+  }
+  std::map<std::string, std::shared_ptr<RegisteredGraph>> graphs;
+  MutexLock lock(mu_);
+  while (running_steps_ != 0) no_running_steps_.Wait(lock);
+  graphs.swap(graphs_);
+  return graphs;
+}
+
+void MasterSession::CancelPendingCleanups() {
   // The sessions are gone: a step's cleanup still waiting (on a silent worker) has nothing to do.
   std::vector<std::shared_ptr<CallOptions>> cleanups;
   {
@@ -330,7 +340,6 @@ Status MasterSession::CloseSkipping(const std::set<std::string>& unreachable) {
     }
   }
   for (const std::shared_ptr<CallOptions>& call : cleanups) call->StartCancel();
-  return first_error;
 }
 
 }  // namespace weft

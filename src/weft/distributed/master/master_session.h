@@ -81,6 +81,11 @@ class MasterSession : public std::enable_shared_from_this<MasterSession> {
   Status CreateWorkerSessions(std::set<std::string>* unreachable);
   // Close() that does not call the tasks in `unreachable`.
   Status CloseSkipping(const std::set<std::string>& unreachable);
+  // Close's steps: abandons `running` and waits for every step to end, then takes the registered
+  // graphs; cancels the step cleanups still unanswered once the worker sessions are gone.
+  std::map<std::string, std::shared_ptr<RegisteredGraph>> EndRunningSteps(
+      const std::set<std::shared_ptr<Step>>& running);
+  void CancelPendingCleanups();
   template <typename Request, typename Response>
   std::vector<Status> CallTasksWhileClosing(
       const std::vector<std::string>& tasks,
