@@ -1,9 +1,12 @@
 #include "weft/cli/launch_command.h"
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string_view>
 
 #include <arpa/inet.h>
@@ -11,10 +14,13 @@
 #include <netinet/in.h>
 #include <nlohmann/json.hpp>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "weft/cli/process_group.h"
 #include "weft/core/str_util.h"
+#include "weft/distributed/cluster/elastic_membership.h"
+#include "weft/distributed/cluster/elastic_membership_service.h"
 
 extern char** environ;
 
@@ -121,11 +127,30 @@ CLI::App* AddLaunchCommand(CLI::App& app, LaunchFlags& flags) {
                        "Number of parameter servers: start the workers and these as `weft server` "
                        "tasks and run the command once, as the chief")
           ->check(CLI::Range(1, 1024));
-  CLI::Option* restart =
+  CLI::Option* elastic =
       launch
-          ->add_flag("--restart-failed", flags.restart_failed,
-                     "Start a server that exits while the chief runs again, on the same address")
-          ->needs(ps);
+          ->add_flag("--elastic", flags.elastic,
+                     "Elastic training: a worker lost to a signal leaves the job and the others "
+                     "train on without a restart (docs/elastic.md)")
+          ->excludes(ps);
+  launch
+      ->add_option("--min-workers", flags.min_workers,
+                   "With --elastic: the fewest workers the job trains with; below it the workers "
+                   "wait for lost ones to come back, then fail naming them")
+      ->check(CLI::Range(1, 1024))
+      ->needs(elastic)
+      ->capture_default_str();
+  launch
+      ->add_option("--min-workers-timeout-ms", flags.min_workers_timeout_ms,
+                   "With --elastic: how long the workers wait with fewer than --min-workers "
+                   "before they fail, naming the missing workers")
+      ->check(CLI::PositiveNumber)
+      ->needs(elastic)
+      ->capture_default_str();
+  CLI::Option* restart = launch->add_flag(
+      "--restart-failed", flags.restart_failed,
+      "With --ps: start a server that exits while the chief runs again, on the same address; with "
+      "--elastic: start a lost worker again, which joins the others at their next step");
   launch
       ->add_option("--max-restarts", flags.max_restarts,
                    "With --restart-failed: how many times each server is started again")
@@ -184,8 +209,9 @@ int CatchSignals() {
   return signal_pipe[0];
 }
 
-int RunWorkers(const LaunchFlags& flags, const std::vector<std::string>& addresses,
-               const RunChildrenOptions& options) {
+// The command once per worker, each told its task of the worker job at `addresses`.
+std::vector<ChildSpec> WorkerSpecs(const LaunchFlags& flags,
+                                   const std::vector<std::string>& addresses) {
   const std::vector<std::string> base_env = BaseEnvironment();
   std::vector<ChildSpec> children(flags.workers);
   for (int i = 0; i < flags.workers; ++i) {
@@ -195,9 +221,80 @@ int RunWorkers(const LaunchFlags& flags, const std::vector<std::string>& address
     children[i].env.push_back(StrCat("WEFT_DEVICES_PER_WORKER=", flags.devices_per_worker));
     children[i].prefix = StrCat("[worker ", i, "] ");
   }
+  return children;
+}
+
+int RunWorkers(const LaunchFlags& flags, const std::vector<std::string>& addresses,
+               const RunChildrenOptions& options) {
+  const std::vector<ChildSpec> children = WorkerSpecs(flags, addresses);
   std::fprintf(stderr, "weft launch: %d worker(s): %s\n", flags.workers,
                StrJoin(addresses, ",").c_str());
   return RunChildren(children, options);
+}
+
+// On stdout, so that whoever runs the launch can find each process and its address: "weft launch:
+// started worker:1 pid 123 at 127.0.0.1:40001"; a restart says "restarted ps:0 ...", or with
+// `started_again` "started worker:1 ... (restart 1)".
+void PrintStart(const std::string& task, pid_t pid, const std::string& address, int restarts,
+                bool started_again) {
+  const bool restarted_verb = restarts > 0 && !started_again;
+  const std::string note = restarts > 0 && started_again ? StrCat(" (restart ", restarts, ")") : "";
+  std::fprintf(stdout, "weft launch: %s %s pid %d at %s%s\n",
+               restarted_verb ? "restarted" : "started", task.c_str(), static_cast<int>(pid),
+               address.c_str(), note.c_str());
+  std::fflush(stdout);
+}
+
+int RunElasticWorkers(const LaunchFlags& flags, const std::vector<std::string>& addresses,
+                      RunChildrenOptions& options) {
+  if (flags.min_workers > flags.workers) {
+    std::fprintf(stderr, "weft launch: --min-workers %d is more than --workers %d\n",
+                 flags.min_workers, flags.workers);
+    return 2;
+  }
+  // Read by the membership's threads when they evict a worker, written here at each start.
+  std::vector<std::atomic<pid_t>> pids(flags.workers);
+  ElasticMembership::Options membership_options;
+  membership_options.num_workers = flags.workers;
+  membership_options.min_workers = flags.min_workers;
+  membership_options.min_workers_timeout = std::chrono::milliseconds(flags.min_workers_timeout_ms);
+  membership_options.evict = [&pids](int worker) {
+    std::fprintf(stderr,
+                 "weft launch: worker:%d did not come to the step boundary in time; "
+                 "stopping it\n",
+                 worker);
+    const pid_t pid = pids[worker].load();
+    if (pid > 0) ::kill(-pid, SIGKILL);
+  };
+  ElasticMembership membership(membership_options);
+  StatusOr<std::unique_ptr<ElasticMembershipServer>> server =
+      ElasticMembershipServer::Create(&membership, "127.0.0.1");
+  if (!server.ok()) {
+    std::fprintf(stderr, "weft launch: %s\n", server.status().ToString().c_str());
+    return 1;
+  }
+  std::vector<ChildSpec> children = WorkerSpecs(flags, addresses);
+  for (int i = 0; i < flags.workers; ++i) {
+    children[i].env.push_back(StrCat(kElasticMembershipVariable, "=", (*server)->address()));
+    children[i].name = StrCat("worker:", i);
+  }
+  std::fprintf(stderr, "weft launch: %d elastic worker(s) (at least %d): %s\n", flags.workers,
+               flags.min_workers, StrJoin(addresses, ",").c_str());
+  options.on_start = [&](size_t child, pid_t pid, int restarts) {
+    pids[child] = pid;
+    membership.WorkerStarted(static_cast<int>(child));
+    PrintStart(children[child].name, pid, addresses[child], restarts, /*started_again=*/true);
+  };
+  options.on_exit = [&membership](size_t child, int wait_status) {
+    if (WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0) {
+      membership.WorkerFinished(static_cast<int>(child));
+    } else {
+      membership.WorkerExited(static_cast<int>(child));
+    }
+  };
+  const int code = RunElastic(children, flags.restart_failed ? flags.max_restarts : 0, options);
+  (*server)->Shutdown();
+  return code;
 }
 
 int RunPsJob(const LaunchFlags& flags, const std::vector<std::string>& addresses,
@@ -210,12 +307,8 @@ int RunPsJob(const LaunchFlags& flags, const std::vector<std::string>& addresses
   }
   std::fprintf(stderr, "weft launch: chief, %d worker(s) and %d ps: %s\n", flags.workers, flags.ps,
                cluster.c_str());
-  // On stdout, so that whoever runs the launch can find each process and its address.
   options.on_start = [&plan](size_t child, pid_t pid, int restarts) {
-    std::fprintf(stdout, "weft launch: %s %s pid %d at %s\n",
-                 restarts == 0 ? "started" : "restarted", plan.tasks[child].c_str(),
-                 static_cast<int>(pid), plan.addresses[child].c_str());
-    std::fflush(stdout);
+    PrintStart(plan.tasks[child], pid, plan.addresses[child], restarts, /*started_again=*/false);
   };
   return RunWithServices(plan.chief, plan.servers, options);
 }
@@ -223,6 +316,12 @@ int RunPsJob(const LaunchFlags& flags, const std::vector<std::string>& addresses
 }  // namespace
 
 int RunLaunchCommand(const LaunchFlags& flags) {
+  if (flags.restart_failed && flags.ps == 0 && !flags.elastic) {
+    std::fprintf(stderr,
+                 "weft launch: --restart-failed needs --ps or --elastic (a worker of a "
+                 "synchronous job cannot rejoin without --elastic)\n");
+    return 2;
+  }
   const int processes = flags.ps > 0 ? flags.workers + flags.ps + 1 : flags.workers;
   StatusOr<std::vector<int>> ports = PickFreePorts(processes);
   if (!ports.ok()) {
@@ -235,7 +334,9 @@ int RunLaunchCommand(const LaunchFlags& flags) {
   options.grace_ms = flags.timeout_ms;
   options.signal_fd = CatchSignals();
   if (options.signal_fd < 0) return 1;
-  return flags.ps > 0 ? RunPsJob(flags, addresses, options) : RunWorkers(flags, addresses, options);
+  if (flags.ps > 0) return RunPsJob(flags, addresses, options);
+  if (flags.elastic) return RunElasticWorkers(flags, addresses, options);
+  return RunWorkers(flags, addresses, options);
 }
 
 }  // namespace weft::cli

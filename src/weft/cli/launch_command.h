@@ -2,10 +2,12 @@
 // local copies of CMD, each with WEFT_CONFIG naming its task of an N-worker cluster on free
 // loopback ports and WEFT_DEVICES_PER_WORKER=K; prefixes each output line with "[worker I] ",
 // forwards SIGINT/SIGTERM, and when one fails stops the rest and exits with its code.
-// With `--ps M` it starts a parameter-server job instead (see PlanPsLaunch): N worker and M ps
-// `weft server`s, and CMD once, as the chief; the chief's exit ends the launch and every server.
-// RunLaunchCommand installs process-wide signal handlers: call it once, from main. The helpers
-// below are stateless and thread-safe.
+// With `--elastic` the workers train on when one is lost (RunElastic; the launch hosts their
+// ElasticMembership, named to them by WEFT_ELASTIC_MEMBERSHIP) and `--restart-failed` starts a
+// lost worker again, which joins the others. With `--ps M` it starts a parameter-server job instead
+// (see PlanPsLaunch): N worker and M ps `weft server`s, and CMD once, as the chief; the chief's
+// exit ends the launch and every server. RunLaunchCommand installs process-wide signal handlers:
+// call it once, from main. The helpers below are stateless and thread-safe.
 #pragma once
 
 #include <map>
@@ -22,6 +24,11 @@ namespace weft::cli {
 struct LaunchFlags {
   int workers = 0;
   int ps = 0;  // 0: no parameter servers, the workers run the command
+  // Elastic training (docs/elastic.md): the launch hosts the membership; a worker lost to a signal
+  // leaves the job, which goes on with the others (at least min_workers of them).
+  bool elastic = false;
+  int min_workers = 1;
+  int64_t min_workers_timeout_ms = 60000;  // then the waiting workers fail, naming the missing
   bool restart_failed = false;
   int max_restarts = 3;
   int devices_per_worker = 1;
@@ -30,6 +37,9 @@ struct LaunchFlags {
 };
 
 CLI::App* AddLaunchCommand(CLI::App& app, LaunchFlags& flags);
+
+// The variable that gives the workers of an elastic launch the membership's address.
+inline constexpr char kElasticMembershipVariable[] = "WEFT_ELASTIC_MEMBERSHIP";
 
 // Returns the process exit code: without --ps, 0 when every worker succeeded, else the first
 // failure's code (128 + signal for a worker a signal ended, 127 for one that could not start);

@@ -181,7 +181,7 @@ TEST(LaunchPsTest, BadFlagsExit2NamingTheFlag) {
       {{"--workers", "0", "--ps", "1"}, "--workers"},
       {{"--workers", "1", "--ps", "-1"}, "--ps"},
       {{"--workers", "1", "--ps", "0"}, "--ps"},
-      {{"--workers", "1", "--restart-failed"}, "--restart-failed requires --ps"},
+      {{"--workers", "1", "--restart-failed"}, "--restart-failed needs --ps or --elastic"},
       {{"--workers", "1", "--ps", "1", "--max-restarts", "2"},
        "--max-restarts requires --restart-failed"},
       {{"--workers", "1", "--ps", "1", "--restart-failed", "--max-restarts", "-1"},

@@ -56,13 +56,14 @@ enum class Role {
   kPeer,     // RunChildren's: the first failure ends the group with its code
   kMain,     // its exit, any way, ends the group with its code
   kService,  // runs for the main child: its exit is reported, and it may be started again
+  kElastic,  // a worker of an elastic job: lost when a signal ends it, and started again
 };
 
 struct Child {
   const ChildSpec* spec = nullptr;
   Role role = Role::kPeer;
-  int max_restarts = 0;   // kService only
-  int restarts_left = 0;  // kService only
+  int max_restarts = 0;   // kService and kElastic only
+  int restarts_left = 0;  // kService and kElastic only
   int starts = 0;         // how many times it was started
   pid_t pid = -1;         // -1: never started
   bool running = false;
@@ -178,7 +179,10 @@ class ChildGroup {
   // Waits up to one poll interval and handles what came: output, a signal, exits. False once
   // every child has exited and its output is read (or the grace period for that ran out).
   bool Step();
-  int exit_code() const { return result_.value_or(0); }
+  int exit_code() const {
+    if (!result_ && !elastic_finished_ && elastic_lost_code_ != 0) return elastic_lost_code_;
+    return result_.value_or(0);
+  }
 
  private:
   bool StartChild(Child& child);
@@ -194,12 +198,19 @@ class ChildGroup {
   void ReapExited();
   // A service that exited while the group runs: reported, then restarted while it may be.
   void ServiceExited(Child& child, int status);
+  // A worker of an elastic job that exited: lost (a signal), done (0) or failed (a code).
+  void ElasticExited(Child& child, int status);
+  // Starts a service or lost worker again while it has restarts left (else says it gives up).
+  void Restart(Child& child);
 
   const RunChildrenOptions& options_;
   std::vector<Child> children_;
   std::vector<Stream> retired_;  // the output of services' earlier runs, read to its end
   const std::chrono::milliseconds grace_;
   std::optional<int> result_;  // the first failing peer's code, main's code, or 127
+  // RunElastic: whether a worker finished (exit 0), and the code of the last one lost.
+  bool elastic_finished_ = false;
+  int elastic_lost_code_ = 0;
   std::optional<Clock::time_point> kill_at_;
   bool killed_ = false;
   std::optional<Clock::time_point> drain_until_;
@@ -313,6 +324,9 @@ void ChildGroup::ReapExited() {
       case Role::kService:
         if (!stopping) ServiceExited(child, status);
         break;
+      case Role::kElastic:
+        if (!stopping) ElasticExited(child, status);
+        break;
     }
   }
 }
@@ -320,6 +334,10 @@ void ChildGroup::ReapExited() {
 void ChildGroup::ServiceExited(Child& child, int status) {
   Say(options_,
       Name(child) + " (pid " + std::to_string(child.pid) + ") exited with " + DescribeExit(status));
+  Restart(child);
+}
+
+void ChildGroup::Restart(Child& child) {
   if (child.restarts_left <= 0) {
     if (child.max_restarts > 0) {
       Say(options_, "giving up on " + Name(child) + " after " + std::to_string(child.max_restarts) +
@@ -336,6 +354,28 @@ void ChildGroup::ServiceExited(Child& child, int status) {
         "cannot restart " + Name(child) + ": " + std::strerror(errno) + "; giving up on it");
     child.restarts_left = 0;
   }
+}
+
+void ChildGroup::ElasticExited(Child& child, int status) {
+  const int code = ExitCode(status);
+  if (options_.on_exit) {
+    options_.on_exit(static_cast<size_t>(&child - children_.data()), status);
+  }
+  if (WIFEXITED(status)) {
+    if (code == 0) {
+      elastic_finished_ = true;
+    } else if (!result_) {
+      result_ = code;
+      Say(options_,
+          Name(child) + " exited with code " + std::to_string(code) + "; stopping the others");
+      StopOthers(SIGTERM);
+    }
+    return;
+  }
+  elastic_lost_code_ = code;
+  Say(options_, Name(child) + " (pid " + std::to_string(child.pid) +
+                    ") lost: " + DescribeExit(status) + "; the others go on");
+  Restart(child);
 }
 
 int Run(std::vector<Child> children, const RunChildrenOptions& options) {
@@ -364,6 +404,17 @@ int RunWithServices(const ChildSpec& main, const std::vector<ServiceSpec>& servi
   }
   children.back().spec = &main;
   children.back().role = Role::kMain;
+  return Run(std::move(children), options);
+}
+
+int RunElastic(const std::vector<ChildSpec>& workers, int max_restarts,
+               const RunChildrenOptions& options) {
+  std::vector<Child> children(workers.size());
+  for (size_t i = 0; i < workers.size(); ++i) {
+    children[i].spec = &workers[i];
+    children[i].role = Role::kElastic;
+    children[i].max_restarts = children[i].restarts_left = std::max(max_restarts, 0);
+  }
   return Run(std::move(children), options);
 }
 

@@ -1,10 +1,10 @@
-// RunChildren and RunWithServices: start a group of child processes, copy their output with a
-// prefix per line, forward SIGINT/SIGTERM to them, and stop them (SIGTERM, then SIGKILL after a
-// grace period) when the group ends: RunChildren's at the first failure, RunWithServices's when its
-// main child exits. Each child is the leader of its own process group, so a signal reaches what it
-// started too (`sh -c 'sleep 30'`). Both return only once every child they started is reaped.
-// Single-threaded; one call at a time per process (it reaps its own children by pid and reads
-// signals from the given descriptor).
+// RunChildren, RunWithServices and RunElastic: start a group of child processes, copy their output
+// with a prefix per line, forward SIGINT/SIGTERM to them, and stop them (SIGTERM, then SIGKILL
+// after a grace period) when the group ends: RunChildren's and RunElastic's at the first failure,
+// RunWithServices's when its main child exits. Each child is the leader of its own process group,
+// so a signal reaches what it started too (`sh -c 'sleep 30'`). Both return only once every child
+// they started is reaped. Single-threaded; one call at a time per process (it reaps its own
+// children by pid and reads signals from the given descriptor).
 #pragma once
 
 #include <cstdint>
@@ -36,6 +36,9 @@ struct RunChildrenOptions {
   // (RunWithServices: the services in order, then the main child), its pid and how many times it
   // had been started before (0 the first time). Empty: nothing is called.
   std::function<void(size_t child, pid_t pid, int restarts)> on_start;
+  // RunElastic: called after every exit of a worker (lost, finished or failed) with its index and
+  // its wait status, before any restart. Empty: nothing is called.
+  std::function<void(size_t child, int wait_status)> on_exit;
 };
 
 // Returns the exit code of the first child that failed (its exit status, or 128 + the signal that
@@ -60,5 +63,15 @@ struct ServiceSpec {
 // already started are then stopped the same way).
 int RunWithServices(const ChildSpec& main, const std::vector<ServiceSpec>& services,
                     const RunChildrenOptions& options);
+
+// The workers of an elastic job: a worker that a signal ends (killed, crashed) is lost, not a
+// failure of the group: it is reported ("worker 1 (pid P) lost: signal 9 (Killed)") and
+// started again from the same spec while it has restarts left (max_restarts
+// each); the others go on. A worker that exits with a non-zero code fails the group as in
+// RunChildren (the others are stopped). options.on_exit hears of every exit. Returns 0 once every
+// worker has exited and at least one exited with 0 and none failed; else the failing code, or 128 +
+// the signal of the last worker lost when none finished.
+int RunElastic(const std::vector<ChildSpec>& workers, int max_restarts,
+               const RunChildrenOptions& options);
 
 }  // namespace weft::cli

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include "weft/cli/launch_command.h"
 #include "weft/cli/metrics_endpoint.h"
 #include "weft/cli/train_summary.h"
 #include "weft/cli/worker_cluster.h"
@@ -333,6 +334,7 @@ train::TrainCallbacks DisplayCallbacks(const train::TrainOptions& options, bool 
     callbacks.on_straggler = [terminal](const std::string& line) {
       std::fprintf(stderr, "%sweft train: %s\n", terminal ? "\n" : "", line.c_str());
     };
+    callbacks.on_membership = callbacks.on_straggler;
     // One line once the workers have met and stepped together (tests and launchers wait for it).
     auto user_on_step = callbacks.on_step;
     callbacks.on_step = [user_on_step, task = options.worker_cluster->task.index,
@@ -366,7 +368,8 @@ int ReportSummary(const TrainFlags& flags, const train::TrainOptions& options,
   char fingerprint[17];
   std::snprintf(fingerprint, sizeof(fingerprint), "%016llx",
                 static_cast<unsigned long long>(summary.variables_fingerprint));
-  if (summary.worker_index != 0) {
+  // An elastic job's workers each report in full: any of them may have been lost on the way.
+  if (summary.worker_index != 0 && !summary.elastic) {
     // The chief reports the job; every other worker says in one line that it finished.
     std::fprintf(stdout, "worker %d of %d done: %lld steps, final loss %.4f, variables %s\n",
                  summary.worker_index, summary.workers, static_cast<long long>(summary.steps),
@@ -414,6 +417,11 @@ int RunTrainCommand(const TrainFlags& flags) {
   if ((flags.strategy == "multi_worker_mirrored" || flags.strategy == "parameter_server") &&
       !JoinWorkerCluster(flags, &worker_cluster, &options)) {
     return 2;
+  }
+  // Under `weft launch --elastic`: the launch's membership.
+  if (const char* membership = std::getenv(kElasticMembershipVariable);
+      membership != nullptr && flags.strategy == "multi_worker_mirrored") {
+    options.elastic_membership = membership;
   }
   SetThreadPools(flags, &options);
   // On loopback only, so it needs no token: a training process is no server.

@@ -75,6 +75,15 @@ nlohmann::json SummaryJson(const TrainFlags& flags, const train::TrainOptions& o
     json["ps_recoveries"] = summary.ps_recoveries;
     json["steps_lost"] = summary.steps_lost;
   }
+  if (summary.elastic) {
+    json["worker_index"] = summary.worker_index;
+    json["generations"] = summary.generations;
+    json["membership_changes"] = summary.membership_changes;
+    json["steps_recomputed"] = summary.steps_recomputed;
+    json["elastic_recovery_seconds"] = summary.elastic_recovery_seconds;
+    json["elastic_heal_seconds"] = summary.elastic_heal_seconds;
+    json["finished_before_joining"] = summary.finished_before_joining;
+  }
   if (!summary.trace_file.empty()) {
     json["trace_file"] = summary.trace_file;
     json["traced_steps"] = TracedStepsJson(summary.traced_steps);

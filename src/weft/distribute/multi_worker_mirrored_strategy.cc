@@ -71,6 +71,10 @@ class MultiWorkerMirroredExtended final : public StrategyExtended {
       const std::vector<double>& values) const override {
     return strategy_.collectives().AllGatherFromTasks(values);
   }
+  void AbortCollectives(const Status& status) const override {
+    strategy_.collectives().StartAbort(status);
+  }
+  bool UpdatesAwaitEveryReduction() const override { return strategy_.generation() > 0; }
 
  private:
   const MultiWorkerMirroredStrategy& strategy_;
@@ -106,6 +110,7 @@ StatusOr<std::unique_ptr<MultiWorkerMirroredStrategy>> MultiWorkerMirroredStrate
   all_reduce.num_workers = workers;
   all_reduce.order_collectives = true;
   all_reduce.communication_dtype = options.communication_dtype;
+  if (options.generation > 0) all_reduce.group_key = options.generation;
   auto cross_device_ops = std::make_unique<AllReduceCrossDeviceOps>(all_reduce);
   AllReduceCrossDeviceOps* all_reduce_ops = cross_device_ops.get();
   std::unique_ptr<MultiWorkerMirroredStrategy> strategy(new MultiWorkerMirroredStrategy(

@@ -49,6 +49,11 @@ struct MultiWorkerOptions {
   // (AllReduceOptions::communication_dtype).
   DataType communication_dtype = DataType::kFloat;
   int intra_op_threads = 0;  // of the session's devices; 0: one per core
+  // Elastic training: the membership generation this strategy's group serves. It is the group key
+  // of every collective (carried in each collective message's header), so that an operation of an
+  // earlier generation never meets one of this one. Every update of a step then waits for all of
+  // the step's reductions (StrategyExtended::UpdatesAwaitEveryReduction). 0: not elastic.
+  int64_t generation = 0;
   // The type of each worker's devices, made by `device_factories` (null: Weft's own) and run with
   // `kernel_registry` (null: every kernel of Weft).
   std::string device_type = "CPU";
@@ -74,6 +79,7 @@ class MultiWorkerMirroredStrategy final : public Strategy {
   StatusOr<Output> BroadcastVariablesFromChief(const weft::Scope& scope) const;
 
   DistributedCollectiveExecutorMgr& collectives() const { return *collectives_; }
+  int64_t generation() const { return options_.generation; }
 
  private:
   // `all_reduce` is `cross_device_ops`, which the base owns.

@@ -83,6 +83,15 @@ class StrategyExtended {
       const std::vector<double>& /*values*/) const {
     return Unimplemented("this strategy has no synchronous workers to gather values from");
   }
+  // Elastic training (a worker of the group was lost): fails the collectives across processes that
+  // are pending or start later with `status`, so that a step blocked on the lost worker ends at
+  // once. Nothing to do without such collectives.
+  virtual void AbortCollectives(const Status& /*status*/) const {}
+  // Whether every update of a step waits until all of the step's reductions have arrived on its
+  // device, so that a step whose collectives fail changes no variable (elastic training runs it
+  // again from the last completed step). False: each variable updates as soon as its own
+  // reduction arrives (updates overlap the later buckets' communication).
+  virtual bool UpdatesAwaitEveryReduction() const { return false; }
   // Where training steps run. Empty (the default): in the model's own session, every replica in
   // every step. Otherwise one session per worker of an asynchronous strategy (parameter-server
   // training): `configured`, what ConfigureSession made (the model's own session), is worker 0's

@@ -26,6 +26,18 @@ const Variable* ComponentOn(const distribute::DistributedVariable& variable,
   return nullptr;
 }
 
+// Every reduced value, by its canonical device.
+std::map<std::string, std::vector<Output>> ReductionsByDevice(
+    const std::vector<distribute::Mirrored>& reduced) {
+  std::map<std::string, std::vector<Output>> on_device;
+  for (const distribute::Mirrored& value : reduced) {
+    for (int r = 0; r < value.num_replicas(); ++r) {
+      on_device[distribute::CanonicalDevice(value.device(r))].push_back(value.value(r));
+    }
+  }
+  return on_device;
+}
+
 }  // namespace
 
 StatusOr<Output> Optimizer::ApplyGradients(const Scope& scope,
@@ -170,23 +182,34 @@ StatusOr<std::vector<distribute::DistributedValues>> Optimizer::ApplyReduced(
   Scope optimizer_scope = cross_replica_scope.NewSubScope(name());
   WEFT_ASSIGN_OR_RETURN(std::shared_ptr<distribute::DistributedVariable> learning_rate,
                         LearningRateBeside(optimizer_scope, strategy, *targets[0]));
+  // Under elastic training every update on a device waits for all of the step's reductions there:
+  // a step whose collectives fail then changes no variable of this process.
+  const std::map<std::string, std::vector<Output>> reduced_on =
+      strategy.extended().UpdatesAwaitEveryReduction()
+          ? ReductionsByDevice(reduced)
+          : std::map<std::string, std::vector<Output>>();
   // Updates grouped by device, in order of first appearance, for Finish.
   std::vector<std::string> devices;
   std::map<std::string, std::vector<Output>> updates_on;
   for (size_t v = 0; v < targets.size(); ++v) {
     const distribute::DistributedVariable& target = *targets[v];
-    WEFT_ASSIGN_OR_RETURN(std::vector<Output> updates,
-                          strategy.extended().Update(
-                              optimizer_scope.NewSubScope(target.name()), target, {reduced[v]},
-                              [&](const Scope& scope, int component,
-                                  const std::vector<Output>& args) -> StatusOr<Output> {
-                                const std::vector<Output> after =
-                                    TokensFor(strategy, order_tokens, target.devices()[component]);
-                                return UpdateComponent(
-                                    after.empty() ? scope : scope.WithControlDependencies(after),
-                                    strategy, target, component, args[0], sparse_ids[v],
-                                    *learning_rate);
-                              }));
+    WEFT_ASSIGN_OR_RETURN(
+        std::vector<Output> updates,
+        strategy.extended().Update(
+            optimizer_scope.NewSubScope(target.name()), target, {reduced[v]},
+            [&](const Scope& scope, int component,
+                const std::vector<Output>& args) -> StatusOr<Output> {
+              std::vector<Output> after =
+                  TokensFor(strategy, order_tokens, target.devices()[component]);
+              auto all_reduced =
+                  reduced_on.find(distribute::CanonicalDevice(target.devices()[component]));
+              if (all_reduced != reduced_on.end()) {
+                after.insert(after.end(), all_reduced->second.begin(), all_reduced->second.end());
+              }
+              return UpdateComponent(after.empty() ? scope : scope.WithControlDependencies(after),
+                                     strategy, target, component, args[0], sparse_ids[v],
+                                     *learning_rate);
+            }));
     for (int i = 0; i < target.num_components(); ++i) {
       const std::string device = distribute::CanonicalDevice(target.devices()[i]);
       if (!updates_on.contains(device)) devices.push_back(device);

@@ -114,8 +114,9 @@ Status StepPhaseMonitor::RecordStep(const Logs& logs) {
   mine.communication = static_cast<double>(communication_nanos - last_communication_nanos_) * 1e-9;
   mine.compute = std::max(0.0, value("seconds") - mine.communication);
   mine.input_wait = value("input_seconds");
+  const double stop = options_.stop_requested && options_.stop_requested() ? 1.0 : 0.0;
   StatusOr<std::vector<std::vector<double>>> gathered =
-      options_.all_gather({mine.compute, mine.communication, mine.input_wait});
+      options_.all_gather({mine.compute, mine.communication, mine.input_wait, stop});
   if (!gathered.ok()) {
     return gathered.status().WithContext(
         StrCat("gathering the workers' step phases after step ", step));
@@ -130,8 +131,9 @@ Status StepPhaseMonitor::RecordStep(const Logs& logs) {
   const bool counted = ++steps_ > options_.detector.warmup_steps;
   for (size_t w = 0; w < gathered->size(); ++w) {
     const std::vector<double>& phases = (*gathered)[w];
-    if (phases.size() != 3) return Internal("worker ", w, " sent ", phases.size(), " phases");
+    if (phases.size() != 4) return Internal("worker ", w, " sent ", phases.size(), " values");
     compute[w] = phases[0];
+    if (phases[3] > 0) stopped_on_request_ = true;
     if (!counted) continue;
     for (size_t phase = 0; phase < 3; ++phase) phase_series_[w][phase]->Observe(phases[phase]);
     sums_[w].compute += phases[0];
@@ -144,6 +146,12 @@ Status StepPhaseMonitor::RecordStep(const Logs& logs) {
     stragglers_.push_back(straggler);
     if (options_.on_straggler) options_.on_straggler(Describe(straggler));
   }
+  return Status::OK();
+}
+
+Status StepPhaseMonitor::OnTrainBatchEnd(Model& model, const Logs& logs) {
+  WEFT_RETURN_IF_ERROR(RecordStep(logs));
+  if (stopped_on_request_) model.StopTraining();
   return Status::OK();
 }
 

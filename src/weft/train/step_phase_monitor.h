@@ -78,17 +78,22 @@ class StepPhaseMonitor final : public Callback {
         all_gather;
     // A line naming a straggler, once per naming.
     std::function<void(const std::string&)> on_straggler;
+    // Elastic training: whether this worker asks every worker to end Fit after this step (a worker
+    // waits to join). Gathered with the phases, so that all stop after the same step. Null: never.
+    std::function<bool()> stop_requested;
     StragglerDetector::Options detector;
   };
   explicit StepPhaseMonitor(Options options);
 
-  Status OnTrainBatchEnd(Model& /*model*/, const Logs& logs) override { return RecordStep(logs); }
+  Status OnTrainBatchEnd(Model& model, const Logs& logs) override;
   // One step's logs ("step", "seconds", "input_seconds"): splits, gathers, records, names.
   Status RecordStep(const Logs& logs);
 
   // Every worker's mean phases per step over the steps after the warm-up, by worker index.
   std::vector<StepPhases> MeanPhases() const;
   const std::vector<Straggler>& stragglers() const { return stragglers_; }
+  // Whether some worker's stop_requested ended Fit after the last step recorded.
+  bool stopped_on_request() const { return stopped_on_request_; }
   // "worker 1 (/job:worker/replica:0/task:1) computed 24% longer than the others ...".
   std::string Describe(const Straggler& straggler) const;
 
@@ -102,6 +107,7 @@ class StepPhaseMonitor final : public Callback {
   int64_t summed_steps_ = 0;
   int64_t steps_ = 0;
   std::vector<Straggler> stragglers_;
+  bool stopped_on_request_ = false;
 };
 
 }  // namespace weft::train

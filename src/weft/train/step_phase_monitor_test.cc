@@ -95,9 +95,10 @@ TEST(StepPhaseMonitorTest, SplitsStepsGathersAndNamesTheStraggler) {
            [&](const std::vector<double>& mine) -> StatusOr<std::vector<std::vector<double>>> {
          sent.push_back(mine);
          // The peer computes 30 ms, waits 2 ms for collectives and 1 ms for input.
-         return std::vector<std::vector<double>>{mine, {0.030, 0.002, 0.001}};
+         return std::vector<std::vector<double>>{mine, {0.030, 0.002, 0.001, 0.0}};
        },
        .on_straggler = [&](const std::string& line) { lines.push_back(line); },
+       .stop_requested = nullptr,
        .detector = Detector()});
   for (int step = 1; step <= 12; ++step) {
     // This worker: 40 ms steps, 15 ms of them in collectives, 3 ms waiting for input.
@@ -109,6 +110,8 @@ TEST(StepPhaseMonitorTest, SplitsStepsGathersAndNamesTheStraggler) {
   EXPECT_NEAR(sent[0][0], 0.025, 1e-9);
   EXPECT_NEAR(sent[0][1], 0.015, 1e-9);
   EXPECT_NEAR(sent[0][2], 0.003, 1e-9);
+  EXPECT_EQ(sent[0][3], 0.0);  // no stop asked for
+  EXPECT_FALSE(monitor.stopped_on_request());
   const std::vector<StepPhases> means = monitor.MeanPhases();
   ASSERT_EQ(means.size(), 2u);
   EXPECT_NEAR(means[0].compute, 0.025, 1e-9);
@@ -124,6 +127,42 @@ TEST(StepPhaseMonitorTest, SplitsStepsGathersAndNamesTheStraggler) {
   EXPECT_THAT(text, HasSubstr("weft_stragglers_named_total{worker=\"1\"} 1"));
 }
 
+// Elastic training: one worker asking to stop (a worker waits to join) stops every worker after the
+// same step, since each sees the others' requests in the gather.
+TEST(StepPhaseMonitorTest, AStopAskedForByAnyWorkerIsSeenByAll) {
+  bool peer_asks = false;
+  bool i_ask = false;
+  StepPhaseMonitor monitor(
+      {.workers = {"a", "b"},
+       .communication_nanos = [] { return int64_t{0}; },
+       .all_gather =
+           [&](const std::vector<double>& mine) -> StatusOr<std::vector<std::vector<double>>> {
+         return std::vector<std::vector<double>>{mine, {0.01, 0.0, 0.0, peer_asks ? 1.0 : 0.0}};
+       },
+       .on_straggler = nullptr,
+       .stop_requested = [&] { return i_ask; },
+       .detector = Detector()});
+  ASSERT_TRUE(monitor.RecordStep({{"step", 1}, {"seconds", 0.01}}).ok());
+  EXPECT_FALSE(monitor.stopped_on_request());
+  peer_asks = true;
+  ASSERT_TRUE(monitor.RecordStep({{"step", 2}, {"seconds", 0.01}}).ok());
+  EXPECT_TRUE(monitor.stopped_on_request());
+
+  StepPhaseMonitor asking({.workers = {"a", "b"},
+                           .communication_nanos = [] { return int64_t{0}; },
+                           .all_gather = [&](const std::vector<double>& mine)
+                               -> StatusOr<std::vector<std::vector<double>>> {
+                             EXPECT_EQ(mine.size(), 4u);
+                             return std::vector<std::vector<double>>{mine, {0.01, 0.0, 0.0, 0.0}};
+                           },
+                           .on_straggler = nullptr,
+                           .stop_requested = [&] { return i_ask; },
+                           .detector = Detector()});
+  i_ask = true;
+  ASSERT_TRUE(asking.RecordStep({{"step", 1}, {"seconds", 0.01}}).ok());
+  EXPECT_TRUE(asking.stopped_on_request());
+}
+
 TEST(StepPhaseMonitorTest, AFailedGatherNamesTheStep) {
   StepPhaseMonitor monitor(
       {.workers = {"a", "b"},
@@ -132,6 +171,7 @@ TEST(StepPhaseMonitorTest, AFailedGatherNamesTheStep) {
          return Unavailable("task b stopped answering the heartbeat");
        },
        .on_straggler = nullptr,
+       .stop_requested = nullptr,
        .detector = Detector()});
   const Status status = monitor.RecordStep({{"step", 7}, {"seconds", 0.01}});
   EXPECT_TRUE(IsUnavailable(status)) << status;

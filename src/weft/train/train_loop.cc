@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <optional>
+#include <utility>
 
 #include "weft/core/str_util.h"
 #include "weft/data/dataset.h"
@@ -16,8 +18,10 @@
 #include "weft/runtime/session.h"
 #include "weft/runtime/trace/step_breakdown.h"
 #include "weft/train/callbacks.h"
+#include "weft/train/elastic_worker.h"
 #include "weft/train/model.h"
 #include "weft/train/optimizer.h"
+#include "weft/train/train_setup.h"
 #include "weft/train/workloads.h"
 
 namespace weft::train {
@@ -40,95 +44,6 @@ uint64_t Fingerprint(const std::vector<Tensor>& tensors) {
     }
   }
   return hash;
-}
-
-// This worker's share of the host's cores: the workers of one host (same address host) split
-// them, since each one's threads would otherwise fight the others' (measured with W1 on 2 workers
-// of the 2-core machine: ~110k images/s at 1 thread each, ~70-95k at 2).
-int CoresPerLocalWorker(const ServerConfig& config) {
-  auto host_of = [&](int task) {
-    StatusOr<std::string> address = config.cluster.TaskAddress(config.task.job, task);
-    return address.ok() ? address->substr(0, address->rfind(':')) : std::string();
-  };
-  const std::string mine = host_of(config.task.index);
-  int local = 0;
-  for (int t = 0; t < config.cluster.NumTasks(config.task.job); ++t) local += host_of(t) == mine;
-  return std::max(1, NumSchedulableCpus() / std::max(1, local));
-}
-
-StatusOr<std::unique_ptr<distribute::Strategy>> MakeStrategy(
-    const TrainOptions& options, const std::vector<std::string>& devices) {
-  std::unique_ptr<distribute::Strategy> strategy;
-  if (options.strategy == "multi_worker_mirrored") {
-    if (!options.worker_cluster.has_value()) {
-      return InvalidArgument(
-          "strategy multi_worker_mirrored needs a cluster of workers: run under ",
-          "`weft launch`, or set WEFT_CONFIG or TF_CONFIG");
-    }
-    distribute::MultiWorkerOptions multi;
-    multi.server = *options.worker_cluster;
-    multi.devices_per_worker = static_cast<int>(devices.size());
-    multi.device_type = options.device_type;
-    multi.force_tcp_collectives = options.force_tcp_collectives;
-    multi.communication_dtype = options.all_reduce_dtype;
-    multi.hostname = options.hostname;
-    multi.collective_timeout = std::chrono::milliseconds(options.collective_timeout_ms);
-    multi.intra_op_threads = options.intra_op_threads > 0
-                                 ? options.intra_op_threads
-                                 : CoresPerLocalWorker(*options.worker_cluster);
-    WEFT_ASSIGN_OR_RETURN(strategy,
-                          distribute::MultiWorkerMirroredStrategy::Create(std::move(multi)));
-  } else if (options.strategy == "parameter_server") {
-    if (!options.worker_cluster.has_value()) {
-      return InvalidArgument(
-          "strategy parameter_server needs a cluster of workers and ps tasks: run under "
-          "`weft launch --workers N --ps M`, or set WEFT_CONFIG or TF_CONFIG");
-    }
-    distribute::ParameterServerOptions ps;
-    ps.server = *options.worker_cluster;
-    if (options.worker_timeout_ms > 0) ps.worker_timeout_ms = options.worker_timeout_ms;
-    WEFT_ASSIGN_OR_RETURN(strategy, distribute::ParameterServerStrategy::Create(std::move(ps)));
-  } else if (options.strategy == "central_storage") {
-    WEFT_ASSIGN_OR_RETURN(strategy, distribute::CentralStorageStrategy::Create(devices));
-  } else if (devices.size() == 1 && options.target.empty() && options.strategy != "mirrored") {
-    WEFT_ASSIGN_OR_RETURN(strategy, distribute::OneDeviceStrategy::Create(devices[0]));
-  } else {
-    WEFT_ASSIGN_OR_RETURN(strategy, distribute::MirroredStrategy::Create(devices));
-  }
-  return strategy;
-}
-
-// The session's config: the thread pools, and with a target its worker timeout and cluster.
-StatusOr<proto::ConfigProto> MakeSessionConfig(const TrainOptions& options) {
-  proto::ConfigProto config;
-  if (options.target.empty()) return config;
-  config.set_worker_timeout_in_ms(options.worker_timeout_ms);
-  if (!options.cluster.empty()) {
-    StatusOr<ClusterSpec> cluster = ClusterSpec::FromFlag(options.cluster);
-    if (!cluster.ok()) return cluster.status().WithContext("cluster");
-    *config.mutable_cluster_def() = cluster->ToProto();
-  }
-  return config;
-}
-
-// The devices of type `device_type` of the cluster behind `target`, the master's task first.
-StatusOr<std::vector<std::string>> ClusterDevices(const std::string& target,
-                                                  const proto::ConfigProto& config,
-                                                  const std::string& device_type) {
-  SessionOptions session_options;
-  session_options.target = target;
-  session_options.config = config;
-  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, NewSession(session_options));
-  std::vector<proto::DeviceAttributes> attributes;
-  Status listed = session->ListDevices(&attributes);
-  session->Close().IgnoreError();
-  WEFT_RETURN_IF_ERROR(listed);
-  std::vector<std::string> devices;
-  for (const proto::DeviceAttributes& device : attributes) {
-    if (device.device_type() == device_type) devices.push_back(device.name());
-  }
-  if (devices.empty()) return FailedPrecondition("the cluster has no ", device_type, " devices");
-  return devices;
 }
 
 // Turns Fit's logs into `weft train`'s progress reports, measures the training throughput, and
@@ -226,94 +141,6 @@ StatusOr<std::vector<Tensor>> ReadTrainedVariables(Model& model) {
   return values;
 }
 
-Status Validate(const TrainOptions& options, int workers) {
-  if (options.batch_size <= 0) {
-    return InvalidArgument("batch size must be positive, got ", options.batch_size);
-  }
-  if (options.epochs <= 0) return InvalidArgument("epochs must be positive, got ", options.epochs);
-  // A cluster's servers make its devices: only a local run needs the type made here.
-  if (options.target.empty()) {
-    WEFT_RETURN_IF_ERROR(DefaultDeviceFactories().CheckDeviceType(options.device_type));
-  }
-  if (options.devices < 1) {
-    return InvalidArgument("devices must be at least 1, got ", options.devices);
-  }
-  const bool multi_worker = options.strategy == "multi_worker_mirrored";
-  const bool parameter_server = options.strategy == "parameter_server";
-  if (!options.strategy.empty() && options.strategy != "one_device" &&
-      options.strategy != "mirrored" && options.strategy != "central_storage" && !multi_worker &&
-      !parameter_server) {
-    return InvalidArgument("unknown strategy '", options.strategy,
-                           "' (expected one_device, mirrored, central_storage, "
-                           "multi_worker_mirrored or parameter_server)");
-  }
-  if (parameter_server && !options.target.empty()) {
-    return InvalidArgument("strategy parameter_server runs its coordinator in this process; it ",
-                           "takes no target (drop --target ", options.target, ")");
-  }
-  if (parameter_server && options.devices != 1) {
-    return InvalidArgument("strategy parameter_server runs one replica on each worker task; ",
-                           "--devices ", options.devices, " is not supported");
-  }
-  if (options.strategy == "central_storage" && !options.target.empty()) {
-    return InvalidArgument("strategy central_storage keeps the variables in this process; it ",
-                           "takes no target (drop --target ", options.target, ")");
-  }
-  if (multi_worker && !options.target.empty()) {
-    return InvalidArgument("strategy multi_worker_mirrored runs in every worker process; it takes ",
-                           "no target (drop --target ", options.target, ")");
-  }
-  if (options.strategy == "one_device" && options.devices != 1) {
-    return InvalidArgument("strategy one_device runs on 1 device, not ", options.devices,
-                           " (use mirrored for several)");
-  }
-  if (options.target.empty() && options.batch_size % (options.devices * workers) != 0) {
-    if (workers > 1) {
-      return InvalidArgument("the global batch size ", options.batch_size,
-                             " is not divisible by the ", options.devices * workers, " replicas (",
-                             workers, " workers x ", options.devices, " devices)");
-    }
-    return InvalidArgument("the global batch size ", options.batch_size,
-                           " is not divisible by the ", options.devices, " devices");
-  }
-  if (!options.target.empty() && options.devices != 1) {
-    return InvalidArgument("with a target, the cluster's servers choose the devices (weft server ",
-                           "--devices); drop --devices ", options.devices);
-  }
-  if (!options.trace_path.empty() &&
-      (options.trace_first_step < 1 || options.trace_last_step < options.trace_first_step)) {
-    return InvalidArgument("trace steps ", options.trace_first_step, ":", options.trace_last_step,
-                           " are not a range of steps (1 <= FIRST <= LAST)");
-  }
-  if (options.save_every_steps < 0) {
-    return InvalidArgument("save every steps must be 0 (only at the end) or positive, got ",
-                           options.save_every_steps);
-  }
-  return Status::OK();
-}
-
-// The devices of the replicas: --devices of the device type here, or every device of that type of
-// the cluster's tasks.
-StatusOr<std::vector<std::string>> ReplicaDevices(const TrainOptions& options,
-                                                  const proto::ConfigProto& session_config) {
-  std::vector<std::string> devices;
-  if (options.target.empty()) {
-    for (int i = 0; i < options.devices; ++i) {
-      devices.push_back(StrCat("/device:", options.device_type, ":", i));
-    }
-  } else {
-    WEFT_ASSIGN_OR_RETURN(devices,
-                          ClusterDevices(options.target, session_config, options.device_type));
-  }
-  const int replicas = static_cast<int>(devices.size());
-  if (options.batch_size % replicas != 0) {
-    return InvalidArgument("the global batch size ", options.batch_size,
-                           " is not divisible by the cluster's ", replicas, " ",
-                           options.device_type, " devices");
-  }
-  return devices;
-}
-
 // Compiles the workload's model for `replicas` replicas under `strategy`.
 Status CompileWorkload(const TrainOptions& options, std::unique_ptr<Optimizer> optimizer,
                        const distribute::Strategy& strategy, int replicas,
@@ -367,11 +194,42 @@ TrainSummary SummarizeRun(const Model& model, const TrainLoopReporter& reporter,
   return summary;
 }
 
+// The workers that step together and this one's index among them: those of a multi-worker job,
+// else 1 and 0.
+std::pair<int, int> SynchronousWorkers(const TrainOptions& options) {
+  if (options.strategy != "multi_worker_mirrored" || !options.worker_cluster.has_value()) {
+    return {1, 0};
+  }
+  const TaskId& task = options.worker_cluster->task;
+  return {options.worker_cluster->cluster.NumTasks(task.job), task.index};
+}
+
+// What the strategy adds to the summary: the replicas and collectives, the parameter servers'
+// recoveries, the workers' step phases.
+void AddStrategyFigures(const TrainOptions& options, const distribute::Strategy& strategy,
+                        const Model& model, const StepPhaseMonitor* phases, TrainSummary* summary) {
+  summary->replicas = strategy.num_replicas_in_sync();
+  summary->collective_transport = StrJoin(strategy.extended().CollectiveTransportNames(), "; ");
+  if (options.strategy == "parameter_server") {
+    summary->workers = options.worker_cluster->cluster.NumTasks("worker");
+    summary->ps_tasks = options.worker_cluster->cluster.NumTasks("ps");
+    summary->rescheduled_steps = model.rescheduled_steps();
+    summary->worker_recoveries = model.worker_recoveries();
+    summary->ps_recoveries = model.ps_recoveries();
+    summary->steps_lost = model.steps_lost();
+  }
+  if (phases != nullptr) {
+    summary->worker_step_phases = phases->MeanPhases();
+    summary->stragglers = phases->stragglers();
+  }
+}
+
 // Synchronous multi-worker training: every worker's step phases, gathered after each step through
 // the gradients' collective group, and the straggler they name. Null otherwise.
 std::unique_ptr<StepPhaseMonitor> MakeStepPhaseMonitor(const TrainOptions& options,
                                                        const distribute::Strategy& strategy,
-                                                       const TrainCallbacks& callbacks) {
+                                                       const TrainCallbacks& callbacks,
+                                                       const ElasticWorker* elastic) {
   const int workers = strategy.num_workers();
   if (options.strategy != "multi_worker_mirrored" || workers < 2) return nullptr;
   const distribute::StrategyExtended& extended = strategy.extended();
@@ -385,28 +243,33 @@ std::unique_ptr<StepPhaseMonitor> MakeStepPhaseMonitor(const TrainOptions& optio
     return extended.AllGatherFromWorkers(values);
   };
   monitor.on_straggler = callbacks.on_straggler;
+  if (elastic != nullptr) monitor.stop_requested = [elastic] { return elastic->stop_requested(); };
   return std::make_unique<StepPhaseMonitor>(std::move(monitor));
 }
 
-}  // namespace
-
-StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& callbacks) {
+// One run of the training loop: all of it, or under elastic training one generation (nullopt when
+// it ended for a change of membership and training goes on in the next).
+StatusOr<std::optional<TrainSummary>> TrainGeneration(const TrainOptions& options,
+                                                      const TrainCallbacks& callbacks,
+                                                      ElasticWorker* elastic) {
   auto wall_start = Clock::now();
-  int workers = 1;
-  int task_index = 0;
-  if (options.strategy == "multi_worker_mirrored" && options.worker_cluster.has_value()) {
-    const TaskId& task = options.worker_cluster->task;
-    workers = options.worker_cluster->cluster.NumTasks(task.job);
-    task_index = task.index;
-  }
-  WEFT_RETURN_IF_ERROR(Validate(options, workers));
+  const auto [workers, task_index] = SynchronousWorkers(options);
+  WEFT_RETURN_IF_ERROR(ValidateTrainOptions(options, workers));
   WEFT_ASSIGN_OR_RETURN(Workload workload, MakeWorkload(options));
 
   // On a cluster the devices come from its master.
   WEFT_ASSIGN_OR_RETURN(proto::ConfigProto session_config, MakeSessionConfig(options));
   WEFT_ASSIGN_OR_RETURN(std::vector<std::string> devices, ReplicaDevices(options, session_config));
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<distribute::Strategy> strategy,
-                        MakeStrategy(options, devices));
+                        MakeStrategy(options, devices, elastic));
+  // The membership is watched while the strategy's collectives exist.
+  if (elastic != nullptr) elastic->StartWatching(*strategy);
+  struct StopWatchingFirst {
+    ElasticWorker* elastic;
+    ~StopWatchingFirst() {
+      if (elastic != nullptr) elastic->StopWatching();
+    }
+  } stop_watching_first{elastic};
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer, MakeOptimizer(options));
 
   // The model, compiled and trained as any user's. It must not outlive the strategy: it is
@@ -430,40 +293,90 @@ StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& 
   TraceWriter trace_writer(TraceOptions(options, trace_file, task_index));
   std::vector<Callback*> fit_callbacks = {&reporter};
   if (!options.checkpoint_dir.empty()) fit_callbacks.push_back(&checkpoint);
+  // After the checkpoint's: a generation's state in memory is newer than any checkpoint.
+  if (elastic != nullptr) fit_callbacks.push_back(elastic);
   if (!trace_file.empty()) fit_callbacks.push_back(&trace_writer);
-  std::unique_ptr<StepPhaseMonitor> phases = MakeStepPhaseMonitor(options, *strategy, callbacks);
+  std::unique_ptr<StepPhaseMonitor> phases =
+      MakeStepPhaseMonitor(options, *strategy, callbacks, elastic);
   if (phases != nullptr) fit_callbacks.push_back(phases.get());
-  WEFT_RETURN_IF_ERROR(model
-                           .Fit(workload.train, {.epochs = options.epochs,
-                                                 .steps_per_epoch = workload.steps_per_epoch,
-                                                 .max_steps = options.max_steps,
-                                                 .callbacks = fit_callbacks})
-                           .status());
+  const Status fit = model
+                         .Fit(workload.train, {.epochs = options.epochs,
+                                               .steps_per_epoch = workload.steps_per_epoch,
+                                               .max_steps = options.max_steps,
+                                               .callbacks = fit_callbacks})
+                         .status();
+  if (elastic != nullptr) {
+    const bool stopped =
+        (phases != nullptr && phases->stopped_on_request()) || elastic->stopped_alone();
+    WEFT_ASSIGN_OR_RETURN(bool next_generation, elastic->EndGeneration(model, fit, stopped));
+    if (next_generation) return std::optional<TrainSummary>();
+  }
+  WEFT_RETURN_IF_ERROR(fit);
 
   TrainSummary summary = SummarizeRun(model, reporter, checkpoint, trace_writer, trace_file);
-  summary.replicas = strategy->num_replicas_in_sync();
   summary.workers = workers;
-  if (options.strategy == "parameter_server") {
-    summary.workers = options.worker_cluster->cluster.NumTasks("worker");
-    summary.ps_tasks = options.worker_cluster->cluster.NumTasks("ps");
-    summary.rescheduled_steps = model.rescheduled_steps();
-    summary.worker_recoveries = model.worker_recoveries();
-    summary.ps_recoveries = model.ps_recoveries();
-    summary.steps_lost = model.steps_lost();
-  }
   summary.worker_index = task_index;
-  if (phases != nullptr) {
-    summary.worker_step_phases = phases->MeanPhases();
-    summary.stragglers = phases->stragglers();
-  }
+  AddStrategyFigures(options, *strategy, model, phases.get(), &summary);
   WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> trained, ReadTrainedVariables(model));
   summary.variables_fingerprint = Fingerprint(trained);
-  summary.collective_transport = StrJoin(strategy->extended().CollectiveTransportNames(), "; ");
   summary.train_tokens_per_sec =
       summary.train_images_per_sec * static_cast<double>(workload.tokens_per_example);
   WEFT_RETURN_IF_ERROR(workload.evaluate(model, &summary));
   summary.wall_seconds = SecondsSince(wall_start);
-  return summary;
+  return std::optional<TrainSummary>(std::move(summary));
+}
+
+// Elastic training: generation after generation until one finishes training.
+StatusOr<TrainSummary> TrainElastic(const TrainOptions& options, const TrainCallbacks& callbacks) {
+  if (options.strategy != "multi_worker_mirrored" || !options.worker_cluster.has_value()) {
+    return InvalidArgument("elastic training (weft launch --elastic) needs --strategy ",
+                           "multi_worker_mirrored, not '", options.strategy, "'");
+  }
+  if (options.steps_per_execution != 1) {
+    return InvalidArgument("elastic training runs one step per execution (a failed execution of ",
+                           "several steps cannot be run again from a completed step); drop ",
+                           "--steps-per-execution ", options.steps_per_execution);
+  }
+  const auto wall_start = Clock::now();
+  const TaskId& task = options.worker_cluster->task;
+  WEFT_ASSIGN_OR_RETURN(std::string address,
+                        options.worker_cluster->cluster.TaskAddress(task.job, task.index));
+  ElasticWorker elastic({.membership = options.elastic_membership,
+                         .worker = task.index,
+                         .address = address,
+                         .job = task.job,
+                         .report = callbacks.on_membership});
+  std::optional<TrainSummary> summary;
+  while (!summary.has_value()) {
+    WEFT_ASSIGN_OR_RETURN(std::optional<ServerConfig> cluster, elastic.JoinNextGeneration());
+    if (!cluster.has_value()) {
+      summary = TrainSummary();
+      break;
+    }
+    TrainOptions generation = options;
+    generation.worker_cluster = std::move(cluster);
+    WEFT_ASSIGN_OR_RETURN(summary, TrainGeneration(generation, callbacks, &elastic));
+  }
+  const ElasticReport& report = elastic.report();
+  summary->elastic = true;
+  summary->worker_index = task.index;
+  summary->generations = report.generations;
+  summary->membership_changes = report.membership_changes;
+  summary->steps_recomputed = report.steps_recomputed;
+  summary->elastic_recovery_seconds = report.longest_recovery_seconds;
+  summary->elastic_heal_seconds = report.longest_heal_seconds;
+  summary->finished_before_joining = report.finished_before_joining;
+  summary->wall_seconds = SecondsSince(wall_start);
+  return *std::move(summary);
+}
+
+}  // namespace
+
+StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& callbacks) {
+  if (!options.elastic_membership.empty()) return TrainElastic(options, callbacks);
+  WEFT_ASSIGN_OR_RETURN(std::optional<TrainSummary> summary,
+                        TrainGeneration(options, callbacks, nullptr));
+  return *std::move(summary);
 }
 
 std::string TracePathForTask(const std::string& path, int task_index) {

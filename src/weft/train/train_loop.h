@@ -63,6 +63,11 @@ struct TrainOptions {
   // multi_worker_mirrored and parameter_server: the cluster and this process's task in it.
   std::optional<ServerConfig> worker_cluster;
   bool force_tcp_collectives = false;  // TCP between workers even on one host
+  // multi_worker_mirrored under `weft launch --elastic`: the membership's "host:port"
+  // (WEFT_ELASTIC_MEMBERSHIP). The job then trains on when a worker is lost, in generations of
+  // the workers left (and those that join again); worker_cluster is the launch's, its task this
+  // worker's index in the launch. "": not elastic.
+  std::string elastic_membership;
   // multi_worker_mirrored: the type gradients are all-reduced in (bfloat16 halves the bytes).
   DataType all_reduce_dtype = DataType::kFloat;
   std::string hostname;  // this worker's host for the collectives ("": gethostname())
@@ -145,6 +150,18 @@ struct TrainSummary {
   // same on every worker), and the workers named as stragglers (step_phase_monitor.h).
   std::vector<StepPhases> worker_step_phases;
   std::vector<Straggler> stragglers;
+  // Elastic training: the job's membership changes (generations after the first) up to this
+  // worker's last generation, the steps run again after failures, the longest time from the loss
+  // of a worker to the next completed step, and the longest this worker took to receive the
+  // state when it joined a running job (0: it did not).
+  bool elastic = false;
+  int64_t generations = 0;
+  int64_t membership_changes = 0;
+  int64_t steps_recomputed = 0;
+  double elastic_recovery_seconds = 0;
+  double elastic_heal_seconds = 0;
+  // The job ended before this (restarted) worker could join: it trained nothing.
+  bool finished_before_joining = false;
   // With TrainOptions::step_breakdown_steps: the traced steps' breakdown, a table per device.
   std::string step_breakdown;
   // With TrainOptions::trace_path: the file written and the steps it holds.
@@ -164,6 +181,8 @@ struct TrainCallbacks {
   std::function<void(const std::string&)> on_checkpoint;
   // Multi-worker: one line each time a worker is named as a straggler.
   std::function<void(const std::string&)> on_straggler;
+  // Elastic training: one line per generation joined and ended.
+  std::function<void(const std::string&)> on_membership;
 };
 
 StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& callbacks = {});

@@ -30,7 +30,9 @@ struct Start {
 };
 
 inline std::vector<Start> Starts(const std::string& output) {
-  static const std::regex kLine(R"(^weft launch: (started|restarted) (\S+) pid (\d+) at (\S+)$)");
+  // An elastic launch's restarts say "started ... (restart N)".
+  static const std::regex kLine(
+      R"(^weft launch: (started|restarted) (\S+) pid (\d+) at (\S+)( \(restart \d+\))?$)");
   std::vector<Start> starts;
   std::istringstream lines(output);
   for (std::string line; std::getline(lines, line);) {

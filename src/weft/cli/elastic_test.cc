@@ -1,0 +1,198 @@
+// Elastic multi-worker training end to end: `weft launch --elastic` starts real `weft train`
+// workers on loopback, a test kills some of them with SIGKILL (during training, while they start,
+// while a restarted one joins, two at once), and checks that the others train on to the end
+// without a restart: the launch exits 0, every survivor reports the same steps, the same trained
+// variables and the membership changes, a restarted worker receives the state from a peer, and
+// no process is left. Also --min-workers reached and the flag errors.
+#include <csignal>
+#include <map>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "weft/cli/testing/launch_test_util.h"
+#include "weft/core/str_util.h"
+
+namespace weft::cli {
+namespace {
+
+using testing::FindStart;
+using testing::Gone;
+using ::testing::HasSubstr;
+using testing::Launch;
+using testing::Start;
+using testing::Starts;
+
+// W1 for one epoch of 120-example global batches (500 steps; 120 splits over 1 to 6 workers).
+std::vector<std::string> ElasticLaunch(int workers, const std::vector<std::string>& launch_flags) {
+  std::vector<std::string> argv = {WEFT_BINARY, "launch", "--workers", std::to_string(workers),
+                                   "--elastic"};
+  argv.insert(argv.end(), launch_flags.begin(), launch_flags.end());
+  argv.insert(argv.end(), {"--", WEFT_BINARY, "train", "--strategy", "multi_worker_mirrored",
+                           "--model", "mlp", "--epochs", "1", "--batch-size", "120", "--json"});
+  return argv;
+}
+
+// Every worker's --json summary, by its launch index (a restarted worker's last one).
+std::map<int, nlohmann::json> Summaries(const std::string& output) {
+  std::map<int, nlohmann::json> summaries;
+  static const std::regex kLine(R"(^\[worker (\d+)\] (\{.*\})$)");
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch match;
+    if (!std::regex_match(line, match, kLine)) continue;
+    nlohmann::json json = nlohmann::json::parse(match[2].str(), nullptr, false);
+    if (!json.is_discarded()) summaries[std::stoi(match[1])] = std::move(json);
+  }
+  return summaries;
+}
+
+// The launch's exit after training; generous for the sanitizer builds.
+constexpr int64_t kTrainingMs = 300'000;
+
+void Kill(const Launch& launch, const std::string& task, const std::string& verb = "started") {
+  const Start start = FindStart(launch.output(), verb, task);
+  ASSERT_GT(start.pid, 0);
+  ASSERT_EQ(::kill(start.pid, SIGKILL), 0);
+}
+
+// The survivors (and joiners) finished the whole epoch from the same state to the same variables.
+void ExpectTrainedTogether(const std::map<int, nlohmann::json>& summaries, size_t workers,
+                           int64_t min_changes) {
+  ASSERT_EQ(summaries.size(), workers);
+  const nlohmann::json& first = summaries.begin()->second;
+  for (const auto& [worker, summary] : summaries) {
+    SCOPED_TRACE(StrCat("worker ", worker));
+    EXPECT_EQ(summary["steps"], 500);
+    EXPECT_EQ(summary["variables_fingerprint"], first["variables_fingerprint"]);
+    EXPECT_GE(summary["membership_changes"].get<int64_t>(), min_changes);
+    EXPECT_GT(summary["test_accuracy"].get<double>(), 0.75);
+    EXPECT_LE(summary["elastic_recovery_seconds"].get<double>(), 30.0);
+  }
+}
+
+void ExpectNoneLeft(const std::string& output) {
+  for (const Start& start : Starts(output)) {
+    EXPECT_TRUE(Gone(start.pid)) << start.task << " " << start.pid;
+  }
+}
+
+TEST(ElasticTest, TheOthersTrainOnAfterAWorkerIsKilledMidTraining) {
+  Launch launch(ElasticLaunch(3, {}));
+  ASSERT_TRUE(launch.ok());
+  ASSERT_TRUE(launch.WaitFor("weft train: worker 1 of 3 took its first step").ok())
+      << launch.output();
+  Kill(launch, "worker:1");
+  ASSERT_EQ(launch.Exit(kTrainingMs), 0) << launch.output();
+  const std::string output = launch.output();
+  EXPECT_THAT(output, HasSubstr("weft launch: worker:1 (pid"));
+  EXPECT_THAT(output, HasSubstr("lost: signal 9 (Killed); the others go on"));
+  EXPECT_THAT(output, HasSubstr("generation 2: 2 worker(s) (launch workers 0, 2)"));
+  const std::map<int, nlohmann::json> summaries = Summaries(output);
+  ExpectTrainedTogether(summaries, 2, 1);
+  for (const auto& [worker, summary] : summaries) {
+    EXPECT_LE(summary["steps_recomputed"].get<int64_t>(), 2) << worker;
+    EXPECT_EQ(summary["workers"], 2);
+  }
+  ExpectNoneLeft(output);
+}
+
+TEST(ElasticTest, AWorkerKilledWhileStartingIsLeftOutOfTheFirstGeneration) {
+  Launch launch(ElasticLaunch(3, {}));
+  ASSERT_TRUE(launch.ok());
+  ASSERT_TRUE(launch.WaitFor("weft launch: started worker:2 pid").ok()) << launch.output();
+  // Worker 2 is still loading its input when it dies.
+  Kill(launch, "worker:2");
+  ASSERT_EQ(launch.Exit(kTrainingMs), 0) << launch.output();
+  const std::map<int, nlohmann::json> summaries = Summaries(launch.output());
+  ExpectTrainedTogether(summaries, 2, 0);
+  ExpectNoneLeft(launch.output());
+}
+
+TEST(ElasticTest, ARestartedWorkerJoinsAndReceivesTheStateFromAPeer) {
+  Launch launch(ElasticLaunch(3, {"--restart-failed"}));
+  ASSERT_TRUE(launch.ok());
+  ASSERT_TRUE(launch.WaitFor("weft train: worker 2 of 3 took its first step").ok())
+      << launch.output();
+  Kill(launch, "worker:2");
+  ASSERT_EQ(launch.Exit(kTrainingMs), 0) << launch.output();
+  const std::string output = launch.output();
+  EXPECT_THAT(output, HasSubstr("(restart 1)"));
+  EXPECT_THAT(output, HasSubstr("launch workers 0, 1, 2), this one rank 2; continuing"));
+  const std::map<int, nlohmann::json> summaries = Summaries(output);
+  // Left, then joined again: two changes; the joiner healed from rank 0 over the collectives.
+  ExpectTrainedTogether(summaries, 3, 2);
+  EXPECT_GT(summaries.at(2)["elastic_heal_seconds"].get<double>(), 0);
+  EXPECT_EQ(summaries.at(2)["generations"], 1);
+  ExpectNoneLeft(output);
+}
+
+TEST(ElasticTest, AWorkerKilledWhileItJoinsIsStartedAgain) {
+  Launch launch(ElasticLaunch(3, {"--restart-failed"}));
+  ASSERT_TRUE(launch.ok());
+  ASSERT_TRUE(launch.WaitFor("weft train: worker 1 of 3 took its first step").ok())
+      << launch.output();
+  Kill(launch, "worker:1");
+  ASSERT_TRUE(launch.WaitFor("(restart 1)").ok()) << launch.output();
+  // Killed again before it could join (its first restart): the second restart joins.
+  for (const Start& start : Starts(launch.output())) {
+    if (start.task == "worker:1" && Starts(launch.output()).back().pid == start.pid) {
+      ASSERT_EQ(::kill(start.pid, SIGKILL), 0);
+    }
+  }
+  ASSERT_EQ(launch.Exit(kTrainingMs), 0) << launch.output();
+  const std::string output = launch.output();
+  EXPECT_THAT(output, HasSubstr("(restart 2)"));
+  ExpectTrainedTogether(Summaries(output), 3, 2);
+  ExpectNoneLeft(output);
+}
+
+TEST(ElasticTest, TwoWorkersLostAtOnce) {
+  Launch launch(ElasticLaunch(4, {}));
+  ASSERT_TRUE(launch.ok());
+  ASSERT_TRUE(launch.WaitFor("weft train: worker 3 of 4 took its first step").ok())
+      << launch.output();
+  Kill(launch, "worker:1");
+  Kill(launch, "worker:3");
+  ASSERT_EQ(launch.Exit(kTrainingMs), 0) << launch.output();
+  const std::map<int, nlohmann::json> summaries = Summaries(launch.output());
+  ExpectTrainedTogether(summaries, 2, 1);
+  for (const auto& [worker, summary] : summaries) EXPECT_EQ(summary["workers"], 2) << worker;
+  ExpectNoneLeft(launch.output());
+}
+
+TEST(ElasticTest, BelowMinWorkersTheJobFailsNamingTheMissing) {
+  Launch launch(ElasticLaunch(3, {"--min-workers", "3", "--min-workers-timeout-ms", "1000"}));
+  ASSERT_TRUE(launch.ok());
+  ASSERT_TRUE(launch.WaitFor("weft train: worker 0 of 3 took its first step").ok())
+      << launch.output();
+  Kill(launch, "worker:1");
+  EXPECT_NE(launch.Exit(kTrainingMs), 0) << launch.output();
+  EXPECT_THAT(launch.output(), HasSubstr("fewer than --min-workers 3"));
+  EXPECT_THAT(launch.output(), HasSubstr("missing: worker 1"));
+  ExpectNoneLeft(launch.output());
+}
+
+TEST(ElasticTest, FlagErrors) {
+  Launch restart({WEFT_BINARY, "launch", "--workers", "2", "--restart-failed", "--", "true"});
+  ASSERT_TRUE(restart.ok());
+  EXPECT_EQ(restart.Exit(), 2);
+  EXPECT_THAT(restart.output(), HasSubstr("--restart-failed needs --ps or --elastic"));
+  Launch too_many(
+      {WEFT_BINARY, "launch", "--workers", "2", "--elastic", "--min-workers", "3", "--", "true"});
+  ASSERT_TRUE(too_many.ok());
+  EXPECT_EQ(too_many.Exit(), 2);
+  EXPECT_THAT(too_many.output(), HasSubstr("--min-workers 3 is more than --workers 2"));
+  Launch several({WEFT_BINARY, "launch", "--workers", "2", "--elastic", "--", WEFT_BINARY, "train",
+                  "--strategy", "multi_worker_mirrored", "--steps-per-execution", "2"});
+  ASSERT_TRUE(several.ok());
+  EXPECT_NE(several.Exit(), 0);
+  EXPECT_THAT(several.output(), HasSubstr("elastic training runs one step per execution"));
+}
+
+}  // namespace
+}  // namespace weft::cli
