@@ -228,6 +228,30 @@ def main():
         print(f"RATIO async_save_stall_vs_sync "
               f"{async_['max_save_stall_seconds'] / sync['max_save_stall_seconds']:.3f} "
               "(smaller is better)")
+    elif kind == "elastic":
+        # Being elastic costs nothing measurable without failures; with them, how fast the
+        # survivors go on and how well the model still learns; and a joining worker's heal.
+        static = load_json(f"{path}/elastic_ratio_static.json")["summary"]
+        elastic = load_json(f"{path}/elastic_ratio_elastic.json")["summary"]
+        print(f"METRIC elastic_w2_static_images_per_sec {static['train_images_per_sec']:.0f} "
+              "images/s")
+        print(f"METRIC elastic_w2_elastic_images_per_sec {elastic['train_images_per_sec']:.0f} "
+              "images/s")
+        print(f"RATIO elastic_vs_static_multiworker_cnn "
+              f"{elastic['train_images_per_sec'] / static['train_images_per_sec']:.3f}")
+        chaos = load_json(f"{path}/elastic_chaos.json")
+        calm = load_json(f"{path}/elastic_chaos_none.json")
+        run = chaos["summary"]
+        print(f"METRIC elastic_chaos_exit_code {chaos['exit_code']} (kills: "
+              f"{', '.join(str(k['worker']) + ' at ' + str(k['seconds']) + ' s' for k in chaos['kills'])})")
+        print(f"METRIC elastic_chaos_membership_changes {run.get('membership_changes', 0)} changes")
+        print(f"METRIC elastic_chaos_steps_recomputed {run.get('steps_recomputed', 0)} steps")
+        print(f"METRIC elastic_recovery_seconds {chaos['longest_recovery_seconds']:.3f} s")
+        accuracy, calm_accuracy = run.get("test_accuracy", 0), calm["summary"]["test_accuracy"]
+        print(f"METRIC elastic_chaos_test_accuracy {accuracy:.4f} (without failures "
+              f"{calm_accuracy:.4f}, difference {100 * (accuracy - calm_accuracy):+.2f} points)")
+        heal = load_json(f"{path}/elastic_heal.json")
+        print(f"METRIC elastic_heal_seconds {heal['longest_heal_seconds']:.3f} s")
     elif kind == "libtorch":
         # W2 as a user writes it: the fmnist_cnn example (Weft's layers and Model::Fit) against the
         # same model in libtorch's C++ frontend at its better thread count, and each program's

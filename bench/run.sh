@@ -2,7 +2,7 @@
 # Runs Weft's benchmarks and prints `METRIC <name> <value> <unit>` and `RATIO <name> <value>` lines
 # (a RATIO above 1 means Weft is better). Usage: bench/run.sh [executor] [matmul] [conv] [train]
 # [allreduce] [mirrored] [rpc] [cluster] [collective] [multiworker] [checkpoint] [libtorch]
-# [trace] [ps] [transformer] (all of these when none) [transformer_quality] (only when named). `train`, `mirrored`, `conv`, `cluster`, `multiworker`, `ps` and
+# [trace] [ps] [transformer] [elastic] (all of these when none) [transformer_quality] (only when named). `train`, `mirrored`, `conv`, `cluster`, `multiworker`, `ps` and
 # `transformer` need PyTorch (Debian's python3-torch) for the peer side, `collective` needs Gloo (libgloo-dev),
 # `libtorch` libtorch's C++ frontend (libtorch-dev, installed when missing). A benchmark whose Weft side is missing from the
 # build says so on stderr; the others still run, and the script then exits 1.
@@ -17,7 +17,7 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build --target executor_bench matmul_bench weft >/dev/null
 names=("$@")
 known=(executor matmul conv train allreduce mirrored rpc cluster collective multiworker checkpoint
-  libtorch trace ps transformer)
+  libtorch trace ps transformer elastic)
 [[ ${#names[@]} -eq 0 ]] && names=("${known[@]}")
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -236,6 +236,29 @@ for name in "${names[@]}"; do
         --batch 512 --seed 1 --trainers 2 --ps 2 --heldout 0 >"$out/torch_rpc_w7.json" \
         2>"$out/torch_rpc_w7.log"
       python3 bench/report.py ps "$out"
+      ;;
+    elastic)
+      # Elastic training (docs/elastic.md), W2 with global batches of 120 (they split over 1 to 6
+      # workers). The cost of being elastic: 300 steps on 2 workers with --elastic and no failure
+      # against the same without it. The chaos run: 3 epochs on 4 workers with --elastic
+      # --restart-failed, a worker chosen at random (seeded) SIGKILLed every 20 s, three times,
+      # against the same run without failures: its accuracy, its membership changes, the steps run
+      # again and the longest time from a loss to the next completed step. The heal: a 100 MB model
+      # (the MLP 3,200 wide: 12.8M weights and as much momentum) received by a restarted worker.
+      for mode in static elastic; do
+        flags=()
+        if [[ $mode == elastic ]]; then flags=(--elastic); fi
+        python3 bench/elastic_chaos.py --workers 2 "${flags[@]}" -- --model cnn --batch-size 120 \
+          --epochs 1 --max-steps 300 >"$out/elastic_ratio_$mode.json"
+      done
+      python3 bench/elastic_chaos.py --workers 4 --elastic -- --model cnn --batch-size 120 \
+        --epochs 3 >"$out/elastic_chaos_none.json"
+      python3 bench/elastic_chaos.py --workers 4 --elastic --restart-failed --kills 3 \
+        --kill-every 20 -- --model cnn --batch-size 120 --epochs 3 >"$out/elastic_chaos.json"
+      python3 bench/elastic_chaos.py --workers 2 --elastic --restart-failed --kills 1 \
+        --kill-every 2 -- --model mlp --mlp-width 3200 --batch-size 120 --epochs 1 \
+        --max-steps 120 >"$out/elastic_heal.json"
+      python3 bench/report.py elastic "$out"
       ;;
     checkpoint)
       # A 256 MB model saved and restored against plain write+fsync and read of the same bytes in

@@ -4,6 +4,7 @@
 // without a restart: the launch exits 0, every survivor reports the same steps, the same trained
 // variables and the membership changes, a restarted worker receives the state from a peer, and
 // no process is left. Also --min-workers reached and the flag errors.
+#include <algorithm>
 #include <csignal>
 #include <map>
 #include <regex>
@@ -75,6 +76,26 @@ void ExpectTrainedTogether(const std::map<int, nlohmann::json>& summaries, size_
   }
 }
 
+// Exactly-once visitation: every global step (the same global batch on every worker: the epoch's
+// order is seeded) is completed once. Each generation continues after the most advanced member's
+// last completed step, so no step is skipped, and a step completed by some member is not run
+// again; with 500 steps in all (checked by ExpectTrainedTogether), each batch was trained once.
+void ExpectEachStepOnce(const std::string& output, int64_t generation) {
+  std::smatch match;
+  int64_t ended = -1;
+  const std::regex ended_line(
+      StrCat(R"(elastic: generation )", generation - 1, R"( ended after step (\d+))"));
+  for (auto it = std::sregex_iterator(output.begin(), output.end(), ended_line);
+       it != std::sregex_iterator(); ++it) {
+    ended = std::max<int64_t>(ended, std::stoll((*it)[1]));
+  }
+  ASSERT_GE(ended, 1) << output;
+  const std::regex continued(
+      StrCat(R"(elastic: generation )", generation, R"(: .*continuing after step (\d+))"));
+  ASSERT_TRUE(std::regex_search(output, match, continued)) << output;
+  EXPECT_EQ(std::stoll(match[1]), ended);
+}
+
 void ExpectNoneLeft(const std::string& output) {
   for (const Start& start : Starts(output)) {
     EXPECT_TRUE(Gone(start.pid)) << start.task << " " << start.pid;
@@ -92,6 +113,7 @@ TEST(ElasticTest, TheOthersTrainOnAfterAWorkerIsKilledMidTraining) {
   EXPECT_THAT(output, HasSubstr("weft launch: worker:1 (pid"));
   EXPECT_THAT(output, HasSubstr("lost: signal 9 (Killed); the others go on"));
   EXPECT_THAT(output, HasSubstr("generation 2: 2 worker(s) (launch workers 0, 2)"));
+  ExpectEachStepOnce(output, 2);
   const std::map<int, nlohmann::json> summaries = Summaries(output);
   ExpectTrainedTogether(summaries, 2, 1);
   for (const auto& [worker, summary] : summaries) {
@@ -163,6 +185,25 @@ TEST(ElasticTest, TwoWorkersLostAtOnce) {
   ExpectTrainedTogether(summaries, 2, 1);
   for (const auto& [worker, summary] : summaries) EXPECT_EQ(summary["workers"], 2) << worker;
   ExpectNoneLeft(launch.output());
+}
+
+// A worker that stops answering (SIGSTOP) without exiting: the others' heartbeat fails their step
+// within seconds, they ask to re-form, and the membership evicts the silent member once it has not
+// come to the step boundary in time (the launch kills it); the others then train on.
+TEST(ElasticTest, AStoppedWorkerIsEvictedAndTheOthersTrainOn) {
+  Launch launch(ElasticLaunch(3, {}));
+  ASSERT_TRUE(launch.ok());
+  ASSERT_TRUE(launch.WaitFor("weft train: worker 2 of 3 took its first step").ok())
+      << launch.output();
+  const Start stopped = FindStart(launch.output(), "started", "worker:2");
+  ASSERT_EQ(::kill(stopped.pid, SIGSTOP), 0);
+  ASSERT_EQ(launch.Exit(kTrainingMs), 0) << launch.output();
+  const std::string output = launch.output();
+  EXPECT_THAT(output, HasSubstr("worker:2 did not come to the step boundary in time"));
+  EXPECT_THAT(output, HasSubstr("generation 2: 2 worker(s) (launch workers 0, 1)"));
+  ExpectEachStepOnce(output, 2);
+  ExpectTrainedTogether(Summaries(output), 2, 1);
+  ExpectNoneLeft(output);
 }
 
 TEST(ElasticTest, BelowMinWorkersTheJobFailsNamingTheMissing) {

@@ -73,6 +73,11 @@ void AddTrainingFlags(CLI::App* command, TrainFlags& flags) {
       ->check(CLI::IsMember({"mlp", "cnn", "char_transformer"}))
       ->capture_default_str();
   command
+      ->add_option("--mlp-width", flags.mlp_width,
+                   "The MLP's hidden layers' width (W1: 256; wider makes a larger model)")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  command
       ->add_option("--epochs", flags.epochs,
                    "Passes over the training set (default 3; char_transformer: 1, an epoch being "
                    "W6's 2,000 steps)")
@@ -250,6 +255,7 @@ bool OptionsFromFlags(const TrainFlags& flags, train::TrainOptions* options) {
     options->all_reduce_dtype = DataType::kBFloat16;
   }
   options->data_dir = flags.data_dir;
+  options->mlp_width = flags.mlp_width;
   options->strategy = flags.strategy;
   options->devices = flags.devices;
   options->device_type = flags.device_type;

@@ -7,6 +7,7 @@ namespace weft::cli {
 
 struct TrainFlags {
   std::string model = "mlp";
+  int64_t mlp_width = 256;
   int epochs = 3;
   bool epochs_given = false;
   int64_t max_steps = -1;

@@ -32,12 +32,13 @@ StatusOr<ModelKind> ParseModelKind(const std::string& name) {
   return InvalidArgument("unknown model '", name, "' (expected mlp, cnn or char_transformer)");
 }
 
-std::vector<std::unique_ptr<Layer>> StandardLayers(ModelKind kind, int64_t seed) {
+std::vector<std::unique_ptr<Layer>> StandardLayers(ModelKind kind, int64_t seed,
+                                                   int64_t mlp_width) {
   std::vector<std::unique_ptr<Layer>> layers;
   if (kind == ModelKind::kCharTransformer) return layers;
   if (kind == ModelKind::kMlp) {
-    layers.push_back(std::make_unique<Dense>(256, "relu", DenseNamed("dense1", seed, 1)));
-    layers.push_back(std::make_unique<Dense>(256, "relu", DenseNamed("dense2", seed, 2)));
+    layers.push_back(std::make_unique<Dense>(mlp_width, "relu", DenseNamed("dense1", seed, 1)));
+    layers.push_back(std::make_unique<Dense>(mlp_width, "relu", DenseNamed("dense2", seed, 2)));
     layers.push_back(std::make_unique<Dense>(kClasses, "", DenseNamed("logits", seed, 3)));
     return layers;
   }

@@ -40,8 +40,10 @@ struct BuiltModel {
 
 // The layers of `kind` for images [batch, 784] (the CNN reshapes them to 28x28x1 first), named
 // as their variables are in checkpoints ("dense1/kernel", "conv1/kernel", ...); none for a model
-// that is not an image model.
-std::vector<std::unique_ptr<Layer>> StandardLayers(ModelKind kind, int64_t seed);
+// that is not an image model. `mlp_width` is the MLP's hidden layers' width (W1's is 256; wider
+// ones make the large models that measurements of moving a model's state need).
+std::vector<std::unique_ptr<Layer>> StandardLayers(ModelKind kind, int64_t seed,
+                                                   int64_t mlp_width = 256);
 
 // Makes one variable named `name` in `scope` (which also carries the device to use).
 using VariableFactory =

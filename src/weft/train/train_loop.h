@@ -33,6 +33,7 @@ namespace weft::train {
 
 struct TrainOptions {
   ModelKind model = ModelKind::kMlp;
+  int64_t mlp_width = 256;  // the MLP's hidden layers (W1: 256)
   int epochs = 3;
   int64_t max_steps = -1;  // stop after this many steps in all (-1: no limit)
   int batch_size = 128;

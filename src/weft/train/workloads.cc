@@ -18,7 +18,8 @@ StatusOr<Workload> FashionMnistWorkload(const TrainOptions& options) {
       data::LoadFashionMnist(options.data_dir.empty() ? data::kDefaultFashionMnistDir
                                                       : options.data_dir));
   auto model = std::make_unique<Sequential>();
-  for (std::unique_ptr<Layer>& layer : StandardLayers(options.model, options.seed)) {
+  for (std::unique_ptr<Layer>& layer :
+       StandardLayers(options.model, options.seed, options.mlp_width)) {
     model->Add(std::move(layer));
   }
   const int64_t examples = data.train.size();
