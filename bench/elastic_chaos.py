@@ -31,6 +31,7 @@ def main():
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--elastic", action="store_true")
     parser.add_argument("--restart-failed", action="store_true")
+    parser.add_argument("--log", help="write the launch's whole output here")
     parser.add_argument("train", nargs=argparse.REMAINDER, help="weft train's flags, after --")
     args = parser.parse_args()
     train = [a for a in args.train if a != "--"]
@@ -82,6 +83,9 @@ def main():
                 pass
     code = process.wait()
     reader.join(timeout=10)
+    if args.log:
+        with open(args.log, "w") as log:
+            log.write("\n".join(lines) + "\n")
     summaries = {}
     for line in lines:
         match = SUMMARY.match(line)

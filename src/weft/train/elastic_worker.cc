@@ -57,7 +57,7 @@ StatusOr<std::optional<ServerConfig>> ElasticWorker::JoinNextGeneration() {
   }
   generation_ = std::move(joined);
   ++report_.generations;
-  report_.membership_changes = generation_.number - 1;
+  report_.membership_changes = generation_.membership_changes;
   report_.steps_recomputed += generation_.steps_recomputed;
   recovery_pending_ = generation_.member_lost_at_unix_ms > 0;
   const ElasticPosition& at = generation_.position;

@@ -37,9 +37,10 @@ struct ElasticWorkerOptions {
 
 // What this worker saw of the job's membership.
 struct ElasticReport {
-  int64_t generations = 0;         // joined by this worker
-  int64_t membership_changes = 0;  // of the job, up to this worker's last generation
-  int64_t steps_recomputed = 0;    // over the generations this worker joined
+  int64_t generations = 0;  // joined by this worker
+  // Workers that left and joined the job, up to this worker's last generation.
+  int64_t membership_changes = 0;
+  int64_t steps_recomputed = 0;  // over the generations this worker joined
   // The longest time from the loss of a member to the next completed step, and the longest this
   // worker took to receive the state when it joined a running job (0: none).
   double longest_recovery_seconds = 0;

@@ -151,10 +151,10 @@ struct TrainSummary {
   // same on every worker), and the workers named as stragglers (step_phase_monitor.h).
   std::vector<StepPhases> worker_step_phases;
   std::vector<Straggler> stragglers;
-  // Elastic training: the job's membership changes (generations after the first) up to this
-  // worker's last generation, the steps run again after failures, the longest time from the loss
-  // of a worker to the next completed step, and the longest this worker took to receive the
-  // state when it joined a running job (0: it did not).
+  // Elastic training: the generations this worker trained in, the job's membership changes (each
+  // worker that left or joined, up to this worker's last generation), the steps run again after
+  // failures, the longest time from the loss of a worker to the next completed step, and the
+  // longest this worker took to receive the state when it joined a running job (0: it did not).
   bool elastic = false;
   int64_t generations = 0;
   int64_t membership_changes = 0;

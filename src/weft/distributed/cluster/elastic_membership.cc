@@ -61,7 +61,7 @@ int64_t ElasticMembership::generation() const {
 
 int64_t ElasticMembership::membership_changes() const {
   MutexLock lock(mu_);
-  return std::max<int64_t>(generation_ - 1, 0);
+  return membership_changes_;
 }
 
 void ElasticMembership::Shutdown() {
@@ -153,6 +153,15 @@ void ElasticMembership::FormLocked() {
         std::max(generation.steps_recomputed, reached - generation.position.global_step);
   }
   generation.member_lost_at_unix_ms = member_lost_at_unix_ms_;
+  // A member lost and back (restarted before the others re-formed) both left and joined.
+  auto gone = [this](int worker) { return Contains(lost_, worker) || evicted_.contains(worker); };
+  for (int worker : members_) {
+    if (gone(worker) || !Contains(generation.workers, worker)) ++membership_changes_;
+  }
+  for (int worker : generation.workers) {
+    if (gone(worker) || !Contains(members_, worker)) ++membership_changes_;
+  }
+  generation.membership_changes = membership_changes_;
   members_ = generation.workers;
   lost_.clear();
   member_lost_at_unix_ms_ = 0;

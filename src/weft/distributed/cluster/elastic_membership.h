@@ -54,6 +54,9 @@ struct ElasticGeneration {
   ElasticPosition position;
   // Steps some member began or finished that training goes back over (a failed step, run again).
   int64_t steps_recomputed = 0;
+  // Workers that left (lost, evicted) and joined (new, or back after a restart) since the launch,
+  // over every generation up to this one.
+  int64_t membership_changes = 0;
   // When the loss of a member that led to this generation was seen, in ms since the Unix epoch (0:
   // no member was lost: the first generation, or one formed for a joining worker).
   int64_t member_lost_at_unix_ms = 0;
@@ -100,7 +103,7 @@ class ElasticMembership {
   void Shutdown() WEFT_EXCLUDES(mu_);
 
   int64_t generation() const WEFT_EXCLUDES(mu_);
-  // Generations formed after the first: each one a change of membership.
+  // Workers that left and joined since the launch (ElasticGeneration::membership_changes).
   int64_t membership_changes() const WEFT_EXCLUDES(mu_);
 
  private:
@@ -123,6 +126,7 @@ class ElasticMembership {
   std::vector<int> members_ WEFT_GUARDED_BY(mu_);  // of the current generation, by rank
   std::vector<int> lost_ WEFT_GUARDED_BY(mu_);     // its members that exited
   int64_t generation_ WEFT_GUARDED_BY(mu_) = 0;
+  int64_t membership_changes_ WEFT_GUARDED_BY(mu_) = 0;
   std::map<int, JoinRequest> waiting_ WEFT_GUARDED_BY(mu_);
   std::optional<Clock::time_point> waiting_since_ WEFT_GUARDED_BY(mu_);  // the first asker's
   int64_t member_lost_at_unix_ms_ WEFT_GUARDED_BY(mu_) = 0;

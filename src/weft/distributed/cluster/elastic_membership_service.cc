@@ -68,6 +68,7 @@ StatusOr<Json> Dispatch(ElasticMembership& membership, const Json& request) {
                 {"resume", generation.resume},
                 {"position", PositionJson(generation.position)},
                 {"steps_recomputed", generation.steps_recomputed},
+                {"membership_changes", generation.membership_changes},
                 {"member_lost_at_unix_ms", generation.member_lost_at_unix_ms}};
   }
   if (method == "watch") {
@@ -237,6 +238,7 @@ StatusOr<ElasticGeneration> ElasticMembershipClient::Join(const JoinRequest& req
     generation.resume = reply.at("resume").get<bool>();
     generation.position = PositionFromJson(reply.at("position"));
     generation.steps_recomputed = reply.at("steps_recomputed").get<int64_t>();
+    generation.membership_changes = reply.at("membership_changes").get<int64_t>();
     generation.member_lost_at_unix_ms = reply.at("member_lost_at_unix_ms").get<int64_t>();
     if (generation.workers.size() != generation.addresses.size() || generation.rank < 0 ||
         generation.rank >= static_cast<int>(generation.workers.size())) {

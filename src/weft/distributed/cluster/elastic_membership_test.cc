@@ -117,6 +117,19 @@ TEST(ElasticMembershipTest, AJoiningWorkerIsAddedAtTheNextBoundaryAndRankedLast)
   EXPECT_EQ(membership.membership_changes(), 2);
 }
 
+TEST(ElasticMembershipTest, AMemberLostAndBackBeforeTheOthersReformLeftAndJoined) {
+  ElasticMembership membership(ThreeWorkers());
+  for (int w = 0; w < 3; ++w) membership.WorkerStarted(w);
+  ASSERT_TRUE(JoinAll(membership, {Request(0), Request(1), Request(2)})[0].ok());
+  membership.WorkerExited(1);
+  membership.WorkerStarted(1);
+  auto generations = JoinAll(membership, {Request(0, 4, true), Request(1), Request(2, 4, true)});
+  ASSERT_TRUE(generations[1].ok()) << generations[1].status();
+  EXPECT_EQ(generations[1]->workers, (std::vector<int>{0, 2, 1}));
+  EXPECT_EQ(generations[1]->membership_changes, 2);
+  EXPECT_EQ(membership.membership_changes(), 2);
+}
+
 TEST(ElasticMembershipTest, AMemberThatDoesNotComeToTheBoundaryIsEvicted) {
   ElasticMembership::Options options = ThreeWorkers();
   options.join_timeout = milliseconds(200);
