@@ -7,7 +7,7 @@
 #                              in a clang build (build-asan/) that also holds the libFuzzer targets
 #                              of fuzz/, each then run for 20 s
 #   tools/test.sh --tsan       the concurrent targets (core, input pipelines, runtime, distribute,
-#                              distributed, checkpoints, cluster) under ThreadSanitizer in a clang
+#                              distributed, checkpoints, cluster, elastic) under ThreadSanitizer in a clang
 #                              build (build-tsan/), built in one pass
 # CI (.ci/run) runs all three. Both clang builds also check the lock annotations
 # (-Wthread-safety -Werror). Every build goes through ccache when it is installed
@@ -62,7 +62,8 @@ tsan_targets=(core_test io_test data_test framework_rendezvous_test kernels_send
               distribute_parameter_server_test distributed_test
               distributed_worker_test distributed_master_test distributed_rpc_test
               distributed_collective_test distributed_collective_transport_test checkpoint_test
-              cli_metrics_test cluster_test trace_test multi_worker_test train_recovery_test weft)
+              cli_metrics_test cluster_test trace_test multi_worker_test elastic_test train_recovery_test
+              weft)
 CC=clang CXX=clang++ cmake -S . -B build-tsan -G Ninja "${sanitizer_flags[@]}" -DWEFT_TSAN=ON \
   "${launcher[@]}" >/dev/null
 cmake --build build-tsan --target "${tsan_targets[@]}"

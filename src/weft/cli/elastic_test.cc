@@ -28,13 +28,16 @@ using testing::Launch;
 using testing::Start;
 using testing::Starts;
 
-// W1 for one epoch of 120-example global batches (500 steps; 120 splits over 1 to 6 workers).
-std::vector<std::string> ElasticLaunch(int workers, const std::vector<std::string>& launch_flags) {
+// W1 for `epochs` epochs of 120-example global batches (500 steps each; 120 splits over 1 to 6
+// workers).
+std::vector<std::string> ElasticLaunch(int workers, const std::vector<std::string>& launch_flags,
+                                       int epochs = 1) {
   std::vector<std::string> argv = {WEFT_BINARY, "launch", "--workers", std::to_string(workers),
                                    "--elastic"};
   argv.insert(argv.end(), launch_flags.begin(), launch_flags.end());
-  argv.insert(argv.end(), {"--", WEFT_BINARY, "train", "--strategy", "multi_worker_mirrored",
-                           "--model", "mlp", "--epochs", "1", "--batch-size", "120", "--json"});
+  argv.insert(argv.end(),
+              {"--", WEFT_BINARY, "train", "--strategy", "multi_worker_mirrored", "--model", "mlp",
+               "--epochs", std::to_string(epochs), "--batch-size", "120", "--json"});
   return argv;
 }
 
@@ -204,6 +207,37 @@ TEST(ElasticTest, AStoppedWorkerIsEvictedAndTheOthersTrainOn) {
   ExpectEachStepOnce(output, 2);
   ExpectTrainedTogether(Summaries(output), 2, 1);
   ExpectNoneLeft(output);
+}
+
+// The chaos test: 4 workers with --restart-failed, three kills of different workers, each once
+// the previous one's replacement has joined and trained; the job ends well with all 4, having
+// seen three leaves and three joins.
+TEST(ElasticTest, ChaosThreeKillsWithRestarts) {
+  Launch launch(ElasticLaunch(4, {"--restart-failed"}, /*epochs=*/2));
+  ASSERT_TRUE(launch.ok());
+  ASSERT_TRUE(launch.WaitFor("weft train: worker 3 of 4 took its first step").ok())
+      << launch.output();
+  for (int worker : {2, 0, 3}) {
+    const size_t from = launch.output().size();
+    Kill(launch, StrCat("worker:", worker));
+    if (::testing::Test::HasFatalFailure()) return;
+    // Its replacement has joined: a generation formed with it.
+    ASSERT_TRUE(
+        launch.WaitFor(StrCat("[worker ", worker, "] weft train: elastic: generation"), from).ok())
+        << launch.output();
+  }
+  ASSERT_EQ(launch.Exit(kTrainingMs), 0) << launch.output();
+  const std::map<int, nlohmann::json> summaries = Summaries(launch.output());
+  ASSERT_EQ(summaries.size(), 4u) << launch.output();
+  for (const auto& [worker, summary] : summaries) {
+    EXPECT_EQ(summary["steps"], 1000) << worker;
+    EXPECT_EQ(summary["variables_fingerprint"], summaries.begin()->second["variables_fingerprint"]);
+    EXPECT_GT(summary["test_accuracy"].get<double>(), 0.75);
+  }
+  // Worker 1 was never killed: it saw every change.
+  EXPECT_GE(summaries.at(1)["membership_changes"].get<int64_t>(), 6);
+  EXPECT_LE(summaries.at(1)["steps_recomputed"].get<int64_t>(), 6);
+  ExpectNoneLeft(launch.output());
 }
 
 TEST(ElasticTest, BelowMinWorkersTheJobFailsNamingTheMissing) {
