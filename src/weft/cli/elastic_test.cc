@@ -25,6 +25,7 @@ using testing::FindStart;
 using testing::Gone;
 using ::testing::HasSubstr;
 using testing::Launch;
+using ::testing::Not;
 using testing::Start;
 using testing::Starts;
 
@@ -267,6 +268,15 @@ TEST(ElasticTest, FlagErrors) {
   ASSERT_TRUE(several.ok());
   EXPECT_NE(several.Exit(), 0);
   EXPECT_THAT(several.output(), HasSubstr("elastic training runs one step per execution"));
+  // 128 splits over 2 and 4 workers, not 3: refused before any training, with a batch that does.
+  Launch uneven({WEFT_BINARY, "launch", "--workers", "3", "--elastic", "--min-workers", "2", "--",
+                 WEFT_BINARY, "train", "--strategy", "multi_worker_mirrored", "--batch-size",
+                 "128"});
+  ASSERT_TRUE(uneven.ok());
+  EXPECT_EQ(uneven.Exit(), 2) << uneven.output();
+  EXPECT_THAT(uneven.output(),
+              HasSubstr("128 does not split over 3 workers; try --batch-size 126"));
+  EXPECT_THAT(uneven.output(), Not(HasSubstr("took its first step")));
 }
 
 }  // namespace

@@ -183,7 +183,7 @@ std::vector<std::string> BaseEnvironment() {
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
     const std::string_view text(*entry);
     if (text.rfind("WEFT_CONFIG=", 0) == 0 || text.rfind("WEFT_DEVICES_PER_WORKER=", 0) == 0 ||
-        text.rfind("TF_CONFIG=", 0) == 0) {
+        text.rfind("TF_CONFIG=", 0) == 0 || text.rfind("WEFT_ELASTIC_", 0) == 0) {
       continue;
     }
     base_env.emplace_back(text);
@@ -276,6 +276,7 @@ int RunElasticWorkers(const LaunchFlags& flags, const std::vector<std::string>& 
   std::vector<ChildSpec> children = WorkerSpecs(flags, addresses);
   for (int i = 0; i < flags.workers; ++i) {
     children[i].env.push_back(StrCat(kElasticMembershipVariable, "=", (*server)->address()));
+    children[i].env.push_back(StrCat(kElasticMinWorkersVariable, "=", flags.min_workers));
     children[i].name = StrCat("worker:", i);
   }
   std::fprintf(stderr, "weft launch: %d elastic worker(s) (at least %d): %s\n", flags.workers,

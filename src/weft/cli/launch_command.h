@@ -40,6 +40,8 @@ CLI::App* AddLaunchCommand(CLI::App& app, LaunchFlags& flags);
 
 // The variable that gives the workers of an elastic launch the membership's address.
 inline constexpr char kElasticMembershipVariable[] = "WEFT_ELASTIC_MEMBERSHIP";
+// And --min-workers (the global batch must split over every member count from it up).
+inline constexpr char kElasticMinWorkersVariable[] = "WEFT_ELASTIC_MIN_WORKERS";
 
 // Returns the process exit code: without --ps, 0 when every worker succeeded, else the first
 // failure's code (128 + signal for a worker a signal ended, 127 for one that could not start);

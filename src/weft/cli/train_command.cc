@@ -1,6 +1,7 @@
 // `weft train`: the CLI11 flags, the progress display and the JSON summary around train::Train.
 #include "weft/cli/train_command.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -428,6 +429,9 @@ int RunTrainCommand(const TrainFlags& flags) {
   if (const char* membership = std::getenv(kElasticMembershipVariable);
       membership != nullptr && flags.strategy == "multi_worker_mirrored") {
     options.elastic_membership = membership;
+    if (const char* fewest = std::getenv(kElasticMinWorkersVariable); fewest != nullptr) {
+      options.elastic_min_workers = std::max(1, std::atoi(fewest));
+    }
   }
   SetThreadPools(flags, &options);
   // On loopback only, so it needs no token: a training process is no server.

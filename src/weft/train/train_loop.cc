@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <utility>
 
@@ -326,6 +327,27 @@ StatusOr<std::optional<TrainSummary>> TrainGeneration(const TrainOptions& option
   return std::optional<TrainSummary>(std::move(summary));
 }
 
+// Every generation splits the job's global batch over its members: InvalidArgument, before any
+// training, unless each member count the job may reach splits it evenly.
+Status CheckElasticBatch(const TrainOptions& options) {
+  const int most = options.worker_cluster->cluster.NumTasks(options.worker_cluster->task.job);
+  const int fewest = std::clamp(options.elastic_min_workers, 1, most);
+  int64_t all = 1;  // the least common multiple of the replica counts
+  for (int members = fewest; members <= most; ++members) {
+    all = std::lcm(all, static_cast<int64_t>(members) * options.devices);
+  }
+  for (int members = fewest; members <= most; ++members) {
+    if (options.batch_size % (members * options.devices) == 0) continue;
+    const int64_t suggested = std::max<int64_t>(all, (options.batch_size + all / 2) / all * all);
+    return InvalidArgument(
+        "elastic training with ", fewest, " to ", most, " workers (", options.devices,
+        " device(s) each) needs a global batch that splits evenly over each of those counts: ",
+        options.batch_size, " does not split over ", members, " workers; try --batch-size ",
+        suggested);
+  }
+  return Status::OK();
+}
+
 // Elastic training: generation after generation until one finishes training.
 StatusOr<TrainSummary> TrainElastic(const TrainOptions& options, const TrainCallbacks& callbacks) {
   if (options.strategy != "multi_worker_mirrored" || !options.worker_cluster.has_value()) {
@@ -337,6 +359,7 @@ StatusOr<TrainSummary> TrainElastic(const TrainOptions& options, const TrainCall
                            "several steps cannot be run again from a completed step); drop ",
                            "--steps-per-execution ", options.steps_per_execution);
   }
+  WEFT_RETURN_IF_ERROR(CheckElasticBatch(options));
   const auto wall_start = Clock::now();
   const TaskId& task = options.worker_cluster->task;
   WEFT_ASSIGN_OR_RETURN(std::string address,

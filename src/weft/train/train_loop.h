@@ -69,6 +69,9 @@ struct TrainOptions {
   // the workers left (and those that join again); worker_cluster is the launch's, its task this
   // worker's index in the launch. "": not elastic.
   std::string elastic_membership;
+  // The fewest workers the elastic job trains with (`weft launch --min-workers`): the global batch
+  // must split evenly over every member count from this one to the launch's workers.
+  int elastic_min_workers = 1;
   // multi_worker_mirrored: the type gradients are all-reduced in (bfloat16 halves the bytes).
   DataType all_reduce_dtype = DataType::kFloat;
   std::string hostname;  // this worker's host for the collectives ("": gethostname())
