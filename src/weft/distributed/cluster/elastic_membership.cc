@@ -127,10 +127,12 @@ void ElasticMembership::UpdateLocked() {
 void ElasticMembership::FormLocked() {
   std::vector<JoinRequest> joined;
   for (auto& [worker, request] : waiting_) joined.push_back(request);
-  auto previous_rank = [this](int worker) {
-    auto it = std::find(members_.begin(), members_.end(), worker);
-    return it == members_.end() ? static_cast<int64_t>(options_.num_workers) + worker
-                                : static_cast<int64_t>(it - members_.begin());
+  const std::vector<int> previous = members_;
+  const int num_workers = options_.num_workers;
+  auto previous_rank = [&previous, num_workers](int worker) {
+    auto it = std::find(previous.begin(), previous.end(), worker);
+    return it == previous.end() ? static_cast<int64_t>(num_workers) + worker
+                                : static_cast<int64_t>(it - previous.begin());
   };
   // Rank 0 holds the most advanced state, the others keep their order (joining workers last).
   std::sort(joined.begin(), joined.end(), [&](const JoinRequest& a, const JoinRequest& b) {
@@ -154,12 +156,13 @@ void ElasticMembership::FormLocked() {
   }
   generation.member_lost_at_unix_ms = member_lost_at_unix_ms_;
   // A member lost and back (restarted before the others re-formed) both left and joined.
-  auto gone = [this](int worker) { return Contains(lost_, worker) || evicted_.contains(worker); };
-  for (int worker : members_) {
-    if (gone(worker) || !Contains(generation.workers, worker)) ++membership_changes_;
+  std::set<int> gone(lost_.begin(), lost_.end());
+  gone.insert(evicted_.begin(), evicted_.end());
+  for (int worker : previous) {
+    if (gone.contains(worker) || !Contains(generation.workers, worker)) ++membership_changes_;
   }
   for (int worker : generation.workers) {
-    if (gone(worker) || !Contains(members_, worker)) ++membership_changes_;
+    if (gone.contains(worker) || !Contains(previous, worker)) ++membership_changes_;
   }
   generation.membership_changes = membership_changes_;
   members_ = generation.workers;
