@@ -6,6 +6,7 @@
 // no process is left. Also --min-workers reached and the flag errors.
 #include <algorithm>
 #include <csignal>
+#include <filesystem>
 #include <map>
 #include <regex>
 #include <string>
@@ -14,6 +15,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include "weft/cli/testing/launch_test_util.h"
 #include "weft/core/str_util.h"
@@ -239,6 +241,42 @@ TEST(ElasticTest, ChaosThreeKillsWithRestarts) {
   EXPECT_GE(summaries.at(1)["membership_changes"].get<int64_t>(), 6);
   EXPECT_LE(summaries.at(1)["steps_recomputed"].get<int64_t>(), 6);
   ExpectNoneLeft(launch.output());
+}
+
+// A job that loses more workers than it can continue with fails; the same command run again
+// resumes from the state its workers kept in RAM (no checkpoint on disk), and frees that RAM at
+// the end.
+TEST(ElasticTest, TheSameCommandResumesFromTheMemorySnapshots) {
+  const std::string directory = StrCat("/dev/shm/weft-elastic-test-", ::getpid());
+  const std::vector<std::string> argv =
+      ElasticLaunch(2, {"--min-workers", "2", "--min-workers-timeout-ms", "1000"});
+  std::vector<std::string> with_snapshots = argv;
+  with_snapshots.insert(with_snapshots.end(),
+                        {"--snapshot-every-steps", "100", "--snapshot-dir", directory});
+  {
+    Launch failing(with_snapshots);
+    ASSERT_TRUE(failing.ok());
+    ASSERT_TRUE(failing.WaitFor("kept the state of step 200 in memory").ok()) << failing.output();
+    Kill(failing, "worker:1");
+    EXPECT_NE(failing.Exit(kTrainingMs), 0) << failing.output();
+    ExpectNoneLeft(failing.output());
+  }
+  Launch again(with_snapshots);
+  ASSERT_TRUE(again.ok());
+  ASSERT_EQ(again.Exit(kTrainingMs), 0) << again.output();
+  const std::string output = again.output();
+  // Each worker found its own snapshot (the killed one's may be older); the newest wins.
+  int64_t newest = -1;
+  const std::regex found(R"(found the state of step (\d+))");
+  for (auto it = std::sregex_iterator(output.begin(), output.end(), found);
+       it != std::sregex_iterator(); ++it) {
+    newest = std::max<int64_t>(newest, std::stoll((*it)[1]));
+  }
+  EXPECT_GE(newest, 200) << output;
+  EXPECT_THAT(output, HasSubstr(StrCat("continuing after step ", newest)));
+  ExpectTrainedTogether(Summaries(output), 2, 0);
+  EXPECT_FALSE(std::filesystem::exists(directory)) << "the snapshots' RAM was not given back";
+  std::filesystem::remove_all(directory);
 }
 
 TEST(ElasticTest, BelowMinWorkersTheJobFailsNamingTheMissing) {

@@ -175,6 +175,17 @@ void AddDistributionFlags(CLI::App* command, TrainFlags& flags) {
   command->add_option("--coordinator", flags.coordinator,
                       "multi_worker_mirrored under Slurm or Open MPI: HOST:PORT where the ranks "
                       "meet to learn each other's addresses (default: WEFT_COORDINATOR)");
+  command
+      ->add_option("--snapshot-every-steps", flags.snapshot_every_steps,
+                   "Under weft launch --elastic: every this many steps each worker also keeps "
+                   "its state in RAM (/dev/shm), from which the same command run again after the "
+                   "job failed resumes (0: never)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  command->add_option("--snapshot-dir", flags.snapshot_dir,
+                      "With --snapshot-every-steps: where (a tmpfs directory) the workers keep "
+                      "their snapshots (default: under /dev/shm/weft-snapshots, named after the "
+                      "training)");
   command->add_flag(
       "--force-tcp", flags.force_tcp,
       "multi_worker_mirrored: collectives over TCP even between processes of one host "
@@ -257,6 +268,8 @@ bool OptionsFromFlags(const TrainFlags& flags, train::TrainOptions* options) {
   }
   options->data_dir = flags.data_dir;
   options->mlp_width = flags.mlp_width;
+  options->snapshot_every_steps = flags.snapshot_every_steps;
+  options->snapshot_dir = flags.snapshot_dir;
   options->strategy = flags.strategy;
   options->devices = flags.devices;
   options->device_type = flags.device_type;

@@ -8,6 +8,8 @@ namespace weft::cli {
 struct TrainFlags {
   std::string model = "mlp";
   int64_t mlp_width = 256;
+  int64_t snapshot_every_steps = 0;
+  std::string snapshot_dir;
   int epochs = 3;
   bool epochs_given = false;
   int64_t max_steps = -1;

@@ -3,10 +3,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <utility>
 
+#include <unistd.h>
+
+#include "weft/checkpoint/checkpoint_index.h"
 #include "weft/core/str_util.h"
 #include "weft/graph/builder/ops.h"
+#include "weft/io/durable_file.h"
+#include "weft/train/memory_snapshot.h"
 #include "weft/train/model.h"
 
 namespace weft::train {
@@ -41,6 +47,63 @@ ElasticWorker::ElasticWorker(ElasticWorkerOptions options)
     : options_(std::move(options)), client_(options_.membership) {}
 
 ElasticWorker::~ElasticWorker() { StopWatching(); }
+
+void ElasticWorker::LoadMemorySnapshot() {
+  if (options_.snapshot_directory.empty()) return;
+  StatusOr<std::optional<MemorySnapshot>> found = ReadMemorySnapshot(options_.snapshot_directory);
+  if (!found.ok()) {
+    Say(StrCat("elastic: leaving aside the memory snapshot: ", found.status().ToString()));
+    return;
+  }
+  if (!found->has_value()) return;
+  const int64_t step = (*found)->position.global_step;
+  StatusOr<std::optional<checkpoint::CheckpointIndex>> index =
+      options_.checkpoint_directory.empty()
+          ? StatusOr<std::optional<checkpoint::CheckpointIndex>>(std::nullopt)
+          : checkpoint::ReadCheckpointIndex(options_.checkpoint_directory);
+  if (index.ok() && index->has_value() && (*index)->latest.rfind("ckpt-", 0) == 0 &&
+      std::atoll((*index)->latest.c_str() + 5) >= step) {
+    Say(StrCat("elastic: the checkpoint ", (*index)->latest, " is as new as the memory snapshot ",
+               "of step ", step, "; resuming from the checkpoint"));
+    return;
+  }
+  state_ = std::move((*found)->state);
+  position_ = (*found)->position;
+  has_state_ = true;
+  Say(StrCat("elastic: found the state of step ", step, " in memory at ",
+             options_.snapshot_directory));
+}
+
+Status ElasticWorker::ReadState(Model& model, std::map<std::string, Tensor>* state) const {
+  std::vector<std::string> reads;
+  for (const StateNodes& node : nodes_) reads.push_back(node.read);
+  std::vector<Tensor> values;
+  WEFT_RETURN_IF_ERROR(model.session()->Run({}, reads, {}, &values));
+  state->clear();
+  for (size_t i = 0; i < nodes_.size(); ++i) (*state)[nodes_[i].name] = std::move(values[i]);
+  return Status::OK();
+}
+
+void ElasticWorker::WriteSnapshot(Model& model) {
+  const Clock::time_point start = Clock::now();
+  MemorySnapshot snapshot;
+  const TrainPosition& at = model.position();
+  snapshot.position = {at.global_step, at.epoch, at.batch_index};
+  Status written = ReadState(model, &snapshot.state);
+  if (written.ok()) written = WriteMemorySnapshot(options_.snapshot_directory, snapshot);
+  if (!written.ok()) {
+    if (!snapshot_failed_) Say(StrCat("elastic: no memory snapshot: ", written.ToString()));
+    snapshot_failed_ = true;
+    return;
+  }
+  int64_t bytes = 0;
+  for (const auto& [name, value] : snapshot.state) bytes += value.TotalBytes();
+  Say(StrCat(
+      "elastic: kept the state of step ", at.global_step, " in memory (", bytes / (1 << 20),
+      " MiB, ",
+      static_cast<int64_t>(std::chrono::duration<double, std::milli>(Clock::now() - start).count()),
+      " ms)"));
+}
 
 StatusOr<std::optional<ServerConfig>> ElasticWorker::JoinNextGeneration() {
   JoinRequest request;
@@ -189,6 +252,10 @@ Status ElasticWorker::OnTrainBatchEnd(Model& model, const Logs&) {
         static_cast<double>(UnixMillisNow() - generation_.member_lost_at_unix_ms) / 1000.0;
     report_.longest_recovery_seconds = std::max(report_.longest_recovery_seconds, seconds);
   }
+  if (options_.snapshot_every_steps > 0 &&
+      model.position().global_step % options_.snapshot_every_steps == 0) {
+    WriteSnapshot(model);
+  }
   if (generation_.workers.size() == 1 && stop_requested_) {
     stopped_alone_ = true;
     model.StopTraining();
@@ -199,7 +266,15 @@ Status ElasticWorker::OnTrainBatchEnd(Model& model, const Logs&) {
 StatusOr<bool> ElasticWorker::EndGeneration(Model& model, const Status& fit,
                                             bool stopped_for_membership) {
   StopWatching();
-  if (fit.ok() && !stopped_for_membership) return false;
+  if (fit.ok() && !stopped_for_membership) {
+    // Training is over: the memory snapshot has served its purpose; its RAM goes back.
+    if (!options_.snapshot_directory.empty()) {
+      io::RemoveAll(options_.snapshot_directory).IgnoreError();
+      // The job's directory too, once its last worker's snapshot is gone (rmdir keeps a full one).
+      ::rmdir(io::DirectoryOf(options_.snapshot_directory).c_str());
+    }
+    return false;
+  }
   const bool lost = member_lost_.load();
   const bool progressed = model.position().global_step > step_at_start_;
   if (!fit.ok()) {
@@ -215,14 +290,9 @@ StatusOr<bool> ElasticWorker::EndGeneration(Model& model, const Status& fit,
   // step updates none), unless this generation never got them (it failed while forming): the
   // previous generation's state stays then.
   if (state_in_model_) {
-    std::vector<std::string> reads;
-    for (const StateNodes& node : nodes_) reads.push_back(node.read);
-    std::vector<Tensor> values;
-    Status read = model.session()->Run({}, reads, {}, &values);
+    Status read = ReadState(model, &state_);
     if (read.ok()) {
       has_state_ = true;
-      state_.clear();
-      for (size_t i = 0; i < nodes_.size(); ++i) state_[nodes_[i].name] = std::move(values[i]);
       const TrainPosition& at = model.position();
       position_ = {at.global_step, at.epoch, at.batch_index};
       failed_step_ = !fit.ok();

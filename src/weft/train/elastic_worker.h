@@ -31,8 +31,14 @@ struct ElasticWorkerOptions {
   int worker = 0;          // this worker's index in the launch
   std::string address;     // its server's "host:port"
   std::string job = "worker";
-  // One line per generation joined and ended; null: none.
+  // One line per generation joined and ended, per memory snapshot found or written; null: none.
   std::function<void(const std::string&)> report;
+  // Every this many steps the worker writes its state to `snapshot_directory` in RAM
+  // (memory_snapshot.h); 0: never. A snapshot found there at the start is this worker's state,
+  // unless the checkpoint in `checkpoint_directory` ("": none) is as new.
+  int64_t snapshot_every_steps = 0;
+  std::string snapshot_directory;
+  std::string checkpoint_directory;
 };
 
 // What this worker saw of the job's membership.
@@ -54,6 +60,11 @@ class ElasticWorker final : public Callback {
   ~ElasticWorker() override;  // StopWatching()
   ElasticWorker(const ElasticWorker&) = delete;
   ElasticWorker& operator=(const ElasticWorker&) = delete;
+
+  // Before the first generation: takes the memory snapshot of an earlier run of the job, if there
+  // is one newer than its checkpoint, as this worker's state. A snapshot that cannot be read is
+  // reported and left aside (training then starts afresh or from the checkpoint).
+  void LoadMemorySnapshot();
 
   // Joins the next generation: its cluster (the members' servers) with this worker's task in it;
   // nullopt when the job finished before this worker could join. Errors name the membership.
@@ -89,6 +100,10 @@ class ElasticWorker final : public Callback {
   Status BuildStateNodes(Model& model);
   // Rank 0 assigns the kept state; then every member broadcasts rank 0's values to all replicas.
   Status RestoreAndBroadcast(Model& model);
+  // This worker's state as the model holds it now (the reads of nodes_).
+  Status ReadState(Model& model, std::map<std::string, Tensor>* state) const;
+  // Writes the model's state to the memory snapshot; a failure is reported, training goes on.
+  void WriteSnapshot(Model& model);
   void Say(const std::string& line) const {
     if (options_.report) options_.report(line);
   }
@@ -108,6 +123,7 @@ class ElasticWorker final : public Callback {
   int fruitless_generations_ = 0;
   int64_t step_at_start_ = 0;
   bool recovery_pending_ = false;
+  bool snapshot_failed_ = false;  // reported once
   bool stopped_alone_ = false;
   std::atomic<bool> stop_watching_{false};
   std::atomic<bool> stop_requested_{false};

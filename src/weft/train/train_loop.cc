@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <functional>
 #include <memory>
 #include <numeric>
 #include <optional>
@@ -20,6 +22,7 @@
 #include "weft/runtime/trace/step_breakdown.h"
 #include "weft/train/callbacks.h"
 #include "weft/train/elastic_worker.h"
+#include "weft/train/memory_snapshot.h"
 #include "weft/train/model.h"
 #include "weft/train/optimizer.h"
 #include "weft/train/train_setup.h"
@@ -327,6 +330,22 @@ StatusOr<std::optional<TrainSummary>> TrainGeneration(const TrainOptions& option
   return std::optional<TrainSummary>(std::move(summary));
 }
 
+// Where worker `worker` keeps its memory snapshots ("" without them): the same directory for the
+// same training, so that the same command run again finds them.
+std::string SnapshotDirectory(const TrainOptions& options, int worker) {
+  if (options.snapshot_every_steps <= 0) return "";
+  if (!options.snapshot_dir.empty()) return StrCat(options.snapshot_dir, "/worker-", worker);
+  const std::string training =
+      StrCat(static_cast<int>(options.model), ",", options.mlp_width, ",", options.batch_size, ",",
+             options.epochs, ",", options.max_steps, ",", options.seed, ",", options.optimizer, ",",
+             options.learning_rate, ",", options.dtype_policy, ",", options.devices, ",",
+             options.data_dir, ",", options.worker_cluster->cluster.NumTasks("worker"));
+  char name[32];
+  std::snprintf(name, sizeof(name), "job-%016llx",
+                static_cast<unsigned long long>(std::hash<std::string>()(training)));
+  return DefaultMemorySnapshotDirectory(name, worker);
+}
+
 // Every generation splits the job's global batch over its members: InvalidArgument, before any
 // training, unless each member count the job may reach splits it evenly.
 Status CheckElasticBatch(const TrainOptions& options) {
@@ -368,7 +387,11 @@ StatusOr<TrainSummary> TrainElastic(const TrainOptions& options, const TrainCall
                          .worker = task.index,
                          .address = address,
                          .job = task.job,
-                         .report = callbacks.on_membership});
+                         .report = callbacks.on_membership,
+                         .snapshot_every_steps = options.snapshot_every_steps,
+                         .snapshot_directory = SnapshotDirectory(options, task.index),
+                         .checkpoint_directory = options.checkpoint_dir});
+  elastic.LoadMemorySnapshot();
   std::optional<TrainSummary> summary;
   while (!summary.has_value()) {
     WEFT_ASSIGN_OR_RETURN(std::optional<ServerConfig> cluster, elastic.JoinNextGeneration());
@@ -397,6 +420,11 @@ StatusOr<TrainSummary> TrainElastic(const TrainOptions& options, const TrainCall
 
 StatusOr<TrainSummary> Train(const TrainOptions& options, const TrainCallbacks& callbacks) {
   if (!options.elastic_membership.empty()) return TrainElastic(options, callbacks);
+  if (options.snapshot_every_steps > 0) {
+    return InvalidArgument(
+        "memory snapshots (--snapshot-every-steps) keep an elastic job's state; ",
+        "run under weft launch --elastic, or use --checkpoint-dir");
+  }
   WEFT_ASSIGN_OR_RETURN(std::optional<TrainSummary> summary,
                         TrainGeneration(options, callbacks, nullptr));
   return *std::move(summary);

@@ -72,6 +72,12 @@ struct TrainOptions {
   // The fewest workers the elastic job trains with (`weft launch --min-workers`): the global batch
   // must split evenly over every member count from this one to the launch's workers.
   int elastic_min_workers = 1;
+  // Elastic training: every this many steps each worker also writes its state to RAM
+  // (memory_snapshot.h), in "<snapshot_dir>/worker-<i>" ("": under /dev/shm/weft-snapshots, named
+  // after the training's options), so that running the same command again after the job failed
+  // resumes from RAM. 0: no snapshots.
+  int64_t snapshot_every_steps = 0;
+  std::string snapshot_dir;
   // multi_worker_mirrored: the type gradients are all-reduced in (bfloat16 halves the bytes).
   DataType all_reduce_dtype = DataType::kFloat;
   std::string hostname;  // this worker's host for the collectives ("": gethostname())
