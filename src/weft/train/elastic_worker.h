@@ -70,6 +70,9 @@ class ElasticWorker final : public Callback {
   // nullopt when the job finished before this worker could join. Errors name the membership.
   StatusOr<std::optional<ServerConfig>> JoinNextGeneration();
   int64_t generation() const { return generation_.number; }
+  // Whether the generation continues from a member's state in memory (else it starts afresh, or
+  // from a checkpoint).
+  bool resumes_from_memory() const { return generation_.resume; }
 
   // The generation's strategy exists: watches the membership until StopWatching (which must run
   // before the strategy is destroyed).

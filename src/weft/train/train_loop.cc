@@ -288,10 +288,13 @@ StatusOr<std::optional<TrainSummary>> TrainGeneration(const TrainOptions& option
   // Progress counts tokens only for a text model (an image is one "token" of its workload).
   TrainLoopReporter reporter(options, callbacks, workload.steps_per_epoch,
                              workload.tokens_per_example > 1 ? workload.tokens_per_example : 0);
-  ModelCheckpoint checkpoint(options.checkpoint_dir, {.save_every_steps = options.save_every_steps,
-                                                      .keep = options.keep_checkpoints,
-                                                      .async = options.async_checkpoints,
-                                                      .report = callbacks.on_checkpoint});
+  // An elastic generation that continues from a member's state in memory reads no checkpoint.
+  ModelCheckpoint checkpoint(options.checkpoint_dir,
+                             {.save_every_steps = options.save_every_steps,
+                              .keep = options.keep_checkpoints,
+                              .async = options.async_checkpoints,
+                              .report = callbacks.on_checkpoint,
+                              .resume = elastic == nullptr || !elastic->resumes_from_memory()});
   std::string trace_file;
   if (!options.trace_path.empty()) trace_file = TracePathForTask(options.trace_path, task_index);
   TraceWriter trace_writer(TraceOptions(options, trace_file, task_index));
