@@ -31,8 +31,25 @@ using ::testing::Not;
 using testing::Start;
 using testing::Starts;
 
-// W1 for `epochs` epochs of 120-example global batches (500 steps each; 120 splits over 1 to 6
-// workers).
+// Under a sanitizer a step is 5-20 times slower and ctest runs other tests beside these: the jobs
+// are shorter there, and the waits longer.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define WEFT_ELASTIC_TEST_SANITIZED 1
+#endif
+#endif
+#ifdef WEFT_ELASTIC_TEST_SANITIZED
+constexpr int64_t kStepsPerEpoch = 150;  // of the 500 an epoch has
+constexpr double kMinAccuracy = 0.6;
+#else
+constexpr int64_t kStepsPerEpoch = 500;
+constexpr double kMinAccuracy = 0.75;
+#endif
+// How long a test waits for the workers to start, step or join.
+constexpr int64_t kProgressMs = 180'000;
+
+// W1 for `epochs` epochs of 120-example global batches (500 steps each, or kStepsPerEpoch; 120
+// splits over 1 to 6 workers).
 std::vector<std::string> ElasticLaunch(int workers, const std::vector<std::string>& launch_flags,
                                        int epochs = 1) {
   std::vector<std::string> argv = {WEFT_BINARY, "launch", "--workers", std::to_string(workers),
@@ -41,6 +58,9 @@ std::vector<std::string> ElasticLaunch(int workers, const std::vector<std::strin
   argv.insert(argv.end(),
               {"--", WEFT_BINARY, "train", "--strategy", "multi_worker_mirrored", "--model", "mlp",
                "--epochs", std::to_string(epochs), "--batch-size", "120", "--json"});
+  if (kStepsPerEpoch != 500) {
+    argv.insert(argv.end(), {"--max-steps", std::to_string(kStepsPerEpoch * epochs)});
+  }
   return argv;
 }
 
@@ -74,10 +94,10 @@ void ExpectTrainedTogether(const std::map<int, nlohmann::json>& summaries, size_
   const nlohmann::json& first = summaries.begin()->second;
   for (const auto& [worker, summary] : summaries) {
     SCOPED_TRACE(StrCat("worker ", worker));
-    EXPECT_EQ(summary["steps"], 500);
+    EXPECT_EQ(summary["steps"], kStepsPerEpoch);
     EXPECT_EQ(summary["variables_fingerprint"], first["variables_fingerprint"]);
     EXPECT_GE(summary["membership_changes"].get<int64_t>(), min_changes);
-    EXPECT_GT(summary["test_accuracy"].get<double>(), 0.75);
+    EXPECT_GT(summary["test_accuracy"].get<double>(), kMinAccuracy);
     EXPECT_LE(summary["elastic_recovery_seconds"].get<double>(), 30.0);
   }
 }
@@ -111,7 +131,7 @@ void ExpectNoneLeft(const std::string& output) {
 TEST(ElasticTest, TheOthersTrainOnAfterAWorkerIsKilledMidTraining) {
   Launch launch(ElasticLaunch(3, {}));
   ASSERT_TRUE(launch.ok());
-  ASSERT_TRUE(launch.WaitFor("weft train: worker 1 of 3 took its first step").ok())
+  ASSERT_TRUE(launch.WaitFor("weft train: worker 1 of 3 took its first step", 0, kProgressMs).ok())
       << launch.output();
   Kill(launch, "worker:1");
   ASSERT_EQ(launch.Exit(kTrainingMs), 0) << launch.output();
@@ -132,7 +152,8 @@ TEST(ElasticTest, TheOthersTrainOnAfterAWorkerIsKilledMidTraining) {
 TEST(ElasticTest, AWorkerKilledWhileStartingIsLeftOutOfTheFirstGeneration) {
   Launch launch(ElasticLaunch(3, {}));
   ASSERT_TRUE(launch.ok());
-  ASSERT_TRUE(launch.WaitFor("weft launch: started worker:2 pid").ok()) << launch.output();
+  ASSERT_TRUE(launch.WaitFor("weft launch: started worker:2 pid", 0, kProgressMs).ok())
+      << launch.output();
   // Worker 2 is still loading its input when it dies.
   Kill(launch, "worker:2");
   ASSERT_EQ(launch.Exit(kTrainingMs), 0) << launch.output();
@@ -144,7 +165,7 @@ TEST(ElasticTest, AWorkerKilledWhileStartingIsLeftOutOfTheFirstGeneration) {
 TEST(ElasticTest, ARestartedWorkerJoinsAndReceivesTheStateFromAPeer) {
   Launch launch(ElasticLaunch(3, {"--restart-failed"}));
   ASSERT_TRUE(launch.ok());
-  ASSERT_TRUE(launch.WaitFor("weft train: worker 2 of 3 took its first step").ok())
+  ASSERT_TRUE(launch.WaitFor("weft train: worker 2 of 3 took its first step", 0, kProgressMs).ok())
       << launch.output();
   Kill(launch, "worker:2");
   ASSERT_EQ(launch.Exit(kTrainingMs), 0) << launch.output();
@@ -162,10 +183,10 @@ TEST(ElasticTest, ARestartedWorkerJoinsAndReceivesTheStateFromAPeer) {
 TEST(ElasticTest, AWorkerKilledWhileItJoinsIsStartedAgain) {
   Launch launch(ElasticLaunch(3, {"--restart-failed"}));
   ASSERT_TRUE(launch.ok());
-  ASSERT_TRUE(launch.WaitFor("weft train: worker 1 of 3 took its first step").ok())
+  ASSERT_TRUE(launch.WaitFor("weft train: worker 1 of 3 took its first step", 0, kProgressMs).ok())
       << launch.output();
   Kill(launch, "worker:1");
-  ASSERT_TRUE(launch.WaitFor("(restart 1)").ok()) << launch.output();
+  ASSERT_TRUE(launch.WaitFor("(restart 1)", 0, kProgressMs).ok()) << launch.output();
   // Killed again before it could join (its first restart): the second restart joins.
   for (const Start& start : Starts(launch.output())) {
     if (start.task == "worker:1" && Starts(launch.output()).back().pid == start.pid) {
@@ -182,7 +203,7 @@ TEST(ElasticTest, AWorkerKilledWhileItJoinsIsStartedAgain) {
 TEST(ElasticTest, TwoWorkersLostAtOnce) {
   Launch launch(ElasticLaunch(4, {}));
   ASSERT_TRUE(launch.ok());
-  ASSERT_TRUE(launch.WaitFor("weft train: worker 3 of 4 took its first step").ok())
+  ASSERT_TRUE(launch.WaitFor("weft train: worker 3 of 4 took its first step", 0, kProgressMs).ok())
       << launch.output();
   Kill(launch, "worker:1");
   Kill(launch, "worker:3");
@@ -199,7 +220,7 @@ TEST(ElasticTest, TwoWorkersLostAtOnce) {
 TEST(ElasticTest, AStoppedWorkerIsEvictedAndTheOthersTrainOn) {
   Launch launch(ElasticLaunch(3, {}));
   ASSERT_TRUE(launch.ok());
-  ASSERT_TRUE(launch.WaitFor("weft train: worker 2 of 3 took its first step").ok())
+  ASSERT_TRUE(launch.WaitFor("weft train: worker 2 of 3 took its first step", 0, kProgressMs).ok())
       << launch.output();
   const Start stopped = FindStart(launch.output(), "started", "worker:2");
   ASSERT_EQ(::kill(stopped.pid, SIGSTOP), 0);
@@ -218,24 +239,26 @@ TEST(ElasticTest, AStoppedWorkerIsEvictedAndTheOthersTrainOn) {
 TEST(ElasticTest, ChaosThreeKillsWithRestarts) {
   Launch launch(ElasticLaunch(4, {"--restart-failed"}, /*epochs=*/2));
   ASSERT_TRUE(launch.ok());
-  ASSERT_TRUE(launch.WaitFor("weft train: worker 3 of 4 took its first step").ok())
+  ASSERT_TRUE(launch.WaitFor("weft train: worker 3 of 4 took its first step", 0, kProgressMs).ok())
       << launch.output();
   for (int worker : {2, 0, 3}) {
     const size_t from = launch.output().size();
     Kill(launch, StrCat("worker:", worker));
     if (::testing::Test::HasFatalFailure()) return;
     // Its replacement has joined: a generation formed with it.
-    ASSERT_TRUE(
-        launch.WaitFor(StrCat("[worker ", worker, "] weft train: elastic: generation"), from).ok())
+    ASSERT_TRUE(launch
+                    .WaitFor(StrCat("[worker ", worker, "] weft train: elastic: generation"), from,
+                             kProgressMs)
+                    .ok())
         << launch.output();
   }
   ASSERT_EQ(launch.Exit(kTrainingMs), 0) << launch.output();
   const std::map<int, nlohmann::json> summaries = Summaries(launch.output());
   ASSERT_EQ(summaries.size(), 4u) << launch.output();
   for (const auto& [worker, summary] : summaries) {
-    EXPECT_EQ(summary["steps"], 1000) << worker;
+    EXPECT_EQ(summary["steps"], 2 * kStepsPerEpoch) << worker;
     EXPECT_EQ(summary["variables_fingerprint"], summaries.begin()->second["variables_fingerprint"]);
-    EXPECT_GT(summary["test_accuracy"].get<double>(), 0.75);
+    EXPECT_GT(summary["test_accuracy"].get<double>(), kMinAccuracy);
   }
   // Worker 1 was never killed: it saw every change.
   EXPECT_GE(summaries.at(1)["membership_changes"].get<int64_t>(), 6);
@@ -252,11 +275,12 @@ TEST(ElasticTest, TheSameCommandResumesFromTheMemorySnapshots) {
       ElasticLaunch(2, {"--min-workers", "2", "--min-workers-timeout-ms", "1000"});
   std::vector<std::string> with_snapshots = argv;
   with_snapshots.insert(with_snapshots.end(),
-                        {"--snapshot-every-steps", "100", "--snapshot-dir", directory});
+                        {"--snapshot-every-steps", "50", "--snapshot-dir", directory});
   {
     Launch failing(with_snapshots);
     ASSERT_TRUE(failing.ok());
-    ASSERT_TRUE(failing.WaitFor("kept the state of step 200 in memory").ok()) << failing.output();
+    ASSERT_TRUE(failing.WaitFor("kept the state of step 100 in memory", 0, kProgressMs).ok())
+        << failing.output();
     Kill(failing, "worker:1");
     EXPECT_NE(failing.Exit(kTrainingMs), 0) << failing.output();
     ExpectNoneLeft(failing.output());
@@ -272,7 +296,7 @@ TEST(ElasticTest, TheSameCommandResumesFromTheMemorySnapshots) {
        it != std::sregex_iterator(); ++it) {
     newest = std::max<int64_t>(newest, std::stoll((*it)[1]));
   }
-  EXPECT_GE(newest, 200) << output;
+  EXPECT_GE(newest, 100) << output;
   EXPECT_THAT(output, HasSubstr(StrCat("continuing after step ", newest)));
   ExpectTrainedTogether(Summaries(output), 2, 0);
   EXPECT_FALSE(std::filesystem::exists(directory)) << "the snapshots' RAM was not given back";
@@ -282,7 +306,7 @@ TEST(ElasticTest, TheSameCommandResumesFromTheMemorySnapshots) {
 TEST(ElasticTest, BelowMinWorkersTheJobFailsNamingTheMissing) {
   Launch launch(ElasticLaunch(3, {"--min-workers", "3", "--min-workers-timeout-ms", "1000"}));
   ASSERT_TRUE(launch.ok());
-  ASSERT_TRUE(launch.WaitFor("weft train: worker 0 of 3 took its first step").ok())
+  ASSERT_TRUE(launch.WaitFor("weft train: worker 0 of 3 took its first step", 0, kProgressMs).ok())
       << launch.output();
   Kill(launch, "worker:1");
   EXPECT_NE(launch.Exit(kTrainingMs), 0) << launch.output();

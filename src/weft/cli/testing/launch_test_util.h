@@ -76,8 +76,8 @@ class Launch {
 
   bool ok() const { return process_ != nullptr; }
   const std::string& output() const { return process_->output(); }
-  Status WaitFor(const std::string& text, size_t from = 0) {
-    return process_->WaitForOutput(text, kWaitMs, from);
+  Status WaitFor(const std::string& text, size_t from = 0, int64_t wait_ms = kWaitMs) {
+    return process_->WaitForOutput(text, wait_ms, from);
   }
   int Exit(int64_t wait_ms = kWaitMs) {
     StatusOr<int> code = process_->WaitForExit(wait_ms);
