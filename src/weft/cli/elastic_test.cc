@@ -303,16 +303,31 @@ TEST(ElasticTest, TheSameCommandResumesFromTheMemorySnapshots) {
   std::filesystem::remove_all(directory);
 }
 
-TEST(ElasticTest, BelowMinWorkersTheJobFailsNamingTheMissing) {
-  Launch launch(ElasticLaunch(3, {"--min-workers", "3", "--min-workers-timeout-ms", "1000"}));
+// Below --min-workers the first survivor saves a checkpoint, then the job waits, and fails naming
+// the missing worker once the deadline passes.
+TEST(ElasticTest, BelowMinWorkersTheJobSavesThenFailsNamingTheMissing) {
+  const std::string checkpoints = StrCat("/tmp/weft-elastic-test-ckpt-", ::getpid());
+  std::vector<std::string> argv =
+      ElasticLaunch(3, {"--min-workers", "3", "--min-workers-timeout-ms", "1000"});
+  argv.insert(argv.end(), {"--checkpoint-dir", checkpoints});
+  Launch launch(argv);
   ASSERT_TRUE(launch.ok());
   ASSERT_TRUE(launch.WaitFor("weft train: worker 0 of 3 took its first step", 0, kProgressMs).ok())
       << launch.output();
   Kill(launch, "worker:1");
   EXPECT_NE(launch.Exit(kTrainingMs), 0) << launch.output();
-  EXPECT_THAT(launch.output(), HasSubstr("fewer than --min-workers 3"));
-  EXPECT_THAT(launch.output(), HasSubstr("missing: worker 1"));
-  ExpectNoneLeft(launch.output());
+  const std::string output = launch.output();
+  EXPECT_THAT(output, HasSubstr("fewer than --min-workers 3"));
+  EXPECT_THAT(output, HasSubstr("missing: worker 1"));
+  // Worker 0, the first survivor, saved where the job stood.
+  std::smatch saved;
+  ASSERT_TRUE(std::regex_search(
+      output, saved, std::regex(R"(\[worker 0\] weft train: saved checkpoint \S+/ckpt-(\d+))")))
+      << output;
+  EXPECT_THAT(output, HasSubstr(StrCat("generation 1 ended after step ", saved[1].str())));
+  EXPECT_TRUE(std::filesystem::exists(StrCat(checkpoints, "/ckpt-", saved[1].str())));
+  ExpectNoneLeft(output);
+  std::filesystem::remove_all(checkpoints);
 }
 
 TEST(ElasticTest, FlagErrors) {

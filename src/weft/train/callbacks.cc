@@ -282,6 +282,14 @@ Status ModelCheckpoint::Save(Model& model, bool final) {
   return checkpoints_->Save(*model.session(), model.position(), final, state);
 }
 
+Status ModelCheckpoint::SaveNow(Model& model) {
+  if (checkpoints_ == nullptr) {
+    return FailedPrecondition("ModelCheckpoint::SaveNow: no Fit began with this callback");
+  }
+  WEFT_ASSIGN_OR_RETURN(CallbackState state, model.CallbackStates());
+  return checkpoints_->SaveNow(*model.session(), model.position(), state);
+}
+
 Status ModelCheckpoint::OnTrainBatchEnd(Model& model, const Logs& logs) {
   checkpoints_->RecordStep(logs.at("seconds"));
   if (options_.save_every_steps == 0 || options_.save_best_only) return Status::OK();

@@ -172,6 +172,9 @@ class ModelCheckpoint final : public Callback {
   Status OnTrainEnd(Model& model) override;
   CallbackState State() const override;
   Status RestoreState(const CallbackState& state) override;
+  // Saves the model's state now, synchronously, whichever worker this is (an elastic job's
+  // survivor about to wait below --min-workers). Needs a Fit begun with this callback.
+  Status SaveNow(Model& model);
 
   // Saves made, failed saves (training goes on after those) and the longest time a save held
   // training up; zero before the first Fit.

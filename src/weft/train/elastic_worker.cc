@@ -143,9 +143,12 @@ void ElasticWorker::StartWatching(const distribute::Strategy& strategy) {
   stop_watching_ = false;
   stop_requested_ = false;
   member_lost_ = false;
+  below_min_workers_ = false;
+  first_survivor_ = false;
   const int64_t generation = generation_.number;
+  const std::vector<int> members = generation_.workers;
   const distribute::StrategyExtended* extended = &strategy.extended();
-  watcher_ = std::thread([this, generation, extended] {
+  watcher_ = std::thread([this, generation, members, extended] {
     while (!stop_watching_) {
       StatusOr<MembershipChange> change = client_.Watch(generation, kWatchSlice, &stop_watching_);
       if (!change.ok()) {
@@ -155,6 +158,17 @@ void ElasticWorker::StartWatching(const distribute::Strategy& strategy) {
       }
       if (!change->pending) continue;
       if (!change->lost.empty()) {
+        int left = 0;
+        int first = -1;
+        for (int worker : members) {
+          if (std::find(change->lost.begin(), change->lost.end(), worker) != change->lost.end()) {
+            continue;
+          }
+          ++left;
+          if (first < 0 || worker < first) first = worker;
+        }
+        below_min_workers_ = left < options_.min_workers;
+        first_survivor_ = first == options_.worker;
         member_lost_ = true;
         // A step blocked on the lost worker ends now rather than at a transport's timeout.
         extended->AbortCollectives(Unavailable("launch worker(s) ", StrJoin(change->lost, ", "),
@@ -266,6 +280,7 @@ Status ElasticWorker::OnTrainBatchEnd(Model& model, const Logs&) {
 StatusOr<bool> ElasticWorker::EndGeneration(Model& model, const Status& fit,
                                             bool stopped_for_membership) {
   StopWatching();
+  saves_before_waiting_ = false;
   if (fit.ok() && !stopped_for_membership) {
     // Training is over: the memory snapshot has served its purpose; its RAM goes back.
     if (!options_.snapshot_directory.empty()) {
@@ -302,6 +317,8 @@ StatusOr<bool> ElasticWorker::EndGeneration(Model& model, const Status& fit,
       Say(StrCat("elastic: cannot keep this worker's state: ", read.ToString()));
     }
   }
+  // The first survivor keeps the job's progress on disk before the others wait for lost workers.
+  saves_before_waiting_ = below_min_workers_ && first_survivor_ && state_in_model_;
   Say(StrCat("elastic: generation ", generation_.number, " ended after step ",
              model.position().global_step, ": ",
              fit.ok() ? std::string("a worker waits to join") : fit.ToString()));

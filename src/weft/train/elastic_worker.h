@@ -39,6 +39,8 @@ struct ElasticWorkerOptions {
   int64_t snapshot_every_steps = 0;
   std::string snapshot_directory;
   std::string checkpoint_directory;
+  // The fewest workers the job trains with (`weft launch --min-workers`).
+  int min_workers = 1;
 };
 
 // What this worker saw of the job's membership.
@@ -91,6 +93,9 @@ class ElasticWorker final : public Callback {
   StatusOr<bool> EndGeneration(Model& model, const Status& fit, bool stopped_for_membership);
 
   const ElasticReport& report() const { return report_; }
+  // After EndGeneration: whether the job is about to wait with fewer than min_workers and this
+  // worker, the first survivor by launch index, is the one to save a checkpoint before it does.
+  bool saves_before_waiting() const { return saves_before_waiting_; }
 
  private:
   // The reads and assigns of every trained variable's first component, made in OnTrainBegin.
@@ -131,6 +136,11 @@ class ElasticWorker final : public Callback {
   std::atomic<bool> stop_watching_{false};
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> member_lost_{false};
+  // Set by the watcher with member_lost_: whether fewer than min_workers members are left, and
+  // whether this worker is the first of them by launch index.
+  std::atomic<bool> below_min_workers_{false};
+  std::atomic<bool> first_survivor_{false};
+  bool saves_before_waiting_ = false;
   std::thread watcher_;
   ElasticReport report_;
 };

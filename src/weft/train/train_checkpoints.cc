@@ -130,9 +130,20 @@ Status TrainCheckpoints::AfterStep(Session& session, const TrainPosition& positi
   return Save(session, position, final, state);
 }
 
+Status TrainCheckpoints::SaveNow(Session& session, const TrainPosition& position,
+                                 const checkpoint::CheckpointValues& state) {
+  if (position.global_step == last_saved_step_) return Status::OK();
+  return SaveUnchecked(session, position, /*final=*/true, state);
+}
+
 Status TrainCheckpoints::Save(Session& session, const TrainPosition& position, bool final,
                               const checkpoint::CheckpointValues& state) {
   if (!options_.writer || position.global_step == last_saved_step_) return Status::OK();
+  return SaveUnchecked(session, position, final, state);
+}
+
+Status TrainCheckpoints::SaveUnchecked(Session& session, const TrainPosition& position, bool final,
+                                       const checkpoint::CheckpointValues& state) {
   checkpoint::CheckpointValues values = state;
   values.insert({{kGlobalStepName, position.global_step},
                  {kEpochName, position.epoch},

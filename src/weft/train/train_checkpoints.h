@@ -82,6 +82,11 @@ class TrainCheckpoints {
   // Saves `position` now (unless it is the last one saved), as AfterStep does when a save is due.
   Status Save(Session& session, const TrainPosition& position, bool final,
               const checkpoint::CheckpointValues& state = {});
+  // Saves `position` now and synchronously, in whichever process this is (an elastic job's
+  // survivor about to wait below --min-workers: the writer may be the worker lost). Errors are
+  // returned.
+  Status SaveNow(Session& session, const TrainPosition& position,
+                 const checkpoint::CheckpointValues& state = {});
   // The duration of the step after a save: a save's stall is the time its call held the loop
   // plus what the next step took beyond the mean of the steps not following a save (the final
   // save, after the last step, holds nothing up and is not counted).
@@ -99,6 +104,9 @@ class TrainCheckpoints {
                    std::vector<std::string> missing_state, const TrainCheckpointOptions& options);
   // Tells options.report of `line`, or, when there is none and `log`, the log.
   void Report(const std::string& line, bool log = false) const;
+  // Save and SaveNow, past their checks.
+  Status SaveUnchecked(Session& session, const TrainPosition& position, bool final,
+                       const checkpoint::CheckpointValues& state);
   // A background save's result, once it is known: reported, counted.
   void Settle(const Status& status);
 

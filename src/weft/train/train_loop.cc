@@ -251,6 +251,26 @@ std::unique_ptr<StepPhaseMonitor> MakeStepPhaseMonitor(const TrainOptions& optio
   return std::make_unique<StepPhaseMonitor>(std::move(monitor));
 }
 
+// After an elastic generation's Fit: whether it ended for a change of membership (training goes
+// on in the next generation). A job about to wait with fewer than --min-workers saves its progress
+// first (`checkpoint`, null without --checkpoint-dir), so that one that never gets them back
+// resumes from there; a failed save is reported and the wait goes on.
+StatusOr<bool> EndElasticGeneration(ElasticWorker& elastic, Model& model, const Status& fit,
+                                    const StepPhaseMonitor* phases, ModelCheckpoint* checkpoint,
+                                    const TrainCallbacks& callbacks) {
+  const bool stopped =
+      (phases != nullptr && phases->stopped_on_request()) || elastic.stopped_alone();
+  WEFT_ASSIGN_OR_RETURN(bool next_generation, elastic.EndGeneration(model, fit, stopped));
+  if (next_generation && elastic.saves_before_waiting() && checkpoint != nullptr) {
+    const Status saved = checkpoint->SaveNow(model);
+    if (!saved.ok() && callbacks.on_checkpoint) {
+      callbacks.on_checkpoint(
+          StrCat("no checkpoint before waiting for lost workers: ", saved.ToString()));
+    }
+  }
+  return next_generation;
+}
+
 // One run of the training loop: all of it, or under elastic training one generation (nullopt when
 // it ended for a change of membership and training goes on in the next).
 StatusOr<std::optional<TrainSummary>> TrainGeneration(const TrainOptions& options,
@@ -313,9 +333,10 @@ StatusOr<std::optional<TrainSummary>> TrainGeneration(const TrainOptions& option
                                                .callbacks = fit_callbacks})
                          .status();
   if (elastic != nullptr) {
-    const bool stopped =
-        (phases != nullptr && phases->stopped_on_request()) || elastic->stopped_alone();
-    WEFT_ASSIGN_OR_RETURN(bool next_generation, elastic->EndGeneration(model, fit, stopped));
+    WEFT_ASSIGN_OR_RETURN(
+        bool next_generation,
+        EndElasticGeneration(*elastic, model, fit, phases.get(),
+                             options.checkpoint_dir.empty() ? nullptr : &checkpoint, callbacks));
     if (next_generation) return std::optional<TrainSummary>();
   }
   WEFT_RETURN_IF_ERROR(fit);
@@ -393,7 +414,8 @@ StatusOr<TrainSummary> TrainElastic(const TrainOptions& options, const TrainCall
                          .report = callbacks.on_membership,
                          .snapshot_every_steps = options.snapshot_every_steps,
                          .snapshot_directory = SnapshotDirectory(options, task.index),
-                         .checkpoint_directory = options.checkpoint_dir});
+                         .checkpoint_directory = options.checkpoint_dir,
+                         .min_workers = options.elastic_min_workers});
   elastic.LoadMemorySnapshot();
   std::optional<TrainSummary> summary;
   while (!summary.has_value()) {
