@@ -6,10 +6,13 @@
 // no process is left. Also --min-workers reached and the flag errors.
 #include <algorithm>
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <regex>
+#include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -67,15 +70,32 @@ std::vector<std::string> ElasticLaunch(int workers, const std::vector<std::strin
 // Every worker's --json summary, by its launch index (a restarted worker's last one).
 std::map<int, nlohmann::json> Summaries(const std::string& output) {
   std::map<int, nlohmann::json> summaries;
-  static const std::regex kLine(R"(^\[worker (\d+)\] (\{.*\})$)");
+  // Parsed by hand: std::regex recurses once per character, and a summary line is kilobytes long
+  // (a stack overflow under AddressSanitizer).
   std::istringstream lines(output);
   for (std::string line; std::getline(lines, line);) {
-    std::smatch match;
-    if (!std::regex_match(line, match, kLine)) continue;
-    nlohmann::json json = nlohmann::json::parse(match[2].str(), nullptr, false);
-    if (!json.is_discarded()) summaries[std::stoi(match[1])] = std::move(json);
+    constexpr std::string_view kPrefix = "[worker ";
+    const size_t close = line.find("] {");
+    if (line.rfind(kPrefix, 0) != 0 || close == std::string::npos || line.back() != '}') continue;
+    nlohmann::json json = nlohmann::json::parse(line.substr(close + 2), nullptr, false);
+    if (!json.is_discarded()) {
+      summaries[std::stoi(line.substr(kPrefix.size(), close - kPrefix.size()))] = std::move(json);
+    }
   }
   return summaries;
+}
+
+// The number after `text` on the first line of `output` that holds both `start` and then `text`
+// (-1 when there is none).
+int64_t NumberAfter(const std::string& output, const std::string& start, const std::string& text) {
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);) {
+    const size_t at = line.find(start);
+    if (at == std::string::npos) continue;
+    const size_t number = line.find(text, at);
+    if (number != std::string::npos) return std::atoll(line.c_str() + number + text.size());
+  }
+  return -1;
 }
 
 // The launch's exit after training; generous for the sanitizer builds.
@@ -107,7 +127,6 @@ void ExpectTrainedTogether(const std::map<int, nlohmann::json>& summaries, size_
 // last completed step, so no step is skipped, and a step completed by some member is not run
 // again; with 500 steps in all (checked by ExpectTrainedTogether), each batch was trained once.
 void ExpectEachStepOnce(const std::string& output, int64_t generation) {
-  std::smatch match;
   int64_t ended = -1;
   const std::regex ended_line(
       StrCat(R"(elastic: generation )", generation - 1, R"( ended after step (\d+))"));
@@ -116,10 +135,10 @@ void ExpectEachStepOnce(const std::string& output, int64_t generation) {
     ended = std::max<int64_t>(ended, std::stoll((*it)[1]));
   }
   ASSERT_GE(ended, 1) << output;
-  const std::regex continued(
-      StrCat(R"(elastic: generation )", generation, R"(: .*continuing after step (\d+))"));
-  ASSERT_TRUE(std::regex_search(output, match, continued)) << output;
-  EXPECT_EQ(std::stoll(match[1]), ended);
+  EXPECT_EQ(NumberAfter(output, StrCat("elastic: generation ", generation, ": "),
+                        "continuing after step "),
+            ended)
+      << output;
 }
 
 void ExpectNoneLeft(const std::string& output) {
