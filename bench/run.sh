@@ -244,7 +244,8 @@ for name in "${names[@]}"; do
       # --restart-failed, a worker chosen at random (seeded) SIGKILLed every 20 s, three times,
       # against the same run without failures: its accuracy, its membership changes, the steps run
       # again and the longest time from a loss to the next completed step. The heal: a 100 MB model
-      # (the MLP 3,200 wide: 12.8M weights and as much momentum) received by a restarted worker.
+      # and its optimizer state (the MLP 4,600 wide: 24.8M weights, 99 MB, and as much momentum)
+      # received by a restarted worker.
       for mode in static elastic; do
         flags=()
         if [[ $mode == elastic ]]; then flags=(--elastic); fi
@@ -256,7 +257,7 @@ for name in "${names[@]}"; do
       python3 bench/elastic_chaos.py --workers 4 --elastic --restart-failed --kills 3 \
         --kill-every 20 -- --model cnn --batch-size 120 --epochs 3 >"$out/elastic_chaos.json"
       python3 bench/elastic_chaos.py --workers 2 --elastic --restart-failed --kills 1 \
-        --kill-every 2 -- --model mlp --mlp-width 3200 --batch-size 120 --epochs 1 \
+        --kill-every 2 -- --model mlp --mlp-width 4600 --batch-size 120 --epochs 1 \
         --max-steps 120 >"$out/elastic_heal.json"
       python3 bench/report.py elastic "$out"
       ;;
