@@ -26,16 +26,26 @@ const Variable* ComponentOn(const distribute::DistributedVariable& variable,
   return nullptr;
 }
 
-// Every reduced value, by its canonical device.
-std::map<std::string, std::vector<Output>> ReductionsByDevice(
-    const std::vector<distribute::Mirrored>& reduced) {
+// The reductions an update must wait for, by canonical device: every one of the step's on the
+// update's device when the strategy asks for it (elastic training: a step whose collectives fail
+// then changes no variable of this process), else none.
+std::map<std::string, std::vector<Output>> ReductionsToAwait(
+    const distribute::Strategy& strategy, const std::vector<distribute::Mirrored>& reduced) {
   std::map<std::string, std::vector<Output>> on_device;
+  if (!strategy.extended().UpdatesAwaitEveryReduction()) return on_device;
   for (const distribute::Mirrored& value : reduced) {
     for (int r = 0; r < value.num_replicas(); ++r) {
       on_device[distribute::CanonicalDevice(value.device(r))].push_back(value.value(r));
     }
   }
   return on_device;
+}
+
+// Appends the outputs `by_device` holds for `device` (any spelling) to *outputs.
+void AppendOnDevice(const std::map<std::string, std::vector<Output>>& by_device,
+                    const std::string& device, std::vector<Output>* outputs) {
+  auto it = by_device.find(distribute::CanonicalDevice(device));
+  if (it != by_device.end()) outputs->insert(outputs->end(), it->second.begin(), it->second.end());
 }
 
 }  // namespace
@@ -182,12 +192,8 @@ StatusOr<std::vector<distribute::DistributedValues>> Optimizer::ApplyReduced(
   Scope optimizer_scope = cross_replica_scope.NewSubScope(name());
   WEFT_ASSIGN_OR_RETURN(std::shared_ptr<distribute::DistributedVariable> learning_rate,
                         LearningRateBeside(optimizer_scope, strategy, *targets[0]));
-  // Under elastic training every update on a device waits for all of the step's reductions there:
-  // a step whose collectives fail then changes no variable of this process.
   const std::map<std::string, std::vector<Output>> reduced_on =
-      strategy.extended().UpdatesAwaitEveryReduction()
-          ? ReductionsByDevice(reduced)
-          : std::map<std::string, std::vector<Output>>();
+      ReductionsToAwait(strategy, reduced);
   // Updates grouped by device, in order of first appearance, for Finish.
   std::vector<std::string> devices;
   std::map<std::string, std::vector<Output>> updates_on;
@@ -199,13 +205,9 @@ StatusOr<std::vector<distribute::DistributedValues>> Optimizer::ApplyReduced(
             optimizer_scope.NewSubScope(target.name()), target, {reduced[v]},
             [&](const Scope& scope, int component,
                 const std::vector<Output>& args) -> StatusOr<Output> {
-              std::vector<Output> after =
-                  TokensFor(strategy, order_tokens, target.devices()[component]);
-              auto all_reduced =
-                  reduced_on.find(distribute::CanonicalDevice(target.devices()[component]));
-              if (all_reduced != reduced_on.end()) {
-                after.insert(after.end(), all_reduced->second.begin(), all_reduced->second.end());
-              }
+              const std::string& device = target.devices()[component];
+              std::vector<Output> after = TokensFor(strategy, order_tokens, device);
+              AppendOnDevice(reduced_on, device, &after);
               return UpdateComponent(after.empty() ? scope : scope.WithControlDependencies(after),
                                      strategy, target, component, args[0], sparse_ids[v],
                                      *learning_rate);
