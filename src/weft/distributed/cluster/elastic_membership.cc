@@ -29,14 +29,12 @@ ElasticMembership::ElasticMembership(Options options) : options_(std::move(optio
 
 void ElasticMembership::WorkerStarted(int worker) {
   MutexLock lock(mu_);
-  alive_.insert(worker);
   evicted_.erase(worker);
   changed_.NotifyAll();
 }
 
 void ElasticMembership::WorkerExited(int worker) {
   MutexLock lock(mu_);
-  alive_.erase(worker);
   waiting_.erase(worker);
   if (waiting_.empty()) waiting_since_.reset();
   if (Contains(members_, worker) && !Contains(lost_, worker)) {
@@ -47,9 +45,8 @@ void ElasticMembership::WorkerExited(int worker) {
   changed_.NotifyAll();
 }
 
-void ElasticMembership::WorkerFinished(int worker) {
+void ElasticMembership::WorkerFinished(int /*worker*/) {
   MutexLock lock(mu_);
-  alive_.erase(worker);
   finished_ = true;
   changed_.NotifyAll();
 }
@@ -224,7 +221,6 @@ MembershipChange ElasticMembership::Watch(int64_t generation, std::chrono::milli
   MembershipChange change;
   change.pending = PendingLocked(generation);
   if (generation == generation_) change.lost = lost_;
-  change.generation = generation_;
   return change;
 }
 

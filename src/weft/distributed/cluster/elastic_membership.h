@@ -64,9 +64,8 @@ struct ElasticGeneration {
 
 // What Watch saw.
 struct MembershipChange {
-  bool pending = false;    // the generation is to be re-formed
-  std::vector<int> lost;   // its members that exited since it formed
-  int64_t generation = 0;  // the newest generation
+  bool pending = false;   // the generation is to be re-formed
+  std::vector<int> lost;  // its members that exited since it formed
 };
 
 class ElasticMembership {
@@ -121,7 +120,6 @@ class ElasticMembership {
   const Options options_;
   mutable Mutex mu_;
   CondVar changed_;
-  std::set<int> alive_ WEFT_GUARDED_BY(mu_);
   std::set<int> evicted_ WEFT_GUARDED_BY(mu_);     // killed; not waited for
   std::vector<int> members_ WEFT_GUARDED_BY(mu_);  // of the current generation, by rank
   std::vector<int> lost_ WEFT_GUARDED_BY(mu_);     // its members that exited

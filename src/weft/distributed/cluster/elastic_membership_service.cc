@@ -76,8 +76,7 @@ StatusOr<Json> Dispatch(ElasticMembership& membership, const Json& request) {
     const MembershipChange change = membership.Watch(
         request.at("generation").get<int64_t>(),
         std::min(kMaxWatch, std::chrono::milliseconds(std::max<int64_t>(timeout_ms, 0))));
-    return Json{
-        {"pending", change.pending}, {"lost", change.lost}, {"generation", change.generation}};
+    return Json{{"pending", change.pending}, {"lost", change.lost}};
   }
   return InvalidArgument("unknown method '", method, "' (expected join or watch)");
 }
@@ -263,7 +262,6 @@ StatusOr<MembershipChange> ElasticMembershipClient::Watch(int64_t generation,
     MembershipChange change;
     change.pending = reply.at("pending").get<bool>();
     change.lost = reply.at("lost").get<std::vector<int>>();
-    change.generation = reply.at("generation").get<int64_t>();
     return change;
   } catch (const Json::exception& error) {
     return DataLoss("the elastic membership at ", address_, ": malformed reply: ", error.what());
