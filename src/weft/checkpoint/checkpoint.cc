@@ -1,13 +1,16 @@
 #include "weft/checkpoint/checkpoint.h"
 
+#include <algorithm>
 #include <set>
 
 #include <unistd.h>
 
 #include "weft/checkpoint/checkpoint_index.h"
+#include "weft/checkpoint/variable_parts.h"
 #include "weft/core/str_util.h"
 #include "weft/framework/device_name_utils.h"
 #include "weft/io/checkpoint_manifest.h"
+#include "weft/io/checkpoint_row_copies.h"
 #include "weft/io/durable_file.h"
 #include "weft/io/safetensors.h"
 
@@ -54,6 +57,9 @@ Status Checkpoint::Build(const Scope& scope, const CheckpointObjects& objects) {
   WEFT_RETURN_IF_ERROR(AddEntries(save, objects));
   WEFT_RETURN_IF_ERROR(save.status());
   if (entries_.empty()) return InvalidArgument("nothing to checkpoint");
+  std::vector<NamedVariable> named;
+  for (const Entry& entry : entries_) named.push_back({entry.name, entry.dtype, entry.shape});
+  parts_ = FindVariableParts(named);
   AssignShards();
   BuildSave(save);
   BuildSaveAsync(save);
@@ -212,13 +218,15 @@ Status Checkpoint::BuildRestore(const Scope& scope, const CheckpointObjects& obj
     std::vector<std::string> shard_names;
     std::vector<DataType> dtypes;
     std::vector<TensorShape> shapes;
+    std::vector<ops::RestorePart> parts;
     for (int e : shard.entries) {
       shard_names.push_back(entries_[e].name);
       dtypes.push_back(entries_[e].dtype);
       shapes.push_back(entries_[e].shape);
+      parts.push_back(parts_[e]);
     }
-    std::vector<Output> outputs = ops::RestoreV2(restore.WithDevice(shard.device),
-                                                 restore_directory, shard_names, dtypes, shapes);
+    std::vector<Output> outputs = ops::RestoreV2(
+        restore.WithDevice(shard.device), restore_directory, shard_names, dtypes, shapes, parts);
     WEFT_RETURN_IF_ERROR(restore.status());
     for (size_t k = 0; k < shard.entries.size(); ++k)
       entries_[shard.entries[k]].restored = outputs[k];
@@ -318,6 +326,23 @@ Status Checkpoint::Finish(const std::string& temp, const std::string& directory,
                                          written->crc32c};
     }
   }
+  // The parts of a variable cut along its rows are listed as one tensor too, so that a restore
+  // can cut it another way.
+  for (size_t e = 0; e < entries_.size(); ++e) {
+    const ops::RestorePart& part = parts_[e];
+    if (part.whole_name.empty()) continue;
+    io::ManifestPartitioned& whole = manifest.partitioned[part.whole_name];
+    std::vector<int64_t> dims = entries_[e].shape.dim_sizes();
+    dims[0] = part.whole_rows;
+    whole.dtype = entries_[e].dtype;
+    whole.shape = TensorShape(dims);
+    whole.parts.push_back({entries_[e].name, part.offset});
+  }
+  for (auto& [name, whole] : manifest.partitioned) {
+    std::sort(
+        whole.parts.begin(), whole.parts.end(),
+        [](const io::ManifestPart& a, const io::ManifestPart& b) { return a.offset < b.offset; });
+  }
   WEFT_RETURN_IF_ERROR(manifest.Write(temp));
   // Replacing a checkpoint: the old one moves aside first, so a crash leaves one of the two.
   std::string aside;
@@ -385,23 +410,15 @@ StatusOr<RestoredCheckpoint> Checkpoint::Restore(Session& session, const std::st
   StatusOr<io::CheckpointManifest> manifest = io::CheckpointManifest::Read(directory);
   if (!manifest.ok()) return manifest.status().WithContext(StrCat("restoring ", directory));
   // Every mismatch the manifest shows, before anything changes.
-  for (const Entry& entry : entries_) {
-    auto found = manifest->tensors.find(entry.name);
-    const std::string where = StrCat(" (checkpoint ", directory, ")");
-    if (found == manifest->tensors.end()) {
-      return NotFound("the checkpoint has no tensor '", entry.name, "'", where);
-    }
-    const std::string path = io::JoinPath(directory, found->second.shard);
-    if (found->second.dtype != entry.dtype) {
-      return InvalidArgument("tensor '", entry.name, "' in ", path, " is ",
-                             DataTypeName(found->second.dtype), " but the model's is ",
-                             DataTypeName(entry.dtype));
-    }
-    if (found->second.shape != entry.shape) {
-      return InvalidArgument("tensor '", entry.name, "' in ", path, " has shape ",
-                             found->second.shape.DebugString(), " but the model's has shape ",
-                             entry.shape.DebugString());
-    }
+  for (size_t e = 0; e < entries_.size(); ++e) {
+    const io::RestoreTarget target{.name = entries_[e].name,
+                                   .dtype = entries_[e].dtype,
+                                   .shape = entries_[e].shape,
+                                   .whole_name = parts_[e].whole_name,
+                                   .whole_rows = parts_[e].whole_rows,
+                                   .offset = parts_[e].offset};
+    StatusOr<std::vector<io::RowCopy>> copies = io::FindRowCopies(*manifest, directory, target);
+    if (!copies.ok()) return copies.status();
   }
   std::vector<Tensor> outputs;
   Status status = session.Run({{restore_directory_, ops::PathTensor(directory)}},

@@ -164,6 +164,8 @@ class Checkpoint {
   StatusOr<std::string> MakeTempDirectory(const std::string& directory);
 
   std::vector<Entry> entries_;
+  // Per entry: where it sits in a variable cut into parts along its rows (variable_parts.h).
+  std::vector<ops::RestorePart> parts_;
   std::vector<Shard> shards_;
   int replicas_ = 1;
   // Node names of the graph's checkpoint ops.

@@ -20,7 +20,10 @@
 #include "weft/distributed/rpc/grpc_session.h"
 #include "weft/graph/builder/ops.h"
 #include "weft/graph/builder/variable.h"
+#include "weft/io/checkpoint_manifest.h"
+#include "weft/io/testing/io_test_util.h"
 #include "weft/testing/server_process.h"
+#include "weft/testing/tensor_matchers.h"
 #include "weft/train/layers/core.h"
 #include "weft/train/layers/embedding_collection.h"
 #include "weft/train/model.h"
@@ -249,6 +252,77 @@ TEST_F(ParameterServerTest, FitTrainsAnEmbeddingCollectionThreeStepsPerFunction)
   auto evaluated = model.Evaluate(examples);
   ASSERT_TRUE(evaluated.ok()) << evaluated.status();
   EXPECT_GT(evaluated->at("accuracy"), 0.9);
+}
+
+// A table cut across 2 ps tasks restores onto 3 (cut into 3 parts there) and onto one device: the
+// checkpoint lists the table whole beside its parts, and each new part reads its rows from
+// whichever saved parts hold them, so every model predicts what the trained one does.
+TEST_F(ParameterServerTest, ATableSavedFromTwoPsTasksRestoresOntoThreeAndOntoOneDevice) {
+  auto strategy = NewStrategy();
+  ASSERT_TRUE(strategy.ok()) << strategy.status();
+  const int64_t n = 256;
+  Tensor ids(DataType::kInt64, TensorShape({n, 1}));
+  Tensor labels(DataType::kInt64, TensorShape({n}));
+  for (int64_t i = 0; i < n; ++i) {
+    ids.data<int64_t>()[i] = (i * 7919) % 20000;  // spread over every part's rows
+    labels.data<int64_t>()[i] = i % 2;
+  }
+  const data::Dataset examples = data::Dataset::FromTensors({ids, labels}).Batch(32);
+  const data::Dataset inputs = data::Dataset::FromTensors({ids}).Batch(32);
+  auto make_model = [] {
+    return train::Sequential(train::Embedding(20000, 16, {.name = "table"}), train::Flatten(),
+                             train::Dense(2, "", {.name = "logits"}));
+  };
+  auto compile = [](train::Model& model, distribute::Strategy* on) {
+    return model.Compile(train::NewAdagradOptimizer(0.5),
+                         train::SparseCategoricalCrossentropy(/*from_logits=*/true), {},
+                         {.strategy = on});
+  };
+  // The devices of the table's parts (not its optimizer slots).
+  auto part_devices = [](train::Model& model) {
+    std::set<std::string> devices;
+    for (const auto& variable : model.distributed_variables()) {
+      if (variable->name().starts_with("table/embeddings/part_") &&
+          variable->name().find("Adagrad") == std::string::npos) {
+        devices.insert(variable->devices()[0]);
+      }
+    }
+    return devices;
+  };
+  train::Sequential trained = make_model();
+  ASSERT_TRUE(compile(trained, strategy->get()).ok());
+  ASSERT_TRUE(trained.Fit(examples, {.epochs = 3}).ok());
+  ASSERT_EQ(part_devices(trained).size(), 2u);
+  StatusOr<Tensor> expected = trained.Predict(inputs);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  io::testing::TempDir dir;
+  const std::string weights = dir.File("weights");
+  ASSERT_TRUE(trained.SaveWeights(weights).ok());
+  StatusOr<io::CheckpointManifest> manifest = io::CheckpointManifest::Read(weights);
+  ASSERT_TRUE(manifest.ok()) << manifest.status();
+  ASSERT_TRUE(manifest->partitioned.contains("table/embeddings"));
+  EXPECT_EQ(manifest->partitioned.at("table/embeddings").parts.size(), 2u);
+
+  std::vector<std::unique_ptr<ServerProcess>> three_ps = StartJob("ps", 3);
+  ASSERT_EQ(three_ps.size(), 3u);
+  auto on_three = NewStrategy({{"chief", {"127.0.0.1:0"}},
+                               {"worker", AddressesOf(workers_)},
+                               {"ps", AddressesOf(three_ps)}});
+  ASSERT_TRUE(on_three.ok()) << on_three.status();
+  train::Sequential resharded = make_model();
+  ASSERT_TRUE(compile(resharded, on_three->get()).ok());
+  ASSERT_TRUE(resharded.LoadWeights(weights).ok());
+  StatusOr<Tensor> predicted = resharded.Predict(inputs);
+  ASSERT_TRUE(predicted.ok()) << predicted.status();
+  EXPECT_EQ(part_devices(resharded).size(), 3u);
+  EXPECT_TENSOR_NEAR(*predicted, *expected);
+
+  train::Sequential on_one_device = make_model();
+  ASSERT_TRUE(compile(on_one_device, nullptr).ok());
+  ASSERT_TRUE(on_one_device.LoadWeights(weights).ok());
+  predicted = on_one_device.Predict(inputs);
+  ASSERT_TRUE(predicted.ok()) << predicted.status();
+  EXPECT_TENSOR_NEAR(*predicted, *expected);
 }
 
 TEST_F(ParameterServerTest, AClusterItCannotUseIsRefusedNamingWhatIsMissing) {

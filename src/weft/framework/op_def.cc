@@ -109,6 +109,18 @@ StatusOr<proto::AttrValue> ParseDefault(const AttrDef& attr, std::string_view te
         return InvalidArgument("list default item '", item, "' is not an int");
       }
     }
+  } else if (kind == "list(string)") {
+    // "[]" or "['a', 'b']" (items without commas).
+    if (text.size() < 2 || text.front() != '[' || text.back() != ']') {
+      return InvalidArgument("list default '", text, "' is not in brackets");
+    }
+    auto* list = value.mutable_list();
+    for (std::string_view item : SplitList(text.substr(1, text.size() - 2))) {
+      if (item.size() < 2 || item.front() != '\'' || item.back() != '\'') {
+        return InvalidArgument("list default item ", item, " is not in single quotes");
+      }
+      list->add_s(std::string(item.substr(1, item.size() - 2)));
+    }
   } else if (kind == "shape") {
     // "unknown" (unknown rank) or "[2, -1]" (-1 marks an unknown dimension).
     auto* shape = value.mutable_shape();

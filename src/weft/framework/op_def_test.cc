@@ -42,6 +42,14 @@ TEST(OpDefBuilderTest, ParsesDefaultsAndStringChoices) {
   ASSERT_TRUE(axes.ok());
   EXPECT_EQ(axes->default_value->list().i_size(), 2);
   EXPECT_EQ(axes->default_value->list().i(1), -1);
+  StatusOr<AttrDef> names = ParseAttrSpec("names: list(string) = ['a', 'b/c']");
+  ASSERT_TRUE(names.ok()) << names.status();
+  ASSERT_EQ(names->default_value->list().s_size(), 2);
+  EXPECT_EQ(names->default_value->list().s(1), "b/c");
+  StatusOr<AttrDef> no_names = ParseAttrSpec("names: list(string) = []");
+  ASSERT_TRUE(no_names.ok()) << no_names.status();
+  EXPECT_EQ(no_names->default_value->list().s_size(), 0);
+  EXPECT_FALSE(ParseAttrSpec("names: list(string) = [a]").ok());
   StatusOr<AttrDef> unknown = ParseAttrSpec("shape: shape = unknown");
   ASSERT_TRUE(unknown.ok()) << unknown.status();
   EXPECT_TRUE(unknown->default_value->shape().unknown_rank());

@@ -42,6 +42,44 @@ bool IsSafeShardName(std::string_view name) {
   return true;
 }
 
+// A partitioned tensor's parts are saved tensors of its dtype and trailing dimensions that cover
+// its rows in order, each once.
+template <typename Fail>
+Status CheckPartitioned(const CheckpointManifest& manifest, const std::string& name,
+                        const ManifestPartitioned& whole, Fail fail) {
+  const std::string what = StrCat("partitioned tensor ", Quoted(name));
+  if (manifest.tensors.contains(name)) return fail(StrCat(what, " is also a saved tensor's name"));
+  if (whole.shape.dims() < 1) return fail(StrCat(what, " is a scalar"));
+  if (whole.parts.empty()) return fail(StrCat(what, " has no parts"));
+  int64_t next_row = 0;
+  for (const ManifestPart& part : whole.parts) {
+    auto saved = manifest.tensors.find(part.tensor);
+    if (saved == manifest.tensors.end()) {
+      return fail(StrCat(what, ": part ", Quoted(part.tensor), " is not a saved tensor"));
+    }
+    const TensorShape& shape = saved->second.shape;
+    bool same_rows = saved->second.dtype == whole.dtype && shape.dims() == whole.shape.dims();
+    for (int d = 1; same_rows && d < shape.dims(); ++d) {
+      same_rows = shape.dim_size(d) == whole.shape.dim_size(d);
+    }
+    if (!same_rows) {
+      return fail(StrCat(what, " is ", DtypeText(whole.dtype), " ", whole.shape.DebugString(),
+                         " but its part ", Quoted(part.tensor), " is ",
+                         DtypeText(saved->second.dtype), " ", shape.DebugString()));
+    }
+    if (part.offset != next_row) {
+      return fail(StrCat(what, ": part ", Quoted(part.tensor), " starts at row ", part.offset,
+                         " where row ", next_row, " was due"));
+    }
+    next_row += shape.dim_size(0);
+  }
+  if (next_row != whole.shape.dim_size(0)) {
+    return fail(
+        StrCat(what, " has ", whole.shape.dim_size(0), " rows but its parts hold ", next_row));
+  }
+  return Status::OK();
+}
+
 // The checks FromJson makes on a parsed manifest, shared with Write so that what is written can
 // always be read back. `fail` builds the error (DataLoss for a file read, InvalidArgument for a
 // manifest about to be written).
@@ -69,6 +107,9 @@ Status Check(const CheckpointManifest& manifest, Fail fail) {
       return fail(StrCat("tensor ", Quoted(name), " has dtype ", DataTypeName(tensor.dtype),
                          ", which checkpoints cannot hold"));
     }
+  }
+  for (const auto& [name, whole] : manifest.partitioned) {
+    WEFT_RETURN_IF_ERROR(CheckPartitioned(manifest, name, whole, fail));
   }
   return Status::OK();
 }
@@ -179,6 +220,55 @@ Status ParseTensors(const Json& json, const BadManifest& bad, CheckpointManifest
   return Status::OK();
 }
 
+StatusOr<ManifestPartitioned> ParseOnePartitioned(const std::string& name, const Json& value,
+                                                  const BadManifest& bad) {
+  const std::string what = StrCat("partitioned tensor ", Quoted(name));
+  if (!value.is_object()) return bad(StrCat(what, ": not an object"));
+  ManifestPartitioned whole;
+  const auto dtype = value.find("dtype");
+  if (dtype == value.end() || !dtype->is_string()) {
+    return bad(StrCat(what, ": \"dtype\" is missing or not a string"));
+  }
+  whole.dtype = DataTypeFromSafetensorsName(dtype->get<std::string>());
+  if (whole.dtype == DataType::kInvalid) {
+    return bad(StrCat(what, ": unknown dtype ", internal::JsonForMessage(*dtype)));
+  }
+  const auto shape = value.find("shape");
+  std::string why;
+  if (shape == value.end()) return bad(StrCat(what, ": \"shape\" is missing"));
+  if (!internal::JsonShape(*shape, &whole.shape, &why)) return bad(StrCat(what, ": ", why));
+  const auto parts = value.find("parts");
+  if (parts == value.end() || !parts->is_array()) {
+    return bad(StrCat(what, ": \"parts\" is missing or not an array"));
+  }
+  for (size_t i = 0; i < parts->size(); ++i) {
+    const Json& part = (*parts)[i];
+    const auto tensor = part.is_object() ? part.find("tensor") : part.end();
+    const auto offset = part.is_object() ? part.find("offset") : part.end();
+    const std::optional<uint64_t> row =
+        offset != part.end() ? internal::JsonUint64(*offset) : std::nullopt;
+    if (tensor == part.end() || !tensor->is_string() || !row.has_value() ||
+        *row > uint64_t{std::numeric_limits<int64_t>::max()}) {
+      return bad(StrCat(what, ": part ", i,
+                        " is not an object with a string \"tensor\" and an integer \"offset\""));
+    }
+    whole.parts.push_back({tensor->get<std::string>(), static_cast<int64_t>(*row)});
+  }
+  return whole;
+}
+
+// "partitioned" is optional: a checkpoint without partitioned tensors has none.
+Status ParsePartitioned(const Json& json, const BadManifest& bad, CheckpointManifest* manifest) {
+  const auto partitioned = json.find("partitioned");
+  if (partitioned == json.end()) return Status::OK();
+  if (!partitioned->is_object()) return bad("\"partitioned\" is not an object");
+  for (const auto& [name, value] : partitioned->items()) {
+    WEFT_ASSIGN_OR_RETURN(ManifestPartitioned whole, ParseOnePartitioned(name, value, bad));
+    manifest->partitioned.emplace(name, std::move(whole));
+  }
+  return Status::OK();
+}
+
 StatusOr<CheckpointManifest> Parse(const std::string& text, const std::string& path) {
   const BadManifest bad = [&path](std::string_view why) {
     return DataLoss("checkpoint manifest ", path, ": ", why);
@@ -193,6 +283,7 @@ StatusOr<CheckpointManifest> Parse(const std::string& text, const std::string& p
   WEFT_RETURN_IF_ERROR(ParseReplicas(json, bad, &manifest));
   WEFT_RETURN_IF_ERROR(ParseShards(json, bad, &manifest));
   WEFT_RETURN_IF_ERROR(ParseTensors(json, bad, &manifest));
+  WEFT_RETURN_IF_ERROR(ParsePartitioned(json, bad, &manifest));
   WEFT_RETURN_IF_ERROR(Check(manifest, bad));
   return manifest;
 }
@@ -217,6 +308,19 @@ std::string CheckpointManifest::ToJson() const {
                         {"crc32c", Crc32cToHex(tensor.crc32c)}};
   }
   json["tensors"] = std::move(tensor_map);
+  if (!partitioned.empty()) {
+    Json partitioned_map = Json::object();
+    for (const auto& [name, whole] : partitioned) {
+      Json parts = Json::array();
+      for (const ManifestPart& part : whole.parts) {
+        parts.push_back({{"tensor", part.tensor}, {"offset", part.offset}});
+      }
+      partitioned_map[name] = {{"dtype", DtypeText(whole.dtype)},
+                               {"shape", whole.shape.dim_sizes()},
+                               {"parts", std::move(parts)}};
+    }
+    json["partitioned"] = std::move(partitioned_map);
+  }
   // ToJson cannot fail, so bytes that are not UTF-8 are replaced rather than thrown about; Write
   // refuses such names before it gets here.
   return json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
@@ -252,6 +356,7 @@ Status CheckpointManifest::Write(const std::string& directory) const {
   try {
     Json names = Json::array();
     for (const auto& [name, tensor] : tensors) names.push_back(name);
+    for (const auto& [name, whole] : partitioned) names.push_back(name);
     for (const ManifestShard& shard : shards) names.push_back(shard.file);
     names.dump();
   } catch (const std::exception& e) {

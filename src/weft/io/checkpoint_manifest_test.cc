@@ -207,6 +207,82 @@ TEST(CheckpointManifestTest, BadInputIsAnErrorNamingTheFileAndTensor) {
   }
 }
 
+// A table saved in two parts, listed whole beside them.
+CheckpointManifest SampleWithParts() {
+  CheckpointManifest manifest = Sample();
+  manifest.tensors["emb/part_0"] = {"shard-00000-of-00002.safetensors", DataType::kFloat,
+                                    TensorShape({3, 16}), 1};
+  manifest.tensors["emb/part_1"] = {"shard-00001-of-00002.safetensors", DataType::kFloat,
+                                    TensorShape({2, 16}), 2};
+  manifest.partitioned["emb"] = {
+      DataType::kFloat, TensorShape({5, 16}), {{"emb/part_0", 0}, {"emb/part_1", 3}}};
+  return manifest;
+}
+
+TEST(CheckpointManifestTest, PartitionedTensorsRoundTripAndBadPartsAreNamed) {
+  TempDir dir;
+  ASSERT_TRUE(SampleWithParts().Write(dir.path()).ok());
+  StatusOr<CheckpointManifest> read = CheckpointManifest::Read(dir.path());
+  ASSERT_TRUE(read.ok()) << read.status();
+  ExpectSame(SampleWithParts(), *read);
+  const ManifestPartitioned& emb = read->partitioned.at("emb");
+  EXPECT_EQ(emb.dtype, DataType::kFloat);
+  EXPECT_EQ(emb.shape, TensorShape({5, 16}));
+  ASSERT_EQ(emb.parts.size(), 2u);
+  EXPECT_EQ(emb.parts[1].tensor, "emb/part_1");
+  EXPECT_EQ(emb.parts[1].offset, 3);
+  // A manifest without parts writes no "partitioned" at all (older readers see nothing new).
+  EXPECT_FALSE(Json::parse(Sample().ToJson()).contains("partitioned"));
+
+  const Json good = Json::parse(SampleWithParts().ToJson());
+  const std::vector<BadCase> cases = {
+      {"not an object", [](Json& j) { j["partitioned"] = 1; }, Code::kDataLoss, {"partitioned"}},
+      {"missing part",
+       [](Json& j) { j["partitioned"]["emb"]["parts"][1]["tensor"] = "emb/part_9"; },
+       Code::kDataLoss,
+       {"'emb'", "emb/part_9"}},
+      {"gap",
+       [](Json& j) { j["partitioned"]["emb"]["parts"][1]["offset"] = 4; },
+       Code::kDataLoss,
+       {"'emb'", "row 4"}},
+      {"too few rows",
+       [](Json& j) {
+         j["partitioned"]["emb"]["shape"] = {6, 16};
+       },
+       Code::kDataLoss,
+       {"'emb'", "6 rows"}},
+      {"other width",
+       [](Json& j) {
+         j["partitioned"]["emb"]["shape"] = {5, 8};
+       },
+       Code::kDataLoss,
+       {"'emb'", "[5,8]", "[3,16]"}},
+      {"also a tensor",
+       [](Json& j) { j["partitioned"]["dense1/bias"] = j["partitioned"]["emb"]; },
+       Code::kDataLoss,
+       {"dense1/bias"}},
+      {"negative offset",
+       [](Json& j) { j["partitioned"]["emb"]["parts"][0]["offset"] = -1; },
+       Code::kDataLoss,
+       {"'emb'", "part 0"}},
+      {"no parts",
+       [](Json& j) { j["partitioned"]["emb"]["parts"] = Json::array(); },
+       Code::kDataLoss,
+       {"'emb'", "no parts"}},
+  };
+  for (const BadCase& bad : cases) {
+    SCOPED_TRACE(bad.what);
+    Json json = good;
+    bad.change(json);
+    StatusOr<CheckpointManifest> parsed = CheckpointManifest::FromJson(json.dump(), "m.json");
+    ASSERT_FALSE(parsed.ok());
+    EXPECT_EQ(parsed.status().code(), bad.code) << parsed.status();
+    for (const std::string& name : bad.named) {
+      EXPECT_THAT(parsed.status().message(), HasSubstr(name));
+    }
+  }
+}
+
 TEST(CheckpointManifestTest, ReadOfAMissingManifestIsNotFoundNamingIt) {
   TempDir dir;
   StatusOr<CheckpointManifest> read = CheckpointManifest::Read(dir.path());

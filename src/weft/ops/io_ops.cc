@@ -51,11 +51,18 @@ void RegisterIoOps(OpRegistry& registry) {
           .Attr("tensor_names: list(string)")
           .Attr("dtypes: list(type)")
           .Attr("shapes: list(shape)")
+          .Attr("whole_names: list(string) = []")
+          .Attr("whole_rows: list(int) = []")
+          .Attr("offsets: list(int) = []")
           .SetIsStateful()
           .SetShapeFn(RestoreShape)
           .Doc("Reads `tensor_names` from the checkpoint in the directory whose path `directory` "
                "holds: its manifest says which shard file holds each one; dtypes, shapes, file "
-               "sizes and CRC32Cs are checked against the manifest and `dtypes` / `shapes`."));
+               "sizes and CRC32Cs are checked against the manifest and `dtypes` / `shapes`. "
+               "`whole_names`, `whole_rows` and `offsets` (empty, or one per name): a tensor "
+               "with a non-empty whole name is rows [offset, offset + its rows) of that tensor, "
+               "which has `whole_rows` rows; when the checkpoint cut it differently, its rows are "
+               "read from the parts that hold them."));
 }
 
 }  // namespace weft::ops

@@ -5,6 +5,7 @@
 // hold up the training steps' nodes queued on the same inter-op threads. Neither touches shared
 // state beyond the files, so concurrent steps may run them.
 #include <chrono>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
@@ -19,6 +20,7 @@
 #include "weft/framework/node_def_util.h"
 #include "weft/framework/op_kernel.h"
 #include "weft/io/checkpoint_manifest.h"
+#include "weft/io/checkpoint_row_copies.h"
 #include "weft/io/durable_file.h"
 #include "weft/io/safetensors.h"
 #include "weft/kernels/register_kernels.h"
@@ -136,10 +138,37 @@ class SaveV2Op final : public CheckpointOpKernel {
 class RestoreV2Op final : public CheckpointOpKernel {
  public:
   explicit RestoreV2Op(OpKernelConstruction* context) : CheckpointOpKernel(context) {
-    context->SetStatus(context->GetAttr("shapes", &shapes_));
-    if (shapes_.size() != tensor_names_.size()) {
-      context->SetStatus(InvalidArgument(FormatNodeForError(def()), ": ", tensor_names_.size(),
-                                         " tensor names for ", shapes_.size(), " shapes"));
+    std::vector<TensorShape> shapes;
+    std::vector<std::string> whole_names;
+    std::vector<int64_t> whole_rows, offsets;
+    context->SetStatus(context->GetAttr("shapes", &shapes));
+    context->SetStatus(context->GetAttr("whole_names", &whole_names));
+    context->SetStatus(context->GetAttr("whole_rows", &whole_rows));
+    context->SetStatus(context->GetAttr("offsets", &offsets));
+    const size_t n = tensor_names_.size();
+    if (shapes.size() != n) {
+      context->SetStatus(InvalidArgument(FormatNodeForError(def()), ": ", n, " tensor names for ",
+                                         shapes.size(), " shapes"));
+      return;
+    }
+    const bool has_parts = !whole_names.empty() || !whole_rows.empty() || !offsets.empty();
+    if (has_parts && (whole_names.size() != n || whole_rows.size() != n || offsets.size() != n)) {
+      context->SetStatus(InvalidArgument(FormatNodeForError(def()), ": ", n, " tensor names for ",
+                                         whole_names.size(), " whole names, ", whole_rows.size(),
+                                         " whole row counts and ", offsets.size(), " offsets"));
+      return;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      io::RestoreTarget target;
+      target.name = tensor_names_[i];
+      target.dtype = dtypes_[i];
+      target.shape = shapes[i];
+      if (has_parts) {
+        target.whole_name = whole_names[i];
+        target.whole_rows = whole_rows[i];
+        target.offset = offsets[i];
+      }
+      targets_.push_back(std::move(target));
     }
   }
 
@@ -154,44 +183,39 @@ class RestoreV2Op final : public CheckpointOpKernel {
   }
 
  private:
-  Status Restore(const std::string& directory, OpKernelContext* context) const {
-    WEFT_ASSIGN_OR_RETURN(io::CheckpointManifest manifest, io::CheckpointManifest::Read(directory));
-    std::map<std::string, uint64_t> shard_bytes;
-    for (const io::ManifestShard& shard : manifest.shards) shard_bytes[shard.file] = shard.bytes;
-    // Each shard is opened once, and only when a wanted tensor lives there.
-    std::map<std::string, std::unique_ptr<io::SafetensorsReader>> readers;
-    std::vector<PendingRead> reads;
-    for (size_t i = 0; i < tensor_names_.size(); ++i) {
-      const std::string& name = tensor_names_[i];
-      auto found = manifest.tensors.find(name);
-      if (found == manifest.tensors.end()) {
-        return NotFound("checkpoint ", directory, " has no tensor '", name,
-                        "' (the model has a variable of that name; was it saved from another "
-                        "model?)");
-      }
-      const io::ManifestTensor& saved = found->second;
-      const std::string path = io::JoinPath(directory, saved.shard);
-      if (saved.dtype != dtypes_[i]) {
-        return InvalidArgument("tensor '", name, "' in ", path, " is ", DataTypeName(saved.dtype),
-                               " but the model's variable is ", DataTypeName(dtypes_[i]));
-      }
-      if (saved.shape != shapes_[i]) {
-        return InvalidArgument("tensor '", name, "' in ", path, " has shape ",
-                               saved.shape.DebugString(), " but the model's variable has shape ",
-                               shapes_[i].DebugString());
-      }
-      std::unique_ptr<io::SafetensorsReader>& reader = readers[saved.shard];
+  // One saved tensor read whole from its shard (CRC checked).
+  struct PendingRead {
+    const io::SafetensorsReader* reader;
+    const io::SafetensorsEntry* entry;
+    Tensor value;
+    Status status;
+  };
+
+  // The shards of one checkpoint, each opened once, and only when a wanted tensor lives there;
+  // every file's size and every entry checked against the manifest.
+  class Shards {
+   public:
+    Shards(const std::string& directory, const io::CheckpointManifest& manifest)
+        : directory_(directory), manifest_(manifest) {}
+
+    StatusOr<PendingRead> Prepare(const std::string& name) {
+      const io::ManifestTensor& saved = manifest_.tensors.at(name);
+      const std::string path = io::JoinPath(directory_, saved.shard);
+      std::unique_ptr<io::SafetensorsReader>& reader = readers_[saved.shard];
       if (reader == nullptr) {
         WEFT_ASSIGN_OR_RETURN(reader, io::SafetensorsReader::Open(path));
-        if (reader->file_bytes() != shard_bytes[saved.shard]) {
+        uint64_t bytes = 0;
+        for (const io::ManifestShard& shard : manifest_.shards) {
+          if (shard.file == saved.shard) bytes = shard.bytes;
+        }
+        if (reader->file_bytes() != bytes) {
           return DataLoss("file ", path, " has ", reader->file_bytes(),
-                          " bytes but the manifest says ", shard_bytes[saved.shard],
-                          " (truncated or overwritten)");
+                          " bytes but the manifest says ", bytes, " (truncated or overwritten)");
         }
       }
       const io::SafetensorsEntry* entry = reader->Find(name);
       if (entry == nullptr) {
-        return DataLoss("the manifest of ", directory, " puts tensor '", name, "' in ", path,
+        return DataLoss("the manifest of ", directory_, " puts tensor '", name, "' in ", path,
                         ", which does not hold it");
       }
       if (entry->dtype != saved.dtype || entry->shape != saved.shape || !entry->has_crc32c ||
@@ -199,7 +223,40 @@ class RestoreV2Op final : public CheckpointOpKernel {
         return DataLoss("tensor '", name, "' in ", path,
                         " differs from the manifest (dtype, shape or CRC32C)");
       }
-      reads.push_back({reader.get(), entry, Tensor(saved.dtype, saved.shape), Status::OK()});
+      return PendingRead{reader.get(), entry, Tensor(saved.dtype, saved.shape), Status::OK()};
+    }
+
+   private:
+    const std::string& directory_;
+    const io::CheckpointManifest& manifest_;
+    std::map<std::string, std::unique_ptr<io::SafetensorsReader>> readers_;
+  };
+
+  Status Restore(const std::string& directory, OpKernelContext* context) const {
+    WEFT_ASSIGN_OR_RETURN(io::CheckpointManifest manifest, io::CheckpointManifest::Read(directory));
+    Shards shards(directory, manifest);
+    std::vector<PendingRead> reads;
+    // Each output is one saved tensor read straight into it, or rows copied out of saved tensors
+    // (a part of a variable the checkpoint cut another way), each of those read once.
+    std::vector<int> whole_read(targets_.size(), -1);
+    std::vector<std::vector<io::RowCopy>> row_copies(targets_.size());
+    std::map<std::string, int> source_read;
+    for (size_t i = 0; i < targets_.size(); ++i) {
+      WEFT_ASSIGN_OR_RETURN(std::vector<io::RowCopy> copies,
+                            io::FindRowCopies(manifest, directory, targets_[i]));
+      if (io::IsWholeTensorCopy(copies, manifest, targets_[i])) {
+        whole_read[i] = static_cast<int>(reads.size());
+        WEFT_ASSIGN_OR_RETURN(PendingRead read, shards.Prepare(copies[0].tensor));
+        reads.push_back(std::move(read));
+        continue;
+      }
+      for (const io::RowCopy& copy : copies) {
+        if (source_read.contains(copy.tensor)) continue;
+        source_read[copy.tensor] = static_cast<int>(reads.size());
+        WEFT_ASSIGN_OR_RETURN(PendingRead read, shards.Prepare(copy.tensor));
+        reads.push_back(std::move(read));
+      }
+      row_copies[i] = std::move(copies);
     }
     // The reads (a copy out of the page cache and a CRC each) run on the intra-op threads too: a
     // restore comes before training, when they are idle.
@@ -214,21 +271,36 @@ class RestoreV2Op final : public CheckpointOpKernel {
     } else {
       read(0, static_cast<int64_t>(reads.size()));
     }
-    for (size_t i = 0; i < reads.size(); ++i) {
-      WEFT_RETURN_IF_ERROR(reads[i].status);
-      WEFT_RETURN_IF_ERROR(context->SetOutput(static_cast<int>(i), std::move(reads[i].value)));
+    for (const PendingRead& done : reads) WEFT_RETURN_IF_ERROR(done.status);
+    for (size_t i = 0; i < targets_.size(); ++i) {
+      Tensor value = whole_read[i] >= 0 ? reads[whole_read[i]].value
+                                        : CopyRows(targets_[i], row_copies[i], reads, source_read);
+      WEFT_RETURN_IF_ERROR(context->SetOutput(static_cast<int>(i), std::move(value)));
     }
     return Status::OK();
   }
 
-  struct PendingRead {
-    const io::SafetensorsReader* reader;
-    const io::SafetensorsEntry* entry;
-    Tensor value;
-    Status status;
-  };
+  // The target's value assembled from rows of the saved tensors `copies` name (all read).
+  static Tensor CopyRows(const io::RestoreTarget& target, const std::vector<io::RowCopy>& copies,
+                         const std::vector<PendingRead>& reads,
+                         const std::map<std::string, int>& source_read) {
+    Tensor value(target.dtype, target.shape);
+    size_t row_bytes = DataTypeSize(target.dtype);
+    for (int d = 1; d < target.shape.dims(); ++d) {
+      row_bytes *= static_cast<size_t>(target.shape.dim_size(d));
+    }
+    char* to = static_cast<char*>(value.raw_data());
+    for (const io::RowCopy& copy : copies) {
+      const char* from =
+          static_cast<const char*>(reads[source_read.at(copy.tensor)].value.raw_data());
+      std::memcpy(to + static_cast<size_t>(copy.to_row) * row_bytes,
+                  from + static_cast<size_t>(copy.from_row) * row_bytes,
+                  static_cast<size_t>(copy.rows) * row_bytes);
+    }
+    return value;
+  }
 
-  std::vector<TensorShape> shapes_;
+  std::vector<io::RestoreTarget> targets_;
 };
 
 }  // namespace

@@ -28,18 +28,33 @@ Output SaveV2(const Scope& scope, const Input& directory,
 std::vector<Output> RestoreV2(const Scope& scope, const Input& directory,
                               const std::vector<std::string>& tensor_names,
                               const std::vector<DataType>& dtypes,
-                              const std::vector<TensorShape>& shapes) {
-  if (tensor_names.size() != dtypes.size() || tensor_names.size() != shapes.size()) {
+                              const std::vector<TensorShape>& shapes,
+                              const std::vector<RestorePart>& parts) {
+  if (tensor_names.size() != dtypes.size() || tensor_names.size() != shapes.size() ||
+      (!parts.empty() && parts.size() != tensor_names.size())) {
     scope.UpdateStatus(InvalidArgument("RestoreV2: ", tensor_names.size(), " names, ",
-                                       dtypes.size(), " dtypes and ", shapes.size(), " shapes"));
+                                       dtypes.size(), " dtypes, ", shapes.size(), " shapes and ",
+                                       parts.size(), " parts"));
     return {};
   }
-  Node* node = NodeBuilder(scope, "RestoreV2")
-                   .Input(directory)
-                   .Attr("tensor_names", tensor_names)
-                   .Attr("dtypes", dtypes)
-                   .Attr("shapes", shapes)
-                   .Finalize();
+  NodeBuilder builder(scope, "RestoreV2");
+  builder.Input(directory)
+      .Attr("tensor_names", tensor_names)
+      .Attr("dtypes", dtypes)
+      .Attr("shapes", shapes);
+  if (!parts.empty()) {
+    std::vector<std::string> whole_names;
+    std::vector<int64_t> whole_rows, offsets;
+    for (const RestorePart& part : parts) {
+      whole_names.push_back(part.whole_name);
+      whole_rows.push_back(part.whole_rows);
+      offsets.push_back(part.offset);
+    }
+    builder.Attr("whole_names", whole_names)
+        .Attr("whole_rows", whole_rows)
+        .Attr("offsets", offsets);
+  }
+  Node* node = builder.Finalize();
   if (node == nullptr) return {};
   std::vector<Output> outputs;
   for (size_t i = 0; i < tensor_names.size(); ++i) outputs.emplace_back(node, static_cast<int>(i));
