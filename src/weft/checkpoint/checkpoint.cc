@@ -241,6 +241,18 @@ Status Checkpoint::BuildRestore(const Scope& scope, const CheckpointObjects& obj
                           distributed->Assign(restore, entries_[next++].restored, nullptr));
     restores.push_back(assign);
   }
+  // The variables saved from each task (restores[e] restores entries_[e]), for RestoreTasks.
+  std::map<std::string, std::vector<Output>> by_task;
+  for (size_t e = 0; e < restores.size(); ++e) {
+    by_task[TaskOf(entries_[e].device)].push_back(restores[e]);
+  }
+  int task_number = 0;
+  for (auto& [task, assigns] : by_task) {
+    const std::string target = ops::NoOp(restore.WithOpName(StrCat("restore_task_", task_number++))
+                                             .WithControlDependencies(assigns))
+                                   .name();
+    task_restore_targets_[task] = {target, static_cast<int>(assigns.size())};
+  }
   for (; next < entries_.size(); ++next) {
     restore_value_fetches_.push_back(
         ops::Identity(restore.NewSubScope("values").WithDevice(entries_[next].device),
@@ -252,6 +264,31 @@ Status Checkpoint::BuildRestore(const Scope& scope, const CheckpointObjects& obj
   return Status::OK();
 }
 
+StatusOr<int> Checkpoint::RestoreTasks(Session& session, const std::string& directory,
+                                       const std::vector<std::string>& tasks) const {
+  StatusOr<io::CheckpointManifest> manifest = io::CheckpointManifest::Read(directory);
+  if (!manifest.ok()) return manifest.status().WithContext(StrCat("restoring ", directory));
+  std::vector<std::string> targets;
+  int restored = 0;
+  for (const std::string& task : tasks) {
+    auto found = task_restore_targets_.find(task);
+    if (found == task_restore_targets_.end()) continue;
+    targets.push_back(found->second.first);
+    restored += found->second.second;
+  }
+  // Every mismatch the manifest shows for those variables, before anything changes.
+  for (size_t e = 0; e < entries_.size(); ++e) {
+    if (std::find(tasks.begin(), tasks.end(), TaskOf(entries_[e].device)) == tasks.end()) continue;
+    WEFT_RETURN_IF_ERROR(io::FindRowCopies(*manifest, directory, RestoreTargetOf(e)).status());
+  }
+  if (targets.empty()) return 0;
+  std::vector<Tensor> outputs;
+  Status status =
+      session.Run({{restore_directory_, ops::PathTensor(directory)}}, {}, targets, &outputs);
+  if (!status.ok()) return status.WithContext(StrCat("restoring ", directory));
+  return restored;
+}
+
 StatusOr<std::optional<RestoredCheckpoint>> Checkpoint::RestoreLatest(
     Session& session, const std::string& directory) {
   WEFT_ASSIGN_OR_RETURN(std::optional<CheckpointIndex> index, ReadCheckpointIndex(directory));
@@ -259,6 +296,15 @@ StatusOr<std::optional<RestoredCheckpoint>> Checkpoint::RestoreLatest(
   WEFT_ASSIGN_OR_RETURN(RestoredCheckpoint restored,
                         Restore(session, io::JoinPath(directory, index->latest)));
   return std::optional<RestoredCheckpoint>(std::move(restored));
+}
+
+io::RestoreTarget Checkpoint::RestoreTargetOf(size_t entry) const {
+  return {.name = entries_[entry].name,
+          .dtype = entries_[entry].dtype,
+          .shape = entries_[entry].shape,
+          .whole_name = parts_[entry].whole_name,
+          .whole_rows = parts_[entry].whole_rows,
+          .offset = parts_[entry].offset};
 }
 
 std::vector<std::string> Checkpoint::tensor_names() const {
@@ -411,14 +457,7 @@ StatusOr<RestoredCheckpoint> Checkpoint::Restore(Session& session, const std::st
   if (!manifest.ok()) return manifest.status().WithContext(StrCat("restoring ", directory));
   // Every mismatch the manifest shows, before anything changes.
   for (size_t e = 0; e < entries_.size(); ++e) {
-    const io::RestoreTarget target{.name = entries_[e].name,
-                                   .dtype = entries_[e].dtype,
-                                   .shape = entries_[e].shape,
-                                   .whole_name = parts_[e].whole_name,
-                                   .whole_rows = parts_[e].whole_rows,
-                                   .offset = parts_[e].offset};
-    StatusOr<std::vector<io::RowCopy>> copies = io::FindRowCopies(*manifest, directory, target);
-    if (!copies.ok()) return copies.status();
+    WEFT_RETURN_IF_ERROR(io::FindRowCopies(*manifest, directory, RestoreTargetOf(e)).status());
   }
   std::vector<Tensor> outputs;
   Status status = session.Run({{restore_directory_, ops::PathTensor(directory)}},

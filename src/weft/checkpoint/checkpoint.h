@@ -43,6 +43,7 @@
 #include "weft/distribute/distributed_variable.h"
 #include "weft/graph/builder/ops.h"
 #include "weft/graph/builder/variable.h"
+#include "weft/io/checkpoint_row_copies.h"
 #include "weft/runtime/session.h"
 
 namespace weft::checkpoint {
@@ -104,6 +105,13 @@ class Checkpoint {
   // it (later checks, the data's CRCs, may leave some variables restored and others not: restore
   // again or start over).
   StatusOr<RestoredCheckpoint> Restore(Session& session, const std::string& directory);
+  // Restores, from the checkpoint in `directory`, only the variables saved from `tasks`
+  // ("/job:ps/replica:0/task:0": a restarted parameter server's, which lost them), leaving every
+  // other variable as it is; returns how many it restored. Errors as Restore's. May run beside a
+  // save of this checkpoint (from another thread): it reads a complete checkpoint and touches no
+  // state of this object.
+  StatusOr<int> RestoreTasks(Session& session, const std::string& directory,
+                             const std::vector<std::string>& tasks) const;
   // Restores the latest checkpoint of the checkpoint directory `directory` (the one its
   // checkpoint.json names, see checkpoint_index.h): its contents, or nullopt when it has none.
   StatusOr<std::optional<RestoredCheckpoint>> RestoreLatest(Session& session,
@@ -160,6 +168,8 @@ class Checkpoint {
                const std::string& temp, const std::string& directory, int64_t step) const;
   // Manifest of the shards written into `temp`, written there; then `temp` becomes `directory`.
   Status Finish(const std::string& temp, const std::string& directory, int64_t step) const;
+  // What RestoreV2 fills for entries_[entry], for checking a manifest before a restore.
+  io::RestoreTarget RestoreTargetOf(size_t entry) const;
   // A fresh temporary directory next to `directory`.
   StatusOr<std::string> MakeTempDirectory(const std::string& directory);
 
@@ -180,6 +190,9 @@ class Checkpoint {
   std::vector<std::string> async_value_feeds_;
   std::string restore_directory_;
   std::string restore_target_;
+  // Per task ("/job:ps/replica:0/task:1"): the target restoring the variables saved from it, and
+  // how many those are.
+  std::map<std::string, std::pair<std::string, int>> task_restore_targets_;
   std::vector<std::string> restore_value_fetches_;
   std::vector<std::string> value_names_;
   int64_t temp_counter_ = 0;

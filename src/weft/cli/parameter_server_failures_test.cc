@@ -102,6 +102,40 @@ TEST(ParameterServerFailuresTest, ParameterServerTrainingSurvivesAKilledPs) {
   }
 }
 
+// A ps task killed after checkpoints newer than the coordinator's snapshot (a save every step,
+// the snapshot every 100): its variables come back from the latest checkpoint, which each ps task
+// wrote itself, and training goes on to the end.
+TEST(ParameterServerFailuresTest, AKilledPsIsRestoredFromTheNewestCheckpoint) {
+  io::testing::TempDir dir;
+  const std::string checkpoints = dir.File("checkpoints");
+  Launch launch(LaunchArgs(
+      {"--workers", "2", "--ps", "2", "--restart-failed"},
+      StrCat("exec ", WEFT_BINARY, " train --strategy parameter_server --epochs 1 --max-steps 150",
+             " --json --checkpoint-dir ", checkpoints, " --save-every-steps 1")));
+  ASSERT_TRUE(launch.ok());
+  ASSERT_TRUE(launch.WaitFor(StrCat("saved checkpoint ", checkpoints, "/ckpt-3 ")).ok())
+      << launch.output();
+  const Start killed = FindStart(launch.output(), "started", "ps:1");
+  ASSERT_EQ(::kill(killed.pid, SIGKILL), 0);
+  ASSERT_TRUE(launch.WaitFor("weft launch: restarted ps:1").ok()) << launch.output();
+  ASSERT_TRUE(launch
+                  .WaitFor(StrCat("/job:ps/replica:0/task:1 restarted and lost its variables: ",
+                                  "restored "))
+                  .ok())
+      << launch.output();
+  ASSERT_EQ(launch.Exit(/*wait_ms=*/300'000), 0) << launch.output();
+  const std::string output = launch.output();
+  EXPECT_THAT(output, HasSubstr(StrCat("from the checkpoint ", checkpoints, "/ckpt-"))) << output;
+  EXPECT_THAT(output, HasSubstr("(newer than the snapshot of step 0)")) << output;
+  EXPECT_THAT(output, HasSubstr("\"ps_recoveries\":1")) << output;
+  EXPECT_THAT(output, HasSubstr("\"steps\":150"));
+  // A save every step: at most the steps in flight are lost.
+  EXPECT_LE(SummaryNumber(output, "steps_lost"), 10) << output;
+  for (const Start& start : Starts(output)) {
+    EXPECT_TRUE(Gone(start.pid)) << start.task << " " << start.pid;
+  }
+}
+
 // The chief killed (SIGKILL) after a checkpoint: the launch stops every server, and running the
 // same command again resumes from the checkpoint and trains to the end.
 TEST(ParameterServerFailuresTest, ParameterServerChiefKilledAndRunAgainResumesFromItsCheckpoint) {

@@ -264,6 +264,9 @@ Status ModelCheckpoint::OnTrainBegin(Model& model) {
     return Status::OK();
   }));
   model_ = &model;
+  // A ps task that restarts mid-Fit may be restored from these checkpoints (each ps writes its
+  // own), when they are newer than the model's in-memory snapshot.
+  model.SetRecoveryCheckpoints(checkpoints_.get());
   // Only a model that has not trained yet continues a stopped run; a later Fit of this model
   // goes on from where it is.
   if (options_.resume && model.position().global_step == 0) {

@@ -369,17 +369,38 @@ Status Model::MaybeSnapshot(int64_t global_step) {
 
 Status Model::RestoreTasks(Session& session, const std::vector<std::string>& tasks) {
   const std::string names = StrJoin(tasks, ", ");
-  if (snapshot_ == nullptr) {
-    return FailedPrecondition(names, " restarted and lost its variables, and no snapshot of them ",
-                              "was kept (CompileOptions::snapshot_every_steps is 0)");
+  const int64_t snapshot_step = snapshot_ != nullptr ? snapshot_->step() : -1;
+  MutexLock lock(recovery_mu_);
+  std::optional<std::pair<std::string, int64_t>> checkpoint;
+  if (recovery_checkpoints_ != nullptr) {
+    WEFT_ASSIGN_OR_RETURN(checkpoint, recovery_checkpoints_->Latest());
   }
-  WEFT_ASSIGN_OR_RETURN(int restored, snapshot_->Restore(session, tasks));
-  const int64_t lost = std::max<int64_t>(0, steps_finished_.load() - snapshot_->step());
+  int restored = 0;
+  int64_t step = 0;
+  std::string from;
+  if (checkpoint.has_value() && checkpoint->second > snapshot_step) {
+    // Written by each ps task itself, so no variable passed through this process.
+    WEFT_ASSIGN_OR_RETURN(restored,
+                          recovery_checkpoints_->RestoreTasks(session, checkpoint->first, tasks));
+    step = checkpoint->second;
+    from = StrCat("the checkpoint ", checkpoint->first, " of step ", step,
+                  snapshot_ != nullptr
+                      ? StrCat(" (newer than the snapshot of step ", snapshot_step, ")")
+                      : std::string(" (no snapshot is kept: snapshot_every_steps is 0)"));
+  } else if (snapshot_ != nullptr) {
+    WEFT_ASSIGN_OR_RETURN(restored, snapshot_->Restore(session, tasks));
+    step = snapshot_step;
+    from = StrCat("the snapshot of step ", step);
+  } else {
+    return FailedPrecondition(
+        names, " restarted and lost its variables, and no snapshot of them was kept ",
+        "(CompileOptions::snapshot_every_steps is 0) nor a checkpoint written (ModelCheckpoint)");
+  }
+  const int64_t lost = std::max<int64_t>(0, steps_finished_.load() - step);
   ps_recoveries_ += static_cast<int64_t>(tasks.size());
   steps_lost_ += lost;
   WEFT_LOG(WARNING) << names << " restarted and lost its variables: restored " << restored
-                    << " of them from the snapshot of step " << snapshot_->step() << " (" << lost
-                    << " steps lost)";
+                    << " of them from " << from << " (" << lost << " steps lost)";
   return Status::OK();
 }
 

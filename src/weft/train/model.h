@@ -33,6 +33,7 @@
 #include <utility>
 #include <vector>
 
+#include "weft/core/mutex.h"
 #include "weft/data/dataset.h"
 #include "weft/distribute/coordinator/cluster_coordinator.h"
 #include "weft/distribute/strategy.h"
@@ -244,6 +245,12 @@ class Model {
   // the steps whose updates were lost with them (done after the snapshot, before the restart).
   int64_t ps_recoveries() const { return ps_recoveries_.load(); }
   int64_t steps_lost() const { return steps_lost_.load(); }
+  // Under an asynchronous strategy: the checkpoints a ps task that restarted may also be restored
+  // from (ModelCheckpoint's, set for its Fit; null: none), when they are newer than the snapshot.
+  void SetRecoveryCheckpoints(const TrainCheckpoints* checkpoints) WEFT_EXCLUDES(recovery_mu_) {
+    MutexLock lock(recovery_mu_);
+    recovery_checkpoints_ = checkpoints;
+  }
 
  protected:
   explicit Model(std::string name);
@@ -298,8 +305,10 @@ class Model {
   // first step), and takes it again when `global_step` is due.
   Status PrepareSnapshots();
   Status MaybeSnapshot(int64_t global_step);
-  // WorkerSessions' RestoreTasksFn: the variables of `tasks` from the snapshot, through `session`.
-  Status RestoreTasks(Session& session, const std::vector<std::string>& tasks);
+  // WorkerSessions' RestoreTasksFn: the variables of `tasks` from the newest state this process
+  // has of them (the snapshot, or the latest checkpoint when it is newer), through `session`.
+  Status RestoreTasks(Session& session, const std::vector<std::string>& tasks)
+      WEFT_EXCLUDES(recovery_mu_);
   // Starts a pass over `dataset` for `what` ("Fit", ...): its iterator, positioned after the first
   // batch (in *first), checked to hold the inputs (and `with_labels`, the labels), and the model
   // built for it.
@@ -352,6 +361,9 @@ class Model {
   std::atomic<int64_t> steps_finished_{0};
   std::atomic<int64_t> ps_recoveries_{0};
   std::atomic<int64_t> steps_lost_{0};
+  // Held while a worker's thread restores a ps task from them.
+  Mutex recovery_mu_;
+  const TrainCheckpoints* recovery_checkpoints_ WEFT_GUARDED_BY(recovery_mu_) = nullptr;
   double learning_rate_ = 0;
   bool stop_training_ = false;
   TrainPosition position_;

@@ -256,12 +256,16 @@ StatusOr<History> Model::Fit(const data::Dataset& dataset, const FitOptions& opt
   resume_state_.clear();
   position_.epoch = 0;
   position_.batch_index = 0;
-  // The callbacks are the model's to hand out (CallbackStates) for this Fit only.
+  // The callbacks are the model's to hand out (CallbackStates) for this Fit only, as are the
+  // checkpoints a ModelCheckpoint lends for restoring a ps task (SetRecoveryCheckpoints).
   fit_callbacks_ = options.callbacks;
   struct Forget {
-    std::vector<Callback*>& callbacks;
-    ~Forget() { callbacks.clear(); }
-  } forget{fit_callbacks_};
+    Model& model;
+    ~Forget() {
+      model.fit_callbacks_.clear();
+      model.SetRecoveryCheckpoints(nullptr);
+    }
+  } forget{*this};
   for (Callback* callback : options.callbacks) WEFT_RETURN_IF_ERROR(callback->OnTrainBegin(*this));
   int64_t skip = 0;
   if (resume_.has_value()) {

@@ -100,6 +100,16 @@ StatusOr<std::optional<RestoredTraining>> TrainCheckpoints::RestoreLatest(Sessio
   return std::optional<RestoredTraining>(std::move(training));
 }
 
+StatusOr<std::optional<std::pair<std::string, int64_t>>> TrainCheckpoints::Latest() const {
+  using Latest = std::optional<std::pair<std::string, int64_t>>;
+  WEFT_ASSIGN_OR_RETURN(std::optional<checkpoint::CheckpointIndex> index,
+                        checkpoint::ReadCheckpointIndex(options_.directory));
+  if (!index.has_value() || index->latest.empty()) return Latest();
+  const std::string directory = io::JoinPath(options_.directory, index->latest);
+  WEFT_ASSIGN_OR_RETURN(io::CheckpointManifest manifest, io::CheckpointManifest::Read(directory));
+  return Latest(std::make_pair(directory, manifest.step));
+}
+
 Status TrainCheckpoints::Prepare(Session& session) {
   if (!options_.writer || !options_.async) return Status::OK();
   return checkpoint_->PrepareSaveAsync(session);

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "weft/checkpoint/checkpoint.h"
@@ -68,6 +69,16 @@ class TrainCheckpoints {
   // or nullopt when there is none (the caller then initializes the variables). Reports (or logs)
   // which checkpoint and which step it resumed from.
   StatusOr<std::optional<RestoredTraining>> RestoreLatest(Session& session);
+  // The latest complete checkpoint of the directory and its global step; nullopt when there is
+  // none. Thread-safe (it only reads files).
+  StatusOr<std::optional<std::pair<std::string, int64_t>>> Latest() const;
+  // Restores, from the checkpoint `directory`, only the variables saved from `tasks` (a restarted
+  // parameter server's); how many. Thread-safe: it may run beside a save
+  // (Checkpoint::RestoreTasks).
+  StatusOr<int> RestoreTasks(Session& session, const std::string& directory,
+                             const std::vector<std::string>& tasks) const {
+    return checkpoint_->RestoreTasks(session, directory, tasks);
+  }
   // Before the first step, once the variables hold their values: what saves need up front (the
   // snapshot memory of background saves).
   Status Prepare(Session& session);
