@@ -1,6 +1,7 @@
 // LocalCollectiveExecutor (see the header): members join an instance under one lock, and the last
 // to join starts its collective (runtime/internal/local_collective.h). Here: the join, abort, and
-// the all-reduce, a reduce-scatter + all-gather in shared memory, one slice per member's device.
+// the all-reduce, a reduce-scatter + all-gather in shared memory, in pieces that the last member
+// and the other members' device threads claim.
 #include "weft/runtime/collective/local_collective_executor.h"
 
 #include <algorithm>
@@ -21,9 +22,9 @@ namespace weft {
 namespace internal {
 namespace {
 
-// Below this many bytes read by the whole reduction, handing slices to other devices' threads
-// costs more than it saves (a wake-up is ~30 us here, while one thread sums ~1 MB in ~90 us).
-constexpr size_t kMinParallelBytes = size_t{1} << 20;
+// Output bytes of one piece of an all-reduce: the unit a thread claims. Small enough that the
+// threads that join late still find pieces left, large enough that claiming costs nothing.
+constexpr size_t kPieceBytes = 64 * 1024;
 // Output elements reduced per block: one block of the output stays in L1 while each member's
 // input is added to it.
 constexpr size_t kBlockBytes = 16 * 1024;
@@ -60,54 +61,64 @@ void ReduceRange(const std::vector<const T*>& inputs, T* out, int64_t begin, int
   }
 }
 
-// Slice `rank` of `num_elements` split over `group_size` members, in whole cache lines so no two
-// members write the same line; the last slices may be short or empty.
-std::pair<int64_t, int64_t> SliceRange(int64_t num_elements, int rank, int group_size,
-                                       size_t element_size) {
-  const int64_t line = static_cast<int64_t>(64 / element_size);
-  int64_t chunk = (num_elements + group_size - 1) / group_size;
-  chunk = (chunk + line - 1) / line * line;
-  const int64_t begin = std::min(num_elements, chunk * rank);
-  return {begin, std::min(num_elements, begin + chunk)};
-}
-
 template <typename T>
-void ReduceSliceOf(CollectiveInstance& instance, size_t tensor, int rank) {
+void ReducePieceOf(CollectiveInstance& instance, const AllReducePiece& piece) {
   const int group_size = static_cast<int>(instance.members.size());
-  Tensor& target = instance.targets[tensor];
-  const auto [begin, end] = SliceRange(target.NumElements(), rank, group_size, sizeof(T));
-  if (begin >= end) return;
+  Tensor& target = instance.targets[piece.tensor];
   std::vector<const T*> inputs(group_size);
   for (int m = 0; m < group_size; ++m) {
-    inputs[m] = instance.members[m].inputs[tensor].data<T>() + begin;
+    inputs[m] = instance.members[m].inputs[piece.tensor].data<T>() + piece.begin;
   }
   const bool mean = instance.members[0].params.final_op == "Div";
+  const int64_t count = piece.end - piece.begin;
   if constexpr (std::is_same_v<T, bfloat16>) {
-    SumBFloat16(inputs, target.data<T>() + begin, end - begin,
+    SumBFloat16(inputs, target.data<T>() + piece.begin, count,
                 mean ? static_cast<float>(group_size) : 1.0f);
   } else {
-    ReduceRange<T>(inputs, target.data<T>() + begin, 0, end - begin, mean ? group_size : 0);
+    ReduceRange<T>(inputs, target.data<T>() + piece.begin, 0, count, mean ? group_size : 0);
   }
 }
 
-// Reduces slice `rank` of every tensor; the last slice to finish delivers the sums.
-void RunSlice(const std::shared_ptr<CollectiveInstance>& instance, int rank) {
-  for (size_t i = 0; i < instance->targets.size(); ++i) {
-    switch (instance->targets[i].dtype()) {
+// Claims and reduces pieces until none is left; whoever finishes the last piece delivers the sums.
+// Every thread that can help runs this: the last member to join at once, the other members'
+// device threads whenever they wake. So a thread that wakes late finds the work done instead of
+// the step waiting for it, on a machine where waking a thread is slow as on one where it is fast.
+void ReducePieces(const std::shared_ptr<CollectiveInstance>& instance) {
+  const int64_t count = static_cast<int64_t>(instance->pieces.size());
+  while (true) {
+    const int64_t p = instance->next_piece.fetch_add(1, std::memory_order_relaxed);
+    if (p >= count) return;
+    const AllReducePiece& piece = instance->pieces[p];
+    switch (instance->targets[piece.tensor].dtype()) {
       case DataType::kFloat:
-        ReduceSliceOf<float>(*instance, i, rank);
+        ReducePieceOf<float>(*instance, piece);
         break;
       case DataType::kBFloat16:
-        ReduceSliceOf<bfloat16>(*instance, i, rank);
+        ReducePieceOf<bfloat16>(*instance, piece);
         break;
       default:
-        ReduceSliceOf<double>(*instance, i, rank);
+        ReducePieceOf<double>(*instance, piece);
         break;
     }
+    if (instance->pieces_left.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      DeliverOutputs(instance);
+      return;
+    }
   }
-  if (instance->slices_left.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-    DeliverOutputs(instance);
+}
+
+// Every tensor's elements in pieces of whole cache lines, about kPieceBytes of output each.
+std::vector<AllReducePiece> CutIntoPieces(const std::vector<Tensor>& targets) {
+  std::vector<AllReducePiece> pieces;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const size_t element = DataTypeSize(targets[i].dtype());
+    const int64_t per_piece = static_cast<int64_t>(std::max<size_t>(kPieceBytes / element, 1));
+    const int64_t n = targets[i].NumElements();
+    for (int64_t begin = 0; begin < n; begin += per_piece) {
+      pieces.push_back({i, begin, std::min(n, begin + per_piece)});
+    }
   }
+  return pieces;
 }
 
 // Allocates one host buffer per tensor for the sums (DeliverOutputs hands them to the members).
@@ -170,7 +181,7 @@ Status CheckAllReduceMember(const CollectiveInstance& instance, const Collective
   return Status::OK();
 }
 
-// Sums the staged inputs, one slice per member's device.
+// Sums the staged inputs in pieces, on this thread and any member's device thread that comes.
 void RunAllReduce(std::shared_ptr<CollectiveInstance> instance) {
   std::vector<CollectiveMember>& members = instance->members;
   DeviceBase* const last = instance->last;
@@ -179,25 +190,22 @@ void RunAllReduce(std::shared_ptr<CollectiveInstance> instance) {
     FinishInstance(*instance, status);
     return;
   }
-  const int group_size = static_cast<int>(members.size());
-  size_t bytes = 0;
-  for (const Tensor& input : members[0].inputs) bytes += input.TotalBytes() * group_size;
-  // Decide every slice's thread before starting any: once the last one finishes, the step may
-  // end and its devices go away.
-  std::vector<ThreadPool*> pools(group_size, nullptr);
-  if (bytes >= kMinParallelBytes) {
-    for (int rank = 0; rank < group_size; ++rank) {
-      if (members[rank].device != last) pools[rank] = members[rank].device->intra_op_pool();
+  instance->pieces = CutIntoPieces(instance->targets);
+  if (instance->pieces.empty()) {  // nothing but empty tensors
+    DeliverOutputs(instance);
+    return;
+  }
+  instance->pieces_left.store(static_cast<int64_t>(instance->pieces.size()),
+                              std::memory_order_relaxed);
+  // Offer the other members' device threads a share (decided before any piece runs: once the
+  // last piece is done the step may end and its devices go away), then work here.
+  if (instance->pieces.size() > 1) {
+    for (const CollectiveMember& member : members) {
+      ThreadPool* pool = member.device != last ? member.device->intra_op_pool() : nullptr;
+      if (pool != nullptr) pool->Schedule([instance] { ReducePieces(instance); });
     }
   }
-  instance->slices_left.store(group_size, std::memory_order_relaxed);
-  for (int rank = 0; rank < group_size; ++rank) {
-    if (pools[rank] != nullptr)
-      pools[rank]->Schedule([instance, rank] { RunSlice(instance, rank); });
-  }
-  for (int rank = 0; rank < group_size; ++rank) {
-    if (pools[rank] == nullptr) RunSlice(instance, rank);
-  }
+  ReducePieces(instance);
 }
 
 }  // namespace internal

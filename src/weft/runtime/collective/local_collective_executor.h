@@ -12,17 +12,17 @@
 // copied to host memory first and gets its results copied back, each through its device's
 // DeviceContext. A result is one host buffer shared by every member on a host-memory device (a
 // reader shares it; a consumer that wants to write in place sees the buffer shared and allocates):
-//  - all-reduce: a reduce-scatter and an all-gather in shared memory: rank r sums slice r of every
-//    tensor (its element range split evenly) over all members' inputs in rank order, then applies
-//    final_op (Div divides by group_size), so every member gets bitwise the same result. Slice r
-//    runs on member r's device threads (its intra-op pool; inline on the last member to join when
-//    the device has none or when the bucket is too small to be worth a thread hand-off). The sums
-//    are fresh buffers, so among host-memory devices it moves the bytes of one sum, copying
-//    nothing.
+//  - all-reduce: a reduce-scatter and an all-gather in shared memory: every tensor is cut into
+//    pieces of whole cache lines, and each piece is summed over all members' inputs in rank order,
+//    then final_op applied (Div divides by group_size), so every member gets bitwise the same
+//    result whichever thread summed it. The last member to join claims pieces at once; the other
+//    members' device threads (their intra-op pools) are offered to claim some too, so a thread
+//    that wakes late finds the work done rather than the step waiting for it. The sums are fresh
+//    buffers, so among host-memory devices it moves the bytes of one sum, copying nothing.
 //  - broadcast: the result is the source's value itself (no copy among host-memory devices); the
 //    source's own value is left as it is.
 //  - all-gather: the inputs concatenated along dimension 0 in rank order, one fresh buffer.
-// The last part (slice or copy) to finish calls every member's done, each exactly once, and never
+// The last part (piece or copy) to finish calls every member's done, each exactly once, and never
 // under a lock. A group of one completes at once with its input as its result.
 //
 // StartAbort fails every instance still waiting for members, and every later member, with the

@@ -45,9 +45,17 @@ struct CollectiveMember {
 CollectiveMember NewMember(CollectiveKind kind, const CollectiveParams& params, DeviceBase* device,
                            StatusCallback done);
 
+// A run of elements [begin, end) of tensor `tensor` of an all-reduce: what one thread sums at a
+// time.
+struct AllReducePiece {
+  size_t tensor = 0;
+  int64_t begin = 0;
+  int64_t end = 0;
+};
+
 // Members join under the executor's lock while the instance is kJoining. Once it is kFull the
 // computation owns `members` and `targets` without a lock: each task writes only its own part, and
-// `slices_left` (all-reduce) or `copies_left` orders every part before the thread that goes on
+// `pieces_left` (all-reduce) or `copies_left` orders every part before the thread that goes on
 // reads them. `kind`, `state`, `status` and `label` are read under the executor's lock only, and
 // never change after kFull.
 struct CollectiveInstance {
@@ -62,7 +70,10 @@ struct CollectiveInstance {
   // memory of its own. All-reduce: one sum per tensor; broadcast: the source's value; all-gather:
   // the concatenation.
   std::vector<Tensor> targets;
-  std::atomic<int> slices_left{0};
+  // All-reduce: its pieces, the next one to claim, and how many are not yet summed.
+  std::vector<AllReducePiece> pieces;
+  std::atomic<int64_t> next_piece{0};
+  std::atomic<int64_t> pieces_left{0};
   std::atomic<int> copies_left{0};
   DeviceBase* last = nullptr;  // the device of the member that completed the instance
 
