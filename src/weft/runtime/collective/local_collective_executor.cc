@@ -197,14 +197,17 @@ void RunAllReduce(std::shared_ptr<CollectiveInstance> instance) {
   }
   instance->pieces_left.store(static_cast<int64_t>(instance->pieces.size()),
                               std::memory_order_relaxed);
-  // Offer the other members' device threads a share (decided before any piece runs: once the
-  // last piece is done the step may end and its devices go away), then work here.
+  // Offer the other members' device threads a share, then work here. The helpers are all found
+  // before the first is offered: once the last piece is done the members are released, and the
+  // step may end and its devices go away.
+  std::vector<ThreadPool*> helpers;
   if (instance->pieces.size() > 1) {
     for (const CollectiveMember& member : members) {
       ThreadPool* pool = member.device != last ? member.device->intra_op_pool() : nullptr;
-      if (pool != nullptr) pool->Schedule([instance] { ReducePieces(instance); });
+      if (pool != nullptr) helpers.push_back(pool);
     }
   }
+  for (ThreadPool* pool : helpers) pool->Schedule([instance] { ReducePieces(instance); });
   ReducePieces(instance);
 }
 
