@@ -93,11 +93,13 @@ void AddTrainingFlags(CLI::App* command, TrainFlags& flags) {
       ->each([&flags](const std::string&) { flags.batch_size_given = true; });
   command->add_option("--optimizer", flags.optimizer, "Update rule")
       ->check(CLI::IsMember({"sgd", "momentum", "adam", "adamw"}))
-      ->default_str("momentum; char_transformer: adamw with W6's schedule and clipping");
+      ->default_str(
+          "momentum; adam with --strategy parameter_server, whose asynchronous steps apply "
+          "stale gradients; char_transformer: adamw with W6's schedule and clipping");
   command
       ->add_option("--lr", flags.learning_rate,
-                   "Learning rate (default 0.05; 0.03 with --strategy parameter_server, whose "
-                   "asynchronous steps apply stale gradients; char_transformer: the peak, 1e-3)")
+                   "Learning rate (default 0.05 for momentum and sgd, 0.03 for momentum under "
+                   "--strategy parameter_server, 1e-3 for adam; char_transformer: the peak, 1e-3)")
       ->check(CLI::PositiveNumber);
   command
       ->add_option("--steps-per-execution", flags.steps_per_execution,
