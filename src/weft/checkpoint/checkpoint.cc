@@ -273,8 +273,8 @@ StatusOr<int> Checkpoint::RestoreTasks(Session& session, const std::string& dire
   for (const std::string& task : tasks) {
     auto found = task_restore_targets_.find(task);
     if (found == task_restore_targets_.end()) continue;
-    targets.push_back(found->second.first);
-    restored += found->second.second;
+    targets.push_back(found->second.target);
+    restored += found->second.variables;
   }
   // Every mismatch the manifest shows for those variables, before anything changes.
   for (size_t e = 0; e < entries_.size(); ++e) {

@@ -192,7 +192,11 @@ class Checkpoint {
   std::string restore_target_;
   // Per task ("/job:ps/replica:0/task:1"): the target restoring the variables saved from it, and
   // how many those are.
-  std::map<std::string, std::pair<std::string, int>> task_restore_targets_;
+  struct TaskRestore {
+    std::string target;
+    int variables = 0;
+  };
+  std::map<std::string, TaskRestore> task_restore_targets_;
   std::vector<std::string> restore_value_fetches_;
   std::vector<std::string> value_names_;
   int64_t temp_counter_ = 0;

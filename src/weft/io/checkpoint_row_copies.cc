@@ -24,6 +24,23 @@ std::string ModelsVariable(const RestoreTarget& target, const TensorShape& whole
                 target.offset + target.shape.dim_size(0), " of one of shape ", whole.DebugString());
 }
 
+// Neither the target's own tensor nor the whole it is part of (`whole_name`, when it is one).
+Status NoSuchTensor(const std::string& directory, const RestoreTarget& target,
+                    const std::string& whole_name) {
+  return NotFound("checkpoint ", directory, " has no tensor '", target.name, "'",
+                  target.whole_name.empty()
+                      ? std::string()
+                      : StrCat(" nor a tensor '", whole_name, "' it is part of"),
+                  " (the model has a variable of that name; was it saved from another model?)");
+}
+
+// Saved tensor `name` in `where` has `saved` rows where the model's `model_side` says otherwise.
+Status ShapeDiffers(const std::string& name, const std::string& where, const TensorShape& saved,
+                    const std::string& model_side) {
+  return InvalidArgument("tensor '", name, "' in ", where, " has shape ", saved.DebugString(),
+                         " but ", model_side);
+}
+
 Status DtypeDiffers(const std::string& name, const std::string& where, DataType saved,
                     const RestoreTarget& target) {
   return InvalidArgument("tensor '", name, "' in ", where, " is ", DataTypeName(saved),
@@ -44,9 +61,7 @@ StatusOr<std::vector<RowCopy>> CopiesOfWhole(const CheckpointManifest& manifest,
     const std::string where = StrCat(directory, " (saved in ", saved.parts.size(), " parts)");
     if (saved.dtype != target.dtype) return DtypeDiffers(whole_name, where, saved.dtype, target);
     if (saved.shape != whole_shape) {
-      return InvalidArgument("tensor '", whole_name, "' in ", where, " has shape ",
-                             saved.shape.DebugString(), " but ",
-                             ModelsVariable(target, whole_shape));
+      return ShapeDiffers(whole_name, where, saved.shape, ModelsVariable(target, whole_shape));
     }
     std::vector<RowCopy> copies;
     for (const ManifestPart& part : saved.parts) {
@@ -58,21 +73,14 @@ StatusOr<std::vector<RowCopy>> CopiesOfWhole(const CheckpointManifest& manifest,
     return copies;
   }
   auto saved = manifest.tensors.find(whole_name);
-  if (saved == manifest.tensors.end()) {
-    return NotFound("checkpoint ", directory, " has no tensor '", target.name, "'",
-                    target.whole_name.empty()
-                        ? std::string()
-                        : StrCat(" nor a tensor '", whole_name, "' it is part of"),
-                    " (the model has a variable of that name; was it saved from another model?)");
-  }
+  if (saved == manifest.tensors.end()) return NoSuchTensor(directory, target, whole_name);
   const std::string where = JoinPath(directory, saved->second.shard);
   if (saved->second.dtype != target.dtype) {
     return DtypeDiffers(whole_name, where, saved->second.dtype, target);
   }
   if (saved->second.shape != whole_shape) {
-    return InvalidArgument("tensor '", whole_name, "' in ", where, " has shape ",
-                           saved->second.shape.DebugString(), " but ",
-                           ModelsVariable(target, whole_shape));
+    return ShapeDiffers(whole_name, where, saved->second.shape,
+                        ModelsVariable(target, whole_shape));
   }
   return std::vector<RowCopy>{{whole_name, first, 0, end - first}};
 }
@@ -110,15 +118,11 @@ StatusOr<std::vector<RowCopy>> FindRowCopies(const CheckpointManifest& manifest,
     }
     // A part saved under its own name but cut differently: its rows come from the whole below.
     if (!is_part) {
-      return InvalidArgument("tensor '", target.name, "' in ", path, " has shape ",
-                             saved->second.shape.DebugString(),
-                             " but the model's variable has shape ", target.shape.DebugString());
+      return ShapeDiffers(target.name, path, saved->second.shape,
+                          ModelsVariable(target, target.shape));
     }
   }
-  if (target.shape.dims() == 0) {
-    return NotFound("checkpoint ", directory, " has no tensor '", target.name,
-                    "' (the model has a variable of that name; was it saved from another model?)");
-  }
+  if (target.shape.dims() == 0) return NoSuchTensor(directory, target, target.name);
   return CopiesOfWhole(manifest, directory, target, is_part ? target.whole_name : target.name,
                        is_part ? target.whole_rows : target.shape.dim_size(0));
 }
