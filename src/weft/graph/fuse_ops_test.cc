@@ -249,5 +249,184 @@ TEST(FuseOpsTest, FusesBFloat16ProductsWithTheirWideningCastAndBias) {
   EXPECT_TENSOR_NEAR(fused[1], separate[1], 1e-2, 1e-2);
 }
 
+// Mixed precision's gradients: a float32 gradient read by a BiasAddGrad and by a Cast to bfloat16
+// is read once by _FusedBiasAddGrad (under the Cast's name, the BiasAddGrad's name kept by an
+// Identity of its second output), which takes over the GeluGrad producing it when nothing else
+// reads that; a GeluGrad whose output is also read elsewhere stays.
+struct BiasGradients {
+  Scope root = Scope::NewRootScope();
+  Output gelu_grad, plain_gradient;
+  BiasGradients() {
+    Output g = ops::Placeholder(root.WithOpName("g"), DataType::kFloat);
+    Output features = ops::Placeholder(root.WithOpName("features"), DataType::kFloat);
+    gelu_grad = ops::GeluGrad(root.WithOpName("gelu_grad"), g, features);
+    ops::BiasAddGrad(root.WithOpName("gelu_bias_grad"), gelu_grad);
+    ops::Cast(root.WithOpName("gelu_rounded"), gelu_grad, DataType::kBFloat16);
+    plain_gradient = ops::Mul(root.WithOpName("plain"), g, ops::Const(root, 3.0f));
+    ops::BiasAddGrad(root.WithOpName("plain_bias_grad"), plain_gradient);
+    ops::Cast(root.WithOpName("plain_rounded"), plain_gradient, DataType::kBFloat16);
+  }
+};
+
+TEST(FuseOpsTest, FusesBiasGradientsWithTheCastsOfTheirInputs) {
+  BiasGradients gradients;
+  // And a Gelu read only by a Cast to bfloat16 (one read elsewhere too stays).
+  Output x = ops::Placeholder(gradients.root.WithOpName("x"), DataType::kFloat);
+  ops::Cast(gradients.root.WithOpName("activation_rounded"),
+            ops::Gelu(gradients.root.WithOpName("activation"), x), DataType::kBFloat16);
+  Output shared = ops::Gelu(gradients.root.WithOpName("shared"), x);
+  ops::Cast(gradients.root.WithOpName("shared_rounded"), shared, DataType::kBFloat16);
+  ops::Identity(gradients.root.WithOpName("shared_read"), shared);
+  // And a layer normalisation whose output three Casts to bfloat16 read.
+  ops::FusedLayerNormOutputs norm =
+      ops::FusedLayerNorm(gradients.root.WithOpName("norm"), x,
+                          ops::Const(gradients.root, Random(TensorShape({6}), 12)),
+                          ops::Const(gradients.root, Random(TensorShape({6}), 13)), 1e-3f);
+  for (const char* name : {"query_in", "key_in", "value_in"}) {
+    ops::Cast(gradients.root.WithOpName(name), norm.y, DataType::kBFloat16);
+  }
+  proto::GraphDef graph = gradients.root.ToGraphDef().value();
+  EXPECT_EQ(Fuse(&graph), 4);
+  EXPECT_EQ(Find(graph, "norm")->op(), "_FusedLayerNorm");
+  for (const char* name : {"query_in", "key_in", "value_in"}) {
+    EXPECT_EQ(Find(graph, name)->op(), "Identity") << name;
+    EXPECT_EQ(Find(graph, name)->input(0), "norm") << name;
+  }
+  const proto::NodeDef* activation = Find(graph, "activation_rounded");
+  ASSERT_NE(activation, nullptr);
+  EXPECT_EQ(activation->op(), "_FusedGelu");
+  EXPECT_EQ(Find(graph, "activation"), nullptr);
+  EXPECT_EQ(Find(graph, "shared_rounded")->op(), "Cast");
+  const proto::NodeDef* gelu = Find(graph, "gelu_rounded");
+  ASSERT_NE(gelu, nullptr);
+  EXPECT_EQ(gelu->op(), "_FusedBiasAddGrad");
+  EXPECT_EQ(gelu->attr().at("activation").s(), "Gelu");
+  ASSERT_EQ(gelu->input_size(), 2);
+  EXPECT_EQ(gelu->input(0), "g");
+  EXPECT_EQ(gelu->input(1), "features");
+  EXPECT_EQ(Find(graph, "gelu_grad"), nullptr);
+  const proto::NodeDef* plain = Find(graph, "plain_rounded");
+  ASSERT_NE(plain, nullptr);
+  EXPECT_EQ(plain->op(), "_FusedBiasAddGrad");
+  EXPECT_EQ(plain->attr().at("activation").s(), "None");
+  ASSERT_EQ(plain->input_size(), 1);
+  EXPECT_EQ(plain->input(0), "plain");
+  for (const char* name : {"gelu_bias_grad", "plain_bias_grad"}) {
+    const proto::NodeDef* forwarded = Find(graph, name);
+    ASSERT_NE(forwarded, nullptr) << name;
+    EXPECT_EQ(forwarded->op(), "Identity");
+  }
+  EXPECT_EQ(Find(graph, "gelu_bias_grad")->input(0), "gelu_rounded:1");
+}
+
+TEST(FuseOpsTest, FusedBiasGradientsComputeWhatTheSeparateOpsCompute) {
+  BiasGradients gradients;
+  auto session = NewSession(SessionOptions()).value();
+  ASSERT_TRUE(session->Create(gradients.root.ToGraphDef().value()).ok());
+  // 70 rows of 24: several blocks of rows, and rows whose length is no multiple of a packet.
+  const NamedTensorList feeds = {{"g", Random(TensorShape({70, 24}), 10)},
+                                 {"features", Random(TensorShape({70, 24}), 11)}};
+  const std::vector<std::string> fetches = {"gelu_bias_grad", "gelu_rounded", "plain_bias_grad",
+                                            "plain_rounded"};
+  std::vector<Tensor> fused, separate;
+  ASSERT_TRUE(session->Run(feeds, fetches, {}, &fused).ok());
+  // The same ops unfused: each BiasAddGrad reads an Identity of its input instead.
+  Scope root = Scope::NewRootScope();
+  Output g = ops::Placeholder(root.WithOpName("g"), DataType::kFloat);
+  Output features = ops::Placeholder(root.WithOpName("features"), DataType::kFloat);
+  Output gelu_grad = ops::GeluGrad(root, g, features);
+  Output plain = ops::Mul(root, g, ops::Const(root, 3.0f));
+  ops::BiasAddGrad(root.WithOpName("gelu_bias_grad"), ops::Identity(root, gelu_grad));
+  ops::Cast(root.WithOpName("gelu_rounded"), gelu_grad, DataType::kBFloat16);
+  ops::BiasAddGrad(root.WithOpName("plain_bias_grad"), ops::Identity(root, plain));
+  ops::Cast(root.WithOpName("plain_rounded"), plain, DataType::kBFloat16);
+  auto unfused = NewSession(SessionOptions()).value();
+  ASSERT_TRUE(unfused->Create(root.ToGraphDef().value()).ok());
+  ASSERT_TRUE(unfused->Run(feeds, fetches, {}, &separate).ok());
+  for (size_t i = 0; i < fetches.size(); ++i) {
+    SCOPED_TRACE(fetches[i]);
+    EXPECT_EQ(fused[i].dtype(), separate[i].dtype());
+    if (fused[i].dtype() == DataType::kBFloat16) {
+      EXPECT_TENSOR_EQ(fused[i], separate[i]);
+    } else {
+      EXPECT_TENSOR_NEAR(fused[i], separate[i], 1e-5, 1e-5);
+    }
+  }
+}
+
+// The layers flatten their inputs before their products round them: x -> Reshape -> Cast becomes
+// x -> Cast -> Reshape (of bfloat16, under the Cast's name), which lets the rounding fuse.
+TEST(FuseOpsTest, RoundsBeforeReshapingSoThatTheRoundingFuses) {
+  Scope root = Scope::NewRootScope();
+  Output x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat);
+  Output flat = ops::Reshape(root.WithOpName("flat"), ops::Gelu(root.WithOpName("gelu"), x),
+                             Tensor::FromVector<int64_t>({-1, 6}));
+  ops::Cast(root.WithOpName("rounded"), flat, DataType::kBFloat16);
+  proto::GraphDef graph = root.ToGraphDef().value();
+  EXPECT_EQ(Fuse(&graph), 1);
+  const proto::NodeDef* reshape = Find(graph, "rounded");
+  ASSERT_NE(reshape, nullptr);
+  EXPECT_EQ(reshape->op(), "Reshape");
+  EXPECT_EQ(static_cast<DataType>(reshape->attr().at("T").type()), DataType::kBFloat16);
+  const proto::NodeDef* gelu = Find(graph, reshape->input(0));
+  ASSERT_NE(gelu, nullptr);
+  EXPECT_EQ(gelu->op(), "_FusedGelu");
+  EXPECT_EQ(Find(graph, "flat"), nullptr);
+  EXPECT_EQ(Find(graph, "gelu"), nullptr);
+
+  auto session = NewSession(SessionOptions()).value();
+  ASSERT_TRUE(session->Create(root.ToGraphDef().value()).ok());
+  std::vector<Tensor> outputs;
+  ASSERT_TRUE(
+      session->Run({{"x", Random(TensorShape({4, 3, 6}), 17)}}, {"rounded"}, {}, &outputs).ok());
+  EXPECT_EQ(outputs[0].dtype(), DataType::kBFloat16);
+  EXPECT_EQ(outputs[0].shape(), TensorShape({12, 6}));
+}
+
+// A session's fused _FusedGelu and _FusedLayerNorm give the bfloat16 values that the Casts of the
+// separate ops give (kept unfused by a second reader of each float32 result).
+TEST(FuseOpsTest, FusedRoundingsComputeWhatTheSeparateOpsCompute) {
+  std::vector<std::vector<Tensor>> results;
+  for (bool fuse : {true, false}) {
+    Scope root = Scope::NewRootScope();
+    Output x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat);
+    Output gelu = ops::Gelu(root, x);
+    ops::Cast(root.WithOpName("gelu_rounded"), gelu, DataType::kBFloat16);
+    ops::FusedLayerNormOutputs norm =
+        ops::FusedLayerNorm(root, x, ops::Const(root, Random(TensorShape({24}), 14)),
+                            ops::Const(root, Random(TensorShape({24}), 15)));
+    ops::Cast(root.WithOpName("norm_rounded"), norm.y, DataType::kBFloat16);
+    ops::Cast(root.WithOpName("norm_rounded_again"), norm.y, DataType::kBFloat16);
+    std::vector<std::string> fetches = {"gelu_rounded", "norm_rounded", "norm_rounded_again"};
+    if (!fuse) {
+      ops::Identity(root.WithOpName("gelu_float"), gelu);
+      ops::Identity(root.WithOpName("norm_float"), norm.y);
+      fetches.insert(fetches.end(), {"gelu_float", "norm_float"});
+    }
+    auto session = NewSession(SessionOptions()).value();
+    ASSERT_TRUE(session->Create(root.ToGraphDef().value()).ok());
+    proto::RunOptions trace;
+    trace.set_trace_level(proto::RunOptions::FULL_TRACE);
+    proto::RunMetadata metadata;
+    std::vector<Tensor> outputs;
+    ASSERT_TRUE(session
+                    ->Run(trace, {{"x", Random(TensorShape({70, 24}), 16)}}, fetches, {}, &outputs,
+                          &metadata)
+                    .ok());
+    std::set<std::string> ops_run;
+    for (const auto& device : metadata.step_stats().dev_stats()) {
+      for (const auto& node : device.node_stats()) ops_run.insert(node.op());
+    }
+    EXPECT_EQ(ops_run.count("_FusedGelu"), fuse ? 1 : 0);
+    EXPECT_EQ(ops_run.count("_FusedLayerNorm"), fuse ? 1 : 0);
+    outputs.resize(3);
+    results.push_back(outputs);
+  }
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(results[0][i].dtype(), DataType::kBFloat16);
+    EXPECT_TENSOR_EQ(results[0][i], results[1][i]) << i;
+  }
+}
+
 }  // namespace
 }  // namespace weft

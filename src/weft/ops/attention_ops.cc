@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cmath>
+#include <string>
 #include <string_view>
 
 #include "weft/framework/shape_inference.h"
@@ -30,7 +31,7 @@ struct InputLayout {
   int rank;
   std::array<Axis, 4> axes;  // the first `rank` are used
 };
-constexpr std::array<InputLayout, 7> kLayouts = {{
+constexpr std::array<InputLayout, 7> kHeadsMajorLayouts = {{
     {"query", 4, {kBatch, kHeads, kQueryTime, kDepth}},
     {"key", 4, {kBatch, kHeads, kKeyTime, kDepth}},
     {"value", 4, {kBatch, kHeads, kKeyTime, kValueDepth}},
@@ -38,6 +39,15 @@ constexpr std::array<InputLayout, 7> kLayouts = {{
     {"output", 4, {kBatch, kHeads, kQueryTime, kValueDepth}},
     {"logsumexp", 3, {kBatch, kHeads, kQueryTime}},
     {"output_gradient", 4, {kBatch, kHeads, kQueryTime, kValueDepth}},
+}};
+constexpr std::array<InputLayout, 7> kTimeMajorLayouts = {{
+    {"query", 4, {kBatch, kQueryTime, kHeads, kDepth}},
+    {"key", 4, {kBatch, kKeyTime, kHeads, kDepth}},
+    {"value", 4, {kBatch, kKeyTime, kHeads, kValueDepth}},
+    {"key_lengths", 1, {kBatch}},
+    {"output", 4, {kBatch, kQueryTime, kHeads, kValueDepth}},
+    {"logsumexp", 3, {kBatch, kHeads, kQueryTime}},
+    {"output_gradient", 4, {kBatch, kQueryTime, kHeads, kValueDepth}},
 }};
 
 // "[batch, heads, query_time, depth]".
@@ -58,19 +68,35 @@ Status CheckScale(const InferenceContext& context) {
   return Status::OK();
 }
 
-StatusOr<AttentionDims> MergeInputs(InferenceContext& context) {
+StatusOr<AttentionLayout> GetLayout(const InferenceContext& context) {
+  std::string layout;
+  WEFT_RETURN_IF_ERROR(context.GetAttr("layout", &layout));
+  StatusOr<AttentionLayout> parsed = ParseAttentionLayout(layout);
+  if (!parsed.ok()) return context.Error(parsed.status().message());
+  return parsed;
+}
+
+// [batch, heads, time, depth] or [batch, time, heads, depth] as `layout` says.
+PartialShape HeadsShape(AttentionLayout layout, int64_t batch, int64_t heads, int64_t time,
+                        int64_t depth) {
+  return layout == AttentionLayout::kBatchTimeHeads ? PartialShape({batch, time, heads, depth})
+                                                    : PartialShape({batch, heads, time, depth});
+}
+
+StatusOr<AttentionDims> MergeInputs(InferenceContext& context, AttentionLayout layout) {
   WEFT_RETURN_IF_ERROR(CheckScale(context));
   std::vector<PartialShape> inputs;
   for (int i = 0; i < context.num_inputs(); ++i) inputs.push_back(context.input(i));
-  StatusOr<AttentionDims> dims = MergeAttentionShapes(inputs);
+  StatusOr<AttentionDims> dims = MergeAttentionShapes(inputs, layout);
   if (!dims.ok()) return context.Error(dims.status().message());
   return dims;
 }
 
 // query, key, value, key_lengths -> output [B, H, Tq, Dv], logsumexp [B, H, Tq].
 Status FusedAttentionShape(InferenceContext& context) {
-  WEFT_ASSIGN_OR_RETURN(AttentionDims d, MergeInputs(context));
-  context.set_output(0, PartialShape({d.batch, d.heads, d.query_time, d.value_depth}));
+  WEFT_ASSIGN_OR_RETURN(const AttentionLayout layout, GetLayout(context));
+  WEFT_ASSIGN_OR_RETURN(AttentionDims d, MergeInputs(context, layout));
+  context.set_output(0, HeadsShape(layout, d.batch, d.heads, d.query_time, d.value_depth));
   context.set_output(1, PartialShape({d.batch, d.heads, d.query_time}));
   return Status::OK();
 }
@@ -78,16 +104,26 @@ Status FusedAttentionShape(InferenceContext& context) {
 // The forward's inputs and outputs and output_gradient -> the gradients of query, key and value,
 // each of its input's shape.
 Status FusedAttentionGradShape(InferenceContext& context) {
-  WEFT_ASSIGN_OR_RETURN(AttentionDims d, MergeInputs(context));
-  context.set_output(0, PartialShape({d.batch, d.heads, d.query_time, d.depth}));
-  context.set_output(1, PartialShape({d.batch, d.heads, d.key_time, d.depth}));
-  context.set_output(2, PartialShape({d.batch, d.heads, d.key_time, d.value_depth}));
+  WEFT_ASSIGN_OR_RETURN(const AttentionLayout layout, GetLayout(context));
+  WEFT_ASSIGN_OR_RETURN(AttentionDims d, MergeInputs(context, layout));
+  context.set_output(0, HeadsShape(layout, d.batch, d.heads, d.query_time, d.depth));
+  context.set_output(1, HeadsShape(layout, d.batch, d.heads, d.key_time, d.depth));
+  context.set_output(2, HeadsShape(layout, d.batch, d.heads, d.key_time, d.value_depth));
   return Status::OK();
 }
 
 }  // namespace
 
-StatusOr<AttentionDims> MergeAttentionShapes(const std::vector<PartialShape>& inputs) {
+StatusOr<AttentionLayout> ParseAttentionLayout(std::string_view layout) {
+  if (layout == "BHTD") return AttentionLayout::kBatchHeadsTime;
+  if (layout == "BTHD") return AttentionLayout::kBatchTimeHeads;
+  return InvalidArgument("layout must be BHTD or BTHD, but is '", layout, "'");
+}
+
+StatusOr<AttentionDims> MergeAttentionShapes(const std::vector<PartialShape>& inputs,
+                                             AttentionLayout input_layout) {
+  const std::array<InputLayout, 7>& layouts =
+      input_layout == AttentionLayout::kBatchTimeHeads ? kTimeMajorLayouts : kHeadsMajorLayouts;
   if (inputs.size() != 4 && inputs.size() != 7) {
     return InvalidArgument("attention takes 4 or 7 inputs, but has ", inputs.size());
   }
@@ -95,7 +131,7 @@ StatusOr<AttentionDims> MergeAttentionShapes(const std::vector<PartialShape>& in
   dims.fill(PartialShape::kUnknownDim);
   std::array<size_t, kNumAxes> source{};  // the input that set each known dim
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const InputLayout& layout = kLayouts[i];
+    const InputLayout& layout = layouts[i];
     const PartialShape& shape = inputs[i];
     if (!shape.rank_known()) continue;
     if (shape.rank() != layout.rank) {
@@ -111,7 +147,7 @@ StatusOr<AttentionDims> MergeAttentionShapes(const std::vector<PartialShape>& in
         source[axis] = i;
       } else if (dims[axis] != d) {
         return InvalidArgument(layout.name, " has ", kAxisNames[axis], " ", d, " (dimension ", a,
-                               " of ", shape.DebugString(), "), but ", kLayouts[source[axis]].name,
+                               " of ", shape.DebugString(), "), but ", layouts[source[axis]].name,
                                " has ", dims[axis]);
       }
     }
@@ -137,13 +173,16 @@ void RegisterAttentionOps(OpRegistry& registry) {
           .Attr("T: {float32, float64}")
           .Attr("causal: bool = false")
           .Attr("scale: float = 0")
+          .Attr("layout: {'BHTD', 'BTHD'} = 'BHTD'")
           .SetShapeFn(FusedAttentionShape)
           .Doc("softmax(scale * query key^T, masked) value per batch entry and head, without "
                "keeping the [query_time, key_time] probabilities: keys at or beyond "
                "key_lengths[b] are masked, and with causal those after i + key_time - query_time "
                "for query row i (bottom-right aligned); scale 0 means 1/sqrt(depth). logsumexp is "
                "each row's log-sum-exp of its scores, +inf for a row with no key, kept for the "
-               "gradient."));
+               "gradient. layout BTHD takes and gives [batch, time, heads, depth] instead of "
+               "[batch, "
+               "heads, time, depth] (logsumexp is [batch, heads, query_time] either way)."));
   registry.RegisterOrDie(
       OpDefBuilder("FusedAttentionGrad")
           .Input("query: T")
@@ -160,11 +199,12 @@ void RegisterAttentionOps(OpRegistry& registry) {
           .Attr("T: {float32, float64}")
           .Attr("causal: bool = false")
           .Attr("scale: float = 0")
+          .Attr("layout: {'BHTD', 'BTHD'} = 'BHTD'")
           .SetIsInternal()
           .SetShapeFn(FusedAttentionGradShape)
           .Doc("The gradients of FusedAttention's query, key and value given the gradient of its "
                "output, recomputing the probabilities block by block from logsumexp, under the "
-               "forward op's causal and scale."));
+               "forward op's causal, scale and layout."));
 }
 
 }  // namespace weft::ops

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "weft/core/statusor.h"
@@ -26,11 +27,22 @@ struct AttentionDims {
   int64_t value_depth = PartialShape::kUnknownDim;
 };
 
+// Where the time and head dimensions of query, key, value, output and output_gradient sit (the
+// ops' `layout` attr): "BHTD" is [batch, heads, time, depth] as above; "BTHD" is [batch, time,
+// heads, depth], which a projection's [batch * time, heads * depth] output has once reshaped, so a
+// layer needs no transposes around the op. logsumexp is [batch, heads, query_time] in both.
+enum class AttentionLayout { kBatchHeadsTime, kBatchTimeHeads };
+// "BHTD" or "BTHD"; otherwise an InvalidArgument naming the value.
+StatusOr<AttentionLayout> ParseAttentionLayout(std::string_view layout);
+
 // `inputs` are the shapes of FusedAttention's 4 inputs (query, key, value, key_lengths) or of
 // FusedAttentionGrad's 7 (those, then output, logsumexp, output_gradient). The dims they agree on,
 // or an InvalidArgument without a node prefix (callers add theirs) naming the first input whose
 // rank is wrong or whose dimension differs from an earlier input's, for example
 // "key has depth 5 (dimension 3 of [2,3,7,5]), but query has 4".
-StatusOr<AttentionDims> MergeAttentionShapes(const std::vector<PartialShape>& inputs);
+// Under kBatchTimeHeads the dimension names follow that layout ("dimension 1 of ..." is the time).
+StatusOr<AttentionDims> MergeAttentionShapes(
+    const std::vector<PartialShape>& inputs,
+    AttentionLayout layout = AttentionLayout::kBatchHeadsTime);
 
 }  // namespace weft::ops

@@ -56,6 +56,25 @@ Status BiasAddGradShape(InferenceContext& context) {
   return Status::OK();
 }
 
+// out_backprop [..., C] (and features of its shape, when given) -> backprop [..., C] and
+// bias_backprop [C].
+Status FusedBiasAddGradShape(InferenceContext& context) {
+  WEFT_RETURN_IF_ERROR(context.WithRankAtLeast(0, 2));
+  PartialShape shape = context.input(0);
+  if (context.num_inputs() > 1) {
+    StatusOr<PartialShape> merged = shape.Merge(context.input(1));
+    if (!merged.ok()) {
+      return context.Error("out_backprop and features must have the same shape, but are ",
+                           shape.DebugString(), " and ", context.input(1).DebugString());
+    }
+    shape = std::move(merged).value();
+  }
+  context.set_output(1, shape.rank_known() ? PartialShape({shape.dim(shape.rank() - 1)})
+                                           : PartialShape::UnknownOfRank(1));
+  context.set_output(0, std::move(shape));
+  return Status::OK();
+}
+
 // Both inputs must have the same shape, which is the output's.
 Status MergeBothInputsShape(InferenceContext& context) {
   StatusOr<PartialShape> merged = context.input(0).Merge(context.input(1));
@@ -144,6 +163,15 @@ void RegisterActivationOps(OpRegistry& registry) {
           .Doc(
               "x * Phi(x), element-wise, Phi the standard normal CDF: 0.5 x (1 + erf(x / "
               "sqrt(2))), or with approximate 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))."));
+  // What graph/fuse_ops.h makes of a Gelu whose output only a Cast to bfloat16 reads (the
+  // mixed_bfloat16 policy's MLP, whose next product takes bfloat16).
+  registry.RegisterOrDie(OpDefBuilder("_FusedGelu")
+                             .Input("features: float32")
+                             .Output("activations: bfloat16")
+                             .Attr("approximate: bool = false")
+                             .SetIsInternal()
+                             .SetShapeFn(shape_fn::UnchangedShape)
+                             .Doc("Gelu(features) rounded to bfloat16, in one pass."));
   registry.RegisterOrDie(
       OpDefBuilder("GeluGrad")
           .Input("gradients: T")
@@ -179,6 +207,23 @@ void RegisterBiasAndSoftmaxOps(OpRegistry& registry) {
                              .SetIsInternal()
                              .SetShapeFn(BiasAddGradShape)
                              .Doc("Sums out_backprop [..., C] over all but the last dim."));
+  // What graph/fuse_ops.h makes of a float32 gradient read by both a BiasAddGrad and a Cast to
+  // bfloat16 (a mixed_bfloat16 layer's bias and product gradients), with the GeluGrad that
+  // produced it when nothing else reads that.
+  registry.RegisterOrDie(
+      OpDefBuilder("_FusedBiasAddGrad")
+          .Input("out_backprop: float32")
+          .Input("features: num_features * float32")
+          .Output("backprop: bfloat16")
+          .Output("bias_backprop: float32")
+          .Attr("num_features: int >= 0 = 0")
+          .Attr("activation: {'None', 'Gelu'} = 'None'")
+          .Attr("approximate: bool = false")
+          .SetIsInternal()
+          .SetShapeFn(FusedBiasAddGradShape)
+          .Doc("g = out_backprop, or with activation Gelu (and one features input) out_backprop * "
+               "Gelu'(features) under approximate; backprop is g rounded to bfloat16 and "
+               "bias_backprop g summed over all but the last dimension, in one pass."));
   registry.RegisterOrDie(OpDefBuilder("Softmax")
                              .Input("logits: T")
                              .Output("softmax: T")

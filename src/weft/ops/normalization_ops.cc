@@ -78,6 +78,19 @@ void RegisterNormalizationOps(OpRegistry& registry) {
           .Doc("Normalises each row of x over its last dimension to mean 0 and variance 1, then "
                "multiplies by scale and adds offset; mean and inverse_std (1 / sqrt(variance + "
                "epsilon)) are each row's, kept for the gradient."));
+  // What graph/fuse_ops.h makes of a float32 FusedLayerNorm whose y only Casts to bfloat16 read
+  // (the mixed_bfloat16 policy's normalisation before its products).
+  registry.RegisterOrDie(OpDefBuilder("_FusedLayerNorm")
+                             .Input("x: float32")
+                             .Input("scale: float32")
+                             .Input("offset: float32")
+                             .Output("y: bfloat16")
+                             .Output("mean: float32")
+                             .Output("inverse_std: float32")
+                             .Attr("epsilon: float = 0.001")
+                             .SetIsInternal()
+                             .SetShapeFn(FusedLayerNormShape)
+                             .Doc("FusedLayerNorm with y rounded to bfloat16 as it is written."));
   registry.RegisterOrDie(
       OpDefBuilder("FusedLayerNormGrad")
           .Input("y_backprop: T")

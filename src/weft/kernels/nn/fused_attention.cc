@@ -2,6 +2,7 @@
 #include "weft/kernels/nn/fused_attention.h"
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "weft/framework/node_def_util.h"
@@ -11,14 +12,18 @@ namespace weft::kernels::attention {
 
 Status ReadAttentionAttrs(OpKernelConstruction* context, AttentionAttrs* attrs) {
   WEFT_RETURN_IF_ERROR(context->GetAttr("causal", &attrs->causal));
-  return context->GetAttr("scale", &attrs->scale);
+  WEFT_RETURN_IF_ERROR(context->GetAttr("scale", &attrs->scale));
+  std::string layout;
+  WEFT_RETURN_IF_ERROR(context->GetAttr("layout", &layout));
+  WEFT_ASSIGN_OR_RETURN(attrs->layout, ops::ParseAttentionLayout(layout));
+  return Status::OK();
 }
 
 StatusOr<AttentionProblem> MakeAttentionProblem(const OpKernel& kernel, OpKernelContext* context,
                                                 const AttentionAttrs& attrs) {
   std::vector<PartialShape> shapes;
   for (int i = 0; i < kernel.num_inputs(); ++i) shapes.emplace_back(context->input(i).shape());
-  StatusOr<ops::AttentionDims> dims = ops::MergeAttentionShapes(shapes);
+  StatusOr<ops::AttentionDims> dims = ops::MergeAttentionShapes(shapes, attrs.layout);
   if (!dims.ok()) {
     return InvalidArgument(FormatNodeForError(kernel.def()), ": ", dims.status().message());
   }
@@ -33,7 +38,8 @@ StatusOr<AttentionProblem> MakeAttentionProblem(const OpKernel& kernel, OpKernel
                            .depth = dims->depth,
                            .value_depth = dims->value_depth,
                            .causal = attrs.causal,
-                           .key_lengths = context->input(3).data<int32_t>()};
+                           .key_lengths = context->input(3).data<int32_t>(),
+                           .time_major = attrs.layout == ops::AttentionLayout::kBatchTimeHeads};
   // Every operand is indexed as a row-major matrix with rows of depth or value_depth, and double
   // GEMMs go through BLAS's 32-bit ints.
   if (!FitsBlasInt({problem.query_time, problem.key_time, problem.depth, problem.value_depth})) {

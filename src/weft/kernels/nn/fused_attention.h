@@ -13,6 +13,7 @@
 
 #include "weft/framework/op_kernel.h"
 #include "weft/kernels/gemm.h"
+#include "weft/ops/attention_ops.h"
 
 namespace weft::kernels::attention {
 
@@ -30,6 +31,7 @@ inline constexpr int64_t kKeyBlock = 64;
 struct AttentionAttrs {
   bool causal = false;
   float scale = 0;  // 0 means 1/sqrt(depth)
+  ops::AttentionLayout layout = ops::AttentionLayout::kBatchHeadsTime;
 };
 Status ReadAttentionAttrs(OpKernelConstruction* context, AttentionAttrs* attrs);
 
@@ -45,6 +47,14 @@ struct AttentionProblem {
   bool causal = false;
   double scale = 1;                      // resolved: never 0
   const int32_t* key_lengths = nullptr;  // [batch], each in [0, key_time]
+  bool time_major = false;               // layout BTHD: [batch, time, heads, width] operands
+
+  // Where the rows of head bh (= b * heads + h) start in an operand of `time` rows of `width`, and
+  // the distance between consecutive rows: all the two layouts change.
+  int64_t HeadOffset(int64_t bh, int64_t time, int64_t width) const {
+    return time_major ? ((bh / heads) * time * heads + bh % heads) * width : bh * time * width;
+  }
+  int64_t RowStride(int64_t width) const { return time_major ? heads * width : width; }
 
   // Query row i of batch entry b attends exactly the keys j < KeyLimit(b, i); at most zero for a
   // row that attends none, and nondecreasing in i, so a block's last row attends the most keys.

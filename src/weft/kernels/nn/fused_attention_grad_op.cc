@@ -59,25 +59,28 @@ void BackpropHead(const AttentionProblem& p, const GradTensors<T>& t, int64_t bh
                   GradScratch<T>& scratch) {
   const int64_t b = bh / p.heads;
   const int64_t d = p.depth, dv = p.value_depth;
+  const int64_t ld = p.RowStride(d), ldv = p.RowStride(dv);
   const T scale = static_cast<T>(p.scale);
-  const T* q = t.query + bh * p.query_time * d;
-  const T* k = t.key + bh * p.key_time * d;
-  const T* v = t.value + bh * p.key_time * dv;
-  const T* o = t.output + bh * p.query_time * dv;
+  const T* q = t.query + p.HeadOffset(bh, p.query_time, d);
+  const T* k = t.key + p.HeadOffset(bh, p.key_time, d);
+  const T* v = t.value + p.HeadOffset(bh, p.key_time, dv);
+  const T* o = t.output + p.HeadOffset(bh, p.query_time, dv);
   const T* lse = t.logsumexp + bh * p.query_time;
-  const T* dout = t.output_gradient + bh * p.query_time * dv;
-  T* dq = t.query_gradient + bh * p.query_time * d;
-  T* dk = t.key_gradient + bh * p.key_time * d;
-  T* dvalue = t.value_gradient + bh * p.key_time * dv;
+  const T* dout = t.output_gradient + p.HeadOffset(bh, p.query_time, dv);
+  T* dq = t.query_gradient + p.HeadOffset(bh, p.query_time, d);
+  T* dk = t.key_gradient + p.HeadOffset(bh, p.key_time, d);
+  T* dvalue = t.value_gradient + p.HeadOffset(bh, p.key_time, dv);
   T* prob = scratch.p.data();
   T* dprob = scratch.dp.data();
   T* delta = scratch.delta.data();
-  std::fill_n(dq, p.query_time * d, T(0));
-  std::fill_n(dk, p.key_time * d, T(0));
-  std::fill_n(dvalue, p.key_time * dv, T(0));
+  for (int64_t i = 0; i < p.query_time; ++i) std::fill_n(dq + i * ld, d, T(0));
+  for (int64_t j = 0; j < p.key_time; ++j) {
+    std::fill_n(dk + j * ld, d, T(0));
+    std::fill_n(dvalue + j * ldv, dv, T(0));
+  }
   if (p.query_time == 0) return;
   for (int64_t i = 0; i < p.query_time; ++i) {
-    delta[i] = (ConstRowMap<T>(dout + i * dv, dv) * ConstRowMap<T>(o + i * dv, dv)).sum();
+    delta[i] = (ConstRowMap<T>(dout + i * ldv, dv) * ConstRowMap<T>(o + i * ldv, dv)).sum();
   }
   const int64_t keys = std::max<int64_t>(0, p.KeyLimit(b, p.query_time - 1));
   for (int64_t j0 = 0; j0 < keys; j0 += kKeyBlock) {
@@ -87,24 +90,24 @@ void BackpropHead(const AttentionProblem& p, const GradTensors<T>& t, int64_t bh
     const int64_t first_row = p.causal ? std::max<int64_t>(0, j0 - (p.key_time - p.query_time)) : 0;
     for (int64_t i0 = first_row; i0 < p.query_time; i0 += kQueryBlock) {
       const int64_t rows = std::min(kQueryBlock, p.query_time - i0);
-      Gemm(GemmDims{.m = rows, .n = kb, .k = d, .transpose_b = true}, scale, q + i0 * d, d,
-           k + j0 * d, d, T(0), prob, kb);
+      Gemm(GemmDims{.m = rows, .n = kb, .k = d, .transpose_b = true}, scale, q + i0 * ld, ld,
+           k + j0 * ld, ld, T(0), prob, kb);
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t valid = std::clamp<int64_t>(p.KeyLimit(b, i0 + r) - j0, 0, kb);
         attention::ExpShiftedRow(prob + r * kb, valid, kb, lse[i0 + r]);
       }
       Gemm(GemmDims{.m = kb, .n = dv, .k = rows, .transpose_a = true}, T(1), prob, kb,
-           dout + i0 * dv, dv, T(1), dvalue + j0 * dv, dv);
-      Gemm(GemmDims{.m = rows, .n = kb, .k = dv, .transpose_b = true}, T(1), dout + i0 * dv, dv,
-           v + j0 * dv, dv, T(0), dprob, kb);
+           dout + i0 * ldv, ldv, T(1), dvalue + j0 * ldv, ldv);
+      Gemm(GemmDims{.m = rows, .n = kb, .k = dv, .transpose_b = true}, T(1), dout + i0 * ldv, ldv,
+           v + j0 * ldv, ldv, T(0), dprob, kb);
       for (int64_t r = 0; r < rows; ++r) {
         RowMap<T> ds(dprob + r * kb, kb);
         ds = ConstRowMap<T>(prob + r * kb, kb) * (ds - delta[i0 + r]);
       }
-      Gemm(GemmDims{.m = rows, .n = d, .k = kb}, scale, dprob, kb, k + j0 * d, d, T(1), dq + i0 * d,
-           d);
-      Gemm(GemmDims{.m = kb, .n = d, .k = rows, .transpose_a = true}, scale, dprob, kb, q + i0 * d,
-           d, T(1), dk + j0 * d, d);
+      Gemm(GemmDims{.m = rows, .n = d, .k = kb}, scale, dprob, kb, k + j0 * ld, ld, T(1),
+           dq + i0 * ld, ld);
+      Gemm(GemmDims{.m = kb, .n = d, .k = rows, .transpose_a = true}, scale, dprob, kb, q + i0 * ld,
+           ld, T(1), dk + j0 * ld, ld);
     }
   }
 }

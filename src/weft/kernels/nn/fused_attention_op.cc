@@ -8,7 +8,9 @@
 //   l   = l exp(m - m') + sum_j P       O_i *= exp(m - m')
 //   O_i += P V_j                                    [rows, Dv]   GEMM
 // then O_i /= l and logsumexp = m + log l. The output block itself is the accumulator, so a task
-// needs only one [rows, kb] tile and m and l of scratch, allocated once per shard of tasks.
+// needs only one [rows, kb] tile and m and l of scratch, allocated once per shard of tasks. Under
+// layout BTHD a head's rows are every heads-th row of the [batch * time * heads, depth] operands:
+// the GEMMs take that stride as their leading dimension, so no operand is copied.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -54,15 +56,16 @@ void AttendQueryBlock(const AttentionProblem& p, const ForwardTensors<T>& t, int
   const int64_t rows = std::min(kQueryBlock, p.query_time - first_row);
   const int64_t b = bh / p.heads;
   const int64_t dv = p.value_depth;
-  const T* q = t.query + (bh * p.query_time + first_row) * p.depth;
-  const T* k = t.key + bh * p.key_time * p.depth;
-  const T* v = t.value + bh * p.key_time * dv;
-  T* out = t.output + (bh * p.query_time + first_row) * dv;
+  const int64_t ldq = p.RowStride(p.depth), ldv = p.RowStride(dv);
+  const T* q = t.query + p.HeadOffset(bh, p.query_time, p.depth) + first_row * ldq;
+  const T* k = t.key + p.HeadOffset(bh, p.key_time, p.depth);
+  const T* v = t.value + p.HeadOffset(bh, p.key_time, dv);
+  T* out = t.output + p.HeadOffset(bh, p.query_time, dv) + first_row * ldv;
   T* lse = t.logsumexp + bh * p.query_time + first_row;
   T* tile = scratch.tile.data();
   T* row_max = scratch.row_max.data();
   T* row_sum = scratch.row_sum.data();
-  std::fill_n(out, rows * dv, T(0));
+  for (int64_t r = 0; r < rows; ++r) std::fill_n(out + r * ldv, dv, T(0));
   std::fill_n(row_max, rows, -std::numeric_limits<T>::infinity());
   std::fill_n(row_sum, rows, T(0));
   // The block's last row attends the most keys.
@@ -70,7 +73,7 @@ void AttendQueryBlock(const AttentionProblem& p, const ForwardTensors<T>& t, int
   for (int64_t j0 = 0; j0 < keys; j0 += kKeyBlock) {
     const int64_t kb = std::min(kKeyBlock, keys - j0);
     Gemm(GemmDims{.m = rows, .n = kb, .k = p.depth, .transpose_b = true}, static_cast<T>(p.scale),
-         q, p.depth, k + j0 * p.depth, p.depth, T(0), tile, kb);
+         q, ldq, k + j0 * ldq, ldq, T(0), tile, kb);
     for (int64_t r = 0; r < rows; ++r) {
       T* s = tile + r * kb;
       const int64_t valid = std::clamp<int64_t>(p.KeyLimit(b, first_row + r) - j0, 0, kb);
@@ -86,19 +89,19 @@ void AttendQueryBlock(const AttentionProblem& p, const ForwardTensors<T>& t, int
         // Nothing was summed before the row's first block (its maximum was -inf).
         const T correction = std::exp(row_max[r] - new_max);
         row_sum[r] = row_sum[r] * correction + block_sum;
-        RowMap<T>(out + r * dv, dv) *= correction;
+        RowMap<T>(out + r * ldv, dv) *= correction;
         row_max[r] = new_max;
       }
     }
-    Gemm(GemmDims{.m = rows, .n = dv, .k = kb}, T(1), tile, kb, v + j0 * dv, dv, T(1), out, dv);
+    Gemm(GemmDims{.m = rows, .n = dv, .k = kb}, T(1), tile, kb, v + j0 * ldv, ldv, T(1), out, ldv);
   }
   for (int64_t r = 0; r < rows; ++r) {
     if (row_sum[r] > T(0)) {
-      RowMap<T>(out + r * dv, dv) *= T(1) / row_sum[r];
+      RowMap<T>(out + r * ldv, dv) *= T(1) / row_sum[r];
       lse[r] = row_max[r] + std::log(row_sum[r]);
     } else {
       // A row that attends no key: +inf makes exp(score - logsumexp) 0 for every key.
-      std::fill_n(out + r * dv, dv, T(0));
+      std::fill_n(out + r * ldv, dv, T(0));
       lse[r] = std::numeric_limits<T>::infinity();
     }
   }
@@ -116,8 +119,10 @@ class FusedAttentionOp final : public OpKernel {
                           attention::MakeAttentionProblem(*this, context, attrs_));
     Tensor* output = nullptr;
     Tensor* logsumexp = nullptr;
-    WEFT_RETURN_IF_ERROR(context->AllocateOutput(
-        0, TensorShape({p.batch, p.heads, p.query_time, p.value_depth}), &output));
+    const TensorShape output_shape =
+        p.time_major ? TensorShape({p.batch, p.query_time, p.heads, p.value_depth})
+                     : TensorShape({p.batch, p.heads, p.query_time, p.value_depth});
+    WEFT_RETURN_IF_ERROR(context->AllocateOutput(0, output_shape, &output));
     WEFT_RETURN_IF_ERROR(
         context->AllocateOutput(1, TensorShape({p.batch, p.heads, p.query_time}), &logsumexp));
     const int64_t query_blocks = (p.query_time + kQueryBlock - 1) / kQueryBlock;

@@ -5,7 +5,8 @@
 // and above key_time, ragged key_lengths with a zero, and tiles that cross the 64-query and 64-key
 // block edges; rows that attend no key (output 0, logsumexp +inf, no gradient, no NaN); huge
 // scores; the gradients also against central differences of the forward; results that do not
-// depend on the thread count; empty dimensions; and the errors the kernels return themselves.
+// depend on the thread count; empty dimensions; the BTHD layout against BHTD; and the errors the
+// kernels return themselves.
 #include <cmath>
 #include <limits>
 #include <string>
@@ -266,6 +267,75 @@ TEST(FusedAttentionTest, ResultsDoNotDependOnTheThreadCount) {
   }
 }
 
+// [d0, d1, d2, d3] -> [d0, d2, d1, d3]: BHTD <-> BTHD.
+template <typename T>
+Tensor SwapTimeAndHeads(const Tensor& t) {
+  const int64_t d0 = t.dim_size(0), d1 = t.dim_size(1), d2 = t.dim_size(2), d3 = t.dim_size(3);
+  Tensor out(t.dtype(), TensorShape({d0, d2, d1, d3}));
+  for (int64_t a = 0; a < d0; ++a) {
+    for (int64_t b = 0; b < d1; ++b) {
+      for (int64_t c = 0; c < d2; ++c) {
+        for (int64_t x = 0; x < d3; ++x) {
+          out.data<T>()[((a * d2 + c) * d1 + b) * d3 + x] =
+              t.data<T>()[((a * d1 + b) * d2 + c) * d3 + x];
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// Layout BTHD reads and writes [batch, time, heads, depth] operands in place (strided GEMMs) and
+// must give BHTD's results, transposed, forward and backward: several heads so that rows of
+// different heads interleave, and tiles crossing block edges.
+template <typename T>
+void CheckTimeMajorLayout(double tol) {
+  KernelRunner runner(2);
+  for (const Case& c :
+       {Cases()[0], Cases()[2], Cases()[3], Case{2, 4, 128, 128, 16, 8, {128, 77}}}) {
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE(Describe(c, causal));
+      const Inputs in = MakeInputs<T>(c, 7, 2);
+      AttrMap time_major = Attrs(causal, c.scale);
+      time_major["layout"] = MakeAttrValue(std::string("BTHD"));
+      StatusOr<std::vector<Tensor>> heads_forward = runner.Run(
+          "FusedAttention", {in.query, in.key, in.value, in.lengths}, Attrs(causal, c.scale));
+      ASSERT_TRUE(heads_forward.ok()) << heads_forward.status();
+      const Tensor q = SwapTimeAndHeads<T>(in.query), k = SwapTimeAndHeads<T>(in.key);
+      const Tensor v = SwapTimeAndHeads<T>(in.value);
+      StatusOr<std::vector<Tensor>> time_forward =
+          runner.Run("FusedAttention", {q, k, v, in.lengths}, time_major);
+      ASSERT_TRUE(time_forward.ok()) << time_forward.status();
+      EXPECT_TENSOR_NEAR((*time_forward)[0], SwapTimeAndHeads<T>((*heads_forward)[0]), tol, tol);
+      EXPECT_TENSOR_EQ((*time_forward)[1], (*heads_forward)[1]);
+      StatusOr<std::vector<Tensor>> heads_grads =
+          runner.Run("FusedAttentionGrad",
+                     {in.query, in.key, in.value, in.lengths, (*heads_forward)[0],
+                      (*heads_forward)[1], in.output_gradient},
+                     Attrs(causal, c.scale));
+      ASSERT_TRUE(heads_grads.ok()) << heads_grads.status();
+      StatusOr<std::vector<Tensor>> time_grads =
+          runner.Run("FusedAttentionGrad",
+                     {q, k, v, in.lengths, (*time_forward)[0], (*time_forward)[1],
+                      SwapTimeAndHeads<T>(in.output_gradient)},
+                     time_major);
+      ASSERT_TRUE(time_grads.ok()) << time_grads.status();
+      for (int x = 0; x < 3; ++x) {
+        EXPECT_TENSOR_NEAR((*time_grads)[x], SwapTimeAndHeads<T>((*heads_grads)[x]), tol, tol)
+            << "gradient " << x;
+      }
+    }
+  }
+}
+
+TEST(FusedAttentionTest, TimeMajorLayoutMatchesHeadsMajorFloat) {
+  CheckTimeMajorLayout<float>(1e-5);
+}
+
+TEST(FusedAttentionTest, TimeMajorLayoutMatchesHeadsMajorDouble) {
+  CheckTimeMajorLayout<double>(1e-12);
+}
+
 TEST(FusedAttentionTest, EmptyDimensions) {
   KernelRunner runner;
   for (const Case& c :
@@ -316,6 +386,16 @@ TEST(FusedAttentionTest, KernelErrorsNameTheInput) {
   ExpectKernelError(
       RunKernelOnly("FusedAttentionGrad", {q, k, v, lengths, out, out, out}, attrs).status(),
       "FusedAttentionGrad", "logsumexp must have rank 3 [batch, heads, query_time]");
+  // Under BTHD the dimensions are named by that layout.
+  AttrMap time_major = attrs;
+  time_major["layout"] = MakeAttrValue(std::string("BTHD"));
+  ExpectKernelError(
+      RunKernelOnly("FusedAttention",
+                    {RandomTensor<float>({2, 3, 2, 4}, 1), RandomTensor<float>({2, 5, 2, 4}, 2),
+                     RandomTensor<float>({2, 5, 1, 4}, 3), lengths},
+                    time_major)
+          .status(),
+      "FusedAttention", "value has heads 1 (dimension 2 of [2,5,1,4]), but query has 2");
   // No integer kernels: the op's type list rejects int32.
   const Tensor ints = Tensor::FromVector<int32_t>({1});
   EXPECT_FALSE(KernelRunner().Run("FusedAttention", {ints, ints, ints, ints}).ok());

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "weft/kernels/testing/bfloat16_test_util.h"
 #include "weft/kernels/testing/nn_test_util.h"
 
 namespace weft::kernels {
@@ -181,6 +182,29 @@ TEST(GeluTest, GradMatchesNumericDerivative) {
     StatusOr<Tensor> analytic = runner.RunOne("GeluGrad", {weights, x}, Approximate(approximate));
     ASSERT_TRUE(analytic.ok()) << analytic.status();
     EXPECT_TENSOR_NEAR(*analytic, numeric, 1e-8, 1e-8);
+  }
+}
+
+// _FusedGelu is Gelu then a Cast to bfloat16 in one pass: the same bfloat16 values, for sizes
+// below and above the parallel threshold and not a whole number of chunks, exact and approximate.
+TEST(GeluTest, FusedGeluIsGeluRoundedToBFloat16) {
+  KernelRunner runner(2);
+  for (int64_t n : {int64_t{5}, int64_t{4099}, int64_t{70001}}) {
+    const Tensor x = RandomTensor<float>(TensorShape({n}), 3, -6, 6);
+    for (bool approximate : {false, true}) {
+      SCOPED_TRACE(StrCat("n ", n, " approximate ", approximate));
+      const AttrMap attrs = {{"approximate", MakeAttrValue(approximate)}};
+      StatusOr<Tensor> fused = runner.RunOne("_FusedGelu", {x}, attrs);
+      ASSERT_TRUE(fused.ok()) << fused.status();
+      ASSERT_EQ(fused->dtype(), DataType::kBFloat16);
+      StatusOr<Tensor> gelu = runner.RunOne("Gelu", {x}, attrs);
+      ASSERT_TRUE(gelu.ok()) << gelu.status();
+      StatusOr<Tensor> rounded =
+          runner.RunOne("Cast", {*gelu}, {{"DstT", MakeAttrValue(DataType::kBFloat16)}});
+      ASSERT_TRUE(rounded.ok()) << rounded.status();
+      // Within one bfloat16 rounding: a scalar tail and a packet may differ in the last float bit.
+      EXPECT_TENSOR_NEAR(testing::Widened(*fused), testing::Widened(*rounded), 1e-2, 8e-3);
+    }
   }
 }
 

@@ -10,6 +10,7 @@ list(APPEND WEFT_KERNEL_SOURCES
   nn/fused_attention.cc
   nn/fused_attention_grad_op.cc
   nn/fused_attention_op.cc
+  nn/fused_bias_add_grad_op.cc
   nn/gelu_ops.cc
   nn/layer_norm_ops.cc
   nn/onednn_conv.cc
@@ -29,6 +30,7 @@ weft_test(kernels_nn_test
     nn/conv_grad_ops_test.cc
     nn/conv_ops_test.cc
     nn/fused_attention_op_test.cc
+    nn/fused_bias_add_grad_op_test.cc
     nn/gelu_ops_test.cc
     nn/layer_norm_ops_test.cc
     nn/nn_shape_fns_test.cc

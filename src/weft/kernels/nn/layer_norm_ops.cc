@@ -6,10 +6,12 @@
 // Those sums are taken over fixed blocks of rows, then the blocks in order, so that the result
 // does not depend on the number of threads.
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include <Eigen/Core>
 
+#include "weft/core/bfloat16.h"
 #include "weft/framework/node_def_util.h"
 #include "weft/kernels/eigen_support.h"
 #include "weft/kernels/nn/nn_kernels.h"
@@ -51,7 +53,9 @@ TensorShape RowsShape(const Tensor& x) {
   return TensorShape(dims);
 }
 
-template <typename T>
+// FusedLayerNorm, and as _FusedLayerNorm (Out bfloat16, T float) with y rounded as it is written:
+// each row is normalised in a float scratch row, then rounded into y.
+template <typename T, typename Out = T>
 class FusedLayerNormOp final : public OpKernel {
  public:
   explicit FusedLayerNormOp(OpKernelConstruction* context) : OpKernel(context) {
@@ -73,21 +77,31 @@ class FusedLayerNormOp final : public OpKernel {
     if (channels == 0) return Status::OK();
     const int64_t rows = x.NumElements() / channels;
     const T* in = x.data<T>();
-    T* out = y->data<T>();
+    Out* out = y->data<Out>();
     T* means = mean->data<T>();
     T* inverse_stds = inverse_std->data<T>();
     ConstRow<T> gamma(scale.data<T>(), channels);
     ConstRow<T> beta(offset.data<T>(), channels);
     const T count = static_cast<T>(channels);
     ParallelFor(context, rows, static_cast<double>(channels) * 8, [&](int64_t begin, int64_t end) {
+      std::vector<T> scratch(std::is_same_v<T, Out> ? 0 : channels);
       for (int64_t r = begin; r < end; ++r) {
         ConstRow<T> row(in + r * channels, channels);
-        Row<T> normalized(out + r * channels, channels);
+        T* normalized_row;
+        if constexpr (std::is_same_v<T, Out>) {
+          normalized_row = out + r * channels;
+        } else {
+          normalized_row = scratch.data();
+        }
+        Row<T> normalized(normalized_row, channels);
         const T row_mean = row.sum() / count;
         normalized = row - row_mean;
         const T variance = normalized.square().sum() / count;
         const T inverse = T(1) / std::sqrt(variance + epsilon_);
         normalized = normalized * (gamma * inverse) + beta;
+        if constexpr (!std::is_same_v<T, Out>) {
+          FloatToBFloat16({normalized_row, static_cast<size_t>(channels)}, out + r * channels);
+        }
         means[r] = row_mean;
         inverse_stds[r] = inverse;
       }
@@ -184,6 +198,7 @@ void RegisterForType(KernelRegistry& registry) {
 }  // namespace
 
 void RegisterLayerNormKernels(KernelRegistry& registry) {
+  registry.Register<FusedLayerNormOp<float, bfloat16>>(KernelDef("_FusedLayerNorm", "CPU"));
   RegisterForType<float>(registry);
   RegisterForType<double>(registry);
 }

@@ -2,6 +2,7 @@
 // empty tensors), the gradient bit for bit at 1 and 4 threads, and inputs of the wrong shape named.
 #include <cmath>
 
+#include "weft/kernels/testing/bfloat16_test_util.h"
 #include "weft/kernels/testing/nn_test_util.h"
 
 namespace weft::kernels {
@@ -120,6 +121,30 @@ TEST(FusedLayerNormTest, ParameterGradientsDoNotDependOnTheThreadCount) {
     results.push_back(*backward);
   }
   for (int i = 0; i < 3; ++i) EXPECT_TENSOR_EQ(results[0][i], results[1][i]);
+}
+
+// _FusedLayerNorm: the same mean and inverse_std, and y rounded to bfloat16 as a Cast would round
+// FusedLayerNorm's, on 2 threads.
+TEST(FusedLayerNormTest, TheBFloat16OutputIsTheRoundedFloat32One) {
+  KernelRunner runner(2);
+  for (const TensorShape& shape : {TensorShape({5, 3}), TensorShape({300, 256})}) {
+    SCOPED_TRACE(StrCat("shape ", shape));
+    const int64_t c = shape.dim_size(1);
+    Tensor x = RandomTensor<float>(shape, 9);
+    Tensor scale = RandomTensor<float>(TensorShape({c}), 10);
+    Tensor offset = RandomTensor<float>(TensorShape({c}), 11);
+    auto fused = runner.Run("_FusedLayerNorm", {x, scale, offset});
+    ASSERT_TRUE(fused.ok()) << fused.status();
+    auto plain = runner.Run("FusedLayerNorm", {x, scale, offset});
+    ASSERT_TRUE(plain.ok()) << plain.status();
+    auto rounded =
+        runner.RunOne("Cast", {(*plain)[0]}, {{"DstT", MakeAttrValue(DataType::kBFloat16)}});
+    ASSERT_TRUE(rounded.ok()) << rounded.status();
+    ASSERT_EQ((*fused)[0].dtype(), DataType::kBFloat16);
+    EXPECT_TENSOR_EQ((*fused)[0], *rounded);
+    EXPECT_TENSOR_EQ((*fused)[1], (*plain)[1]);
+    EXPECT_TENSOR_EQ((*fused)[2], (*plain)[2]);
+  }
 }
 
 TEST(FusedLayerNormTest, InputsOfTheWrongShapeAreNamed) {

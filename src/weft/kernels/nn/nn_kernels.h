@@ -8,6 +8,8 @@ namespace weft::kernels {
 void RegisterActivationKernels(KernelRegistry& registry);  // activation_ops.cc
 void RegisterGeluKernels(KernelRegistry& registry);        // gelu_ops.cc: Gelu, GeluGrad
 void RegisterBiasAddKernels(KernelRegistry& registry);     // bias_add_ops.cc
+// fused_bias_add_grad_op.cc: _FusedBiasAddGrad
+void RegisterFusedBiasAddGradKernels(KernelRegistry& registry);
 void RegisterSoftmaxKernels(KernelRegistry& registry);     // softmax_ops.cc
 void RegisterSparseXentKernels(KernelRegistry& registry);  // sparse_xent_op.cc
 void RegisterConvKernels(KernelRegistry& registry);        // conv_ops.cc

@@ -219,6 +219,26 @@ TEST(NnShapeFnsTest, FusedAttentionMergesItsInputs) {
   EXPECT_EQ(Output(grad, 2), PartialShape({2, 4, 7, 3}));
 }
 
+TEST(NnShapeFnsTest, FusedAttentionTimeMajorLayout) {
+  const AttrMap time_major = {{"layout", MakeAttrValue(std::string("BTHD"))}};
+  StatusOr<std::vector<PartialShape>> forward = InferShapes(
+      "FusedAttention", {{kUnknown, 5, 4, 8}, {2, 7, kUnknown, 8}, {2, 7, 4, 3}, {2}}, time_major);
+  EXPECT_EQ(Output(forward, 0), PartialShape({2, 5, 4, 3}));
+  EXPECT_EQ(Output(forward, 1), PartialShape({2, 4, 5}));
+  StatusOr<std::vector<PartialShape>> grad = InferShapes(
+      "FusedAttentionGrad",
+      {{2, 5, 4, 8}, {2, 7, 4, 8}, {2, 7, 4, 3}, {2}, {}, {2, 4, 5}, {2, 5, 4, 3}}, time_major);
+  EXPECT_EQ(Output(grad, 0), PartialShape({2, 5, 4, 8}));
+  EXPECT_EQ(Output(grad, 1), PartialShape({2, 7, 4, 8}));
+  EXPECT_EQ(Output(grad, 2), PartialShape({2, 7, 4, 3}));
+  ExpectShapeError(
+      InferShapes("FusedAttention", {{2, 5, 4, 8}, {2, 7, 4, 8}, {2, 6, 4, 3}, {2}}, time_major),
+      "value has key_time 6 (dimension 1 of [2,6,4,3]), but key has 7");
+  ExpectShapeError(InferShapes("FusedAttention", {{2, 5, 4, 8}, {2, 7, 4, 8}, {2, 7, 4, 3}, {2}},
+                               {{"layout", MakeAttrValue(std::string("TBHD"))}}),
+                   "layout");
+}
+
 TEST(NnShapeFnsTest, FusedAttentionErrorsNameTheInput) {
   const PartialShape q({2, 4, 5, 8}), k({2, 4, 7, 8}), v({2, 4, 7, 3}), lengths({2});
   ExpectShapeError(InferShapes("FusedAttention", {{2, 4, 5}, k, v, lengths}, {}),

@@ -8,6 +8,7 @@ void RegisterNnKernels(KernelRegistry& registry) {
   RegisterActivationKernels(registry);
   RegisterGeluKernels(registry);
   RegisterBiasAddKernels(registry);
+  RegisterFusedBiasAddGradKernels(registry);
   RegisterSoftmaxKernels(registry);
   RegisterSparseXentKernels(registry);
   RegisterConvKernels(registry);

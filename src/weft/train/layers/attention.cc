@@ -147,7 +147,7 @@ Output MultiHeadAttention::AttendWithCache(const Scope& scope, const Output& inp
 }
 
 Output MultiHeadAttention::Project(const Scope& scope, const Output& input, const Variable& kernel,
-                                   const Variable* bias, int64_t dim) const {
+                                   const Variable* bias, int64_t dim, bool time_major) const {
   const int64_t features = kernel.shape().dim_size(0);
   Output flat = ops::Reshape(scope, input, Tensor::FromVector<int64_t>({-1, features}));
   Output projected =
@@ -159,7 +159,7 @@ Output MultiHeadAttention::Project(const Scope& scope, const Output& input, cons
         scope, projected,
         ops::Reshape(scope, bias->Read(scope), Tensor::FromVector<int64_t>({num_heads_ * dim})));
   }
-  // [batch * time, heads * dim] -> [batch, heads, time, dim].
+  // [batch * time, heads * dim] -> [batch, time, heads, dim] (-> [batch, heads, time, dim]).
   Output split = ops::Reshape(
       scope, projected,
       ops::Concat(scope,
@@ -168,6 +168,7 @@ Output MultiHeadAttention::Project(const Scope& scope, const Output& input, cons
                    ops::Const(scope, Tensor::FromVector<int32_t>({static_cast<int32_t>(num_heads_),
                                                                   static_cast<int32_t>(dim)}))},
                   0));
+  if (time_major) return split;
   return ops::Transpose(scope, split, Tensor::FromVector<int32_t>({0, 2, 1, 3}));
 }
 
@@ -177,24 +178,30 @@ Output MultiHeadAttention::Compute(const Scope& scope, const Output& query, cons
                                    KeyValueCache* cache) const {
   const size_t step = options_.use_bias ? 2 : 1;
   auto bias = [&](size_t i) { return options_.use_bias ? &weights[i + 1] : nullptr; };
-  Output q = Project(scope.NewSubScope("query"), query, weights[0], bias(0), key_dim_);
-  Output k = Project(scope.NewSubScope("key"), key, weights[step], bias(step), key_dim_);
+  // The fused op takes the projections as they come ([batch, time, heads, dim]); the composition
+  // and the key/value cache ([batch, heads, time, dim]) need them transposed.
+  const bool time_major = options_.fused && cache == nullptr;
+  Output q = Project(scope.NewSubScope("query"), query, weights[0], bias(0), key_dim_, time_major);
+  Output k =
+      Project(scope.NewSubScope("key"), key, weights[step], bias(step), key_dim_, time_major);
   Output v = Project(scope.NewSubScope("value"), value, weights[2 * step], bias(2 * step),
-                     options_.value_dim);
+                     options_.value_dim, time_major);
   if (cache != nullptr) {
     // The new positions' keys and values after the cached ones; the causal mask is aligned to the
     // last key, so the new queries see every cached position and those before them.
     k = cache->keys = ops::Concat(scope, {cache->keys, k}, 2);
     v = cache->values = ops::Concat(scope, {cache->values, v}, 2);
   }
-  Output attended = options_.fused ? FusedAttention(scope, q, k, v, key_lengths)
+  Output attended = options_.fused ? FusedAttention(scope, q, k, v, key_lengths, time_major)
                                    : ComposedAttention(scope, q, k, v, key_lengths);
-  // [batch, heads, queries, value_dim] -> [batch, queries, heads * value_dim] -> output.
+  // [batch, queries, heads, value_dim] -> [batch * queries, heads * value_dim] -> output.
+  if (!time_major) {
+    attended = ops::Transpose(scope, attended, Tensor::FromVector<int32_t>({0, 2, 1, 3}));
+  }
   const Variable& output_kernel = weights[3 * step];
   const int64_t output_dim = output_kernel.shape().dim_size(2);
-  Output merged = ops::Reshape(
-      scope, ops::Transpose(scope, attended, Tensor::FromVector<int32_t>({0, 2, 1, 3})),
-      Tensor::FromVector<int64_t>({-1, num_heads_ * options_.value_dim}));
+  Output merged = ops::Reshape(scope, attended,
+                               Tensor::FromVector<int64_t>({-1, num_heads_ * options_.value_dim}));
   Output output = ComputeMatMul(
       scope, merged,
       ops::Reshape(scope, output_kernel.Read(scope),
@@ -211,15 +218,18 @@ Output MultiHeadAttention::Compute(const Scope& scope, const Output& query, cons
 }
 
 Output MultiHeadAttention::FusedAttention(const Scope& scope, const Output& q, const Output& k,
-                                          const Output& v, const Output& key_lengths) const {
+                                          const Output& v, const Output& key_lengths,
+                                          bool time_major) const {
   Output lengths = key_lengths;
   if (!lengths) {
     // Every key of every example.
     lengths =
         ops::Fill(scope, ops::Reshape(scope, Dim(scope, q, 0), Tensor::FromVector<int64_t>({1})),
-                  Dim(scope, k, 2));
+                  Dim(scope, k, time_major ? 1 : 2));
   }
-  return ops::FusedAttention(scope, q, k, v, lengths, {.causal = options_.causal}).output;
+  return ops::FusedAttention(scope, q, k, v, lengths,
+                             {.causal = options_.causal, .layout = time_major ? "BTHD" : "BHTD"})
+      .output;
 }
 
 Output MultiHeadAttention::ComposedAttention(const Scope& scope, const Output& q, const Output& k,

@@ -67,16 +67,18 @@ class MultiHeadAttention final : public Layer {
   // `value_features`.
   void BuildFor(const Scope& scope, int64_t query_features, int64_t key_features,
                 int64_t value_features);
-  // [batch, time, features] -> [batch, heads, time, dim] through kernel [features, heads, dim].
+  // [batch, time, features] -> [batch, heads, time, dim] through kernel [features, heads, dim];
+  // [batch, time, heads, dim] when `time_major`.
   Output Project(const Scope& scope, const Output& input, const Variable& kernel,
-                 const Variable* bias, int64_t dim) const;
+                 const Variable* bias, int64_t dim, bool time_major) const;
   // With `cache`: the keys and values follow the cached ones, and the cache gets them all.
   Output Compute(const Scope& scope, const Output& query, const Output& key, const Output& value,
                  const Output& key_lengths, const std::vector<Variable>& weights,
                  KeyValueCache* cache) const;
-  // The attention of [batch, heads, time, dim] tensors through the FusedAttention op.
+  // The attention of [batch, heads, time, dim] tensors ([batch, time, heads, dim] when
+  // `time_major`) through the FusedAttention op.
   Output FusedAttention(const Scope& scope, const Output& q, const Output& k, const Output& v,
-                        const Output& key_lengths) const;
+                        const Output& key_lengths, bool time_major) const;
   // The plain composition of the same.
   Output ComposedAttention(const Scope& scope, const Output& q, const Output& k, const Output& v,
                            const Output& key_lengths) const;

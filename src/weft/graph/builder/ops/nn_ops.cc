@@ -69,7 +69,8 @@ FusedAttentionOutputs FusedAttention(const Scope& scope, const Input& query, con
                                      const FusedAttentionAttrs& attrs) {
   NodeBuilder builder(scope, "FusedAttention");
   builder.Input(query).Input(key).Input(value).Input(key_lengths);
-  auto outputs = TwoOutputs(builder.Attr("causal", attrs.causal).Attr("scale", attrs.scale));
+  auto outputs = TwoOutputs(
+      builder.Attr("causal", attrs.causal).Attr("scale", attrs.scale).Attr("layout", attrs.layout));
   return {outputs.first, outputs.second};
 }
 
@@ -88,6 +89,7 @@ FusedAttentionGradOutputs FusedAttentionGrad(const Scope& scope, const Input& qu
                    .Input(output_gradient)
                    .Attr("causal", attrs.causal)
                    .Attr("scale", attrs.scale)
+                   .Attr("layout", attrs.layout)
                    .Finalize();
   if (node == nullptr) return {};
   return {Output(node, 0), Output(node, 1), Output(node, 2)};

@@ -45,9 +45,12 @@ struct FusedAttentionAttrs {
   // query sees every key, as for new queries after a key/value cache.
   bool causal = false;
   float scale = 0;  // multiplies query . key; 0 means 1/sqrt(D)
+  // "BHTD" as above, or "BTHD": query [B, Tq, H, D], key [B, Tk, H, D], value [B, Tk, H, Dv],
+  // output [B, Tq, H, Dv], the layout of a projection [B * T, H * D] reshaped (no transposes).
+  std::string layout = "BHTD";
 };
 struct FusedAttentionOutputs {
-  Output output;     // [B, H, Tq, Dv]; 0 for a query row that attends no key
+  Output output;     // [B, H, Tq, Dv] (or [B, Tq, H, Dv]); 0 for a query row that attends no key
   Output logsumexp;  // [B, H, Tq]: each row's log-sum-exp of its scores, for the gradient
 };
 FusedAttentionOutputs FusedAttention(const Scope& scope, const Input& query, const Input& key,
