@@ -186,10 +186,10 @@ for name in "${names[@]}"; do
       # model in PyTorch (bench/torch_char_transformer.py) at its best of float32 and bf16 autocast
       # at 1 and 2 threads, Weft in float32 and under mixed_bfloat16; then 2 worker processes
       # (`weft launch`, MultiWorkerMirroredStrategy) against DDP in 2 processes of 1 thread, each
-      # at its better precision.
+      # at its better precision. Both sides leave their first 10 steps out of the throughput.
       for precision in fp32 bf16; do
         build/bin/weft train --model char_transformer --max-steps 200 --precision $precision \
-          --json | tail -n 1 >"$out/weft_transformer_$precision.json"
+          --throughput-warmup-steps 10 --json | tail -n 1 >"$out/weft_transformer_$precision.json"
       done
       for threads in 1 2; do
         for precision in fp32 bf16; do
@@ -199,8 +199,8 @@ for name in "${names[@]}"; do
       done
       for precision in fp32 bf16; do
         build/bin/weft launch --workers 2 -- build/bin/weft train --strategy multi_worker_mirrored \
-          --model char_transformer --max-steps 200 --precision $precision --json \
-          >"$out/multiworker2_transformer_$precision.log"
+          --model char_transformer --max-steps 200 --precision $precision \
+          --throughput-warmup-steps 10 --json >"$out/multiworker2_transformer_$precision.log"
         /usr/bin/python3 bench/torch_char_transformer.py --steps 200 --threads 1 --world 2 \
           --precision $precision >"$out/torch_ddp2_transformer_$precision.json"
       done

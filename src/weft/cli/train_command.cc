@@ -202,6 +202,13 @@ void AddDistributionFlags(CLI::App* command, TrainFlags& flags) {
 
 void AddTracingFlags(CLI::App* command, TrainFlags& flags) {
   command
+      ->add_option("--throughput-warmup-steps", flags.throughput_warmup_steps,
+                   "Leave the run's first this many steps (graph optimisation, first "
+                   "allocations) out of the reported training throughput, as the peers' "
+                   "benchmark scripts do")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  command
       ->add_option("--step-breakdown", flags.step_breakdown,
                    "Trace this many steps (after 10 untraced ones) and print on stderr where "
                    "their time went: per device, each op type's time per step and the time no "
@@ -283,6 +290,7 @@ bool OptionsFromFlags(const TrainFlags& flags, train::TrainOptions* options) {
   if (const char* host = std::getenv("WEFT_HOST"); host != nullptr) options->hostname = host;
   options->collective_timeout_ms = flags.collective_timeout_ms;
   options->step_breakdown_steps = flags.step_breakdown;
+  options->throughput_warmup_steps = flags.throughput_warmup_steps;
   if (!flags.trace_steps.empty()) {
     if (flags.trace.empty()) {
       std::fprintf(stderr, "weft train: --trace-steps %s needs --trace FILE\n",

@@ -37,9 +37,10 @@ struct TrainFlags {
   std::string coordinator;  // Slurm / Open MPI ranks meet here ("": WEFT_COORDINATOR)
   bool force_tcp = false;   // TCP between the workers even on one host
   int64_t collective_timeout_ms = 300000;
-  int64_t step_breakdown = 0;    // steps to trace and break down (0: none)
-  std::string trace;             // Chrome trace file ("": none)
-  std::string trace_steps;       // "FIRST:LAST" ("": train/trace_writer.h's default range)
+  int64_t step_breakdown = 0;           // steps to trace and break down (0: none)
+  int64_t throughput_warmup_steps = 0;  // first steps left out of the reported throughput
+  std::string trace;                    // Chrome trace file ("": none)
+  std::string trace_steps;              // "FIRST:LAST" ("": train/trace_writer.h's default range)
   int metrics_port = -1;         // serve /metrics on loopback at this port (0: any; -1: none)
   std::string checkpoint_dir;    // "": no checkpoints
   int64_t save_every_steps = 0;  // 0: only at the end

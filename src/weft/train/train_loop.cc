@@ -91,6 +91,10 @@ class TrainLoopReporter final : public Callback {
     ++run_steps_;
     epoch_seconds_ += logs.at("seconds");
     epoch_images_ += static_cast<int64_t>(logs.at("examples"));
+    if (run_steps_ > options_.throughput_warmup_steps) {
+      timed_seconds_ += logs.at("seconds");
+      timed_images_ += static_cast<int64_t>(logs.at("examples"));
+    }
     final_loss_ = logs.at("loss");
     ++progress_.step_in_epoch;
     progress_.total_steps = model.position().global_step;
@@ -109,7 +113,11 @@ class TrainLoopReporter final : public Callback {
     return Status::OK();
   }
 
-  double images_per_sec() const { return trained_images_ / std::max(training_seconds_, 1e-9); }
+  // Over the steps after TrainOptions::throughput_warmup_steps, or every step when none came after.
+  double images_per_sec() const {
+    if (timed_seconds_ > 0) return static_cast<double>(timed_images_) / timed_seconds_;
+    return static_cast<double>(trained_images_) / std::max(training_seconds_, 1e-9);
+  }
   double final_loss() const { return final_loss_; }
   const StepBreakdown& breakdown() const { return breakdown_; }
 
@@ -121,8 +129,8 @@ class TrainLoopReporter final : public Callback {
   TrainProgress progress_;
   int64_t run_steps_ = 0;        // steps of this run (the global step counts earlier runs' too)
   bool breakdown_step_ = false;  // whether the coming step is one of the breakdown's
-  double epoch_seconds_ = 0, training_seconds_ = 0;
-  int64_t epoch_images_ = 0, trained_images_ = 0;
+  double epoch_seconds_ = 0, training_seconds_ = 0, timed_seconds_ = 0;
+  int64_t epoch_images_ = 0, trained_images_ = 0, timed_images_ = 0;
   double final_loss_ = 0;
   StepBreakdown breakdown_;
 };

@@ -91,6 +91,10 @@ struct TrainOptions {
   // With a target: how long the master waits for any worker to answer (a silent worker fails the
   // step and Close, naming it); 0: the server's --worker-timeout-ms.
   int64_t worker_timeout_ms = 0;
+  // Leaves the first this many steps of the run out of TrainSummary's training throughput (graph
+  // optimisation, first allocations, kernel setup), as bench/torch_*.py leave theirs; all steps
+  // count when the run has no more than these.
+  int64_t throughput_warmup_steps = 0;
   // Traces this many steps after kStepBreakdownWarmup untraced ones and reports where their time
   // went in TrainSummary::step_breakdown (0: no tracing).
   int64_t step_breakdown_steps = 0;
