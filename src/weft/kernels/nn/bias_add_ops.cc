@@ -1,8 +1,7 @@
 // BiasAdd and BiasAddGrad on CPU for NHWC data, seen as a matrix [rows, C]:
 //   BiasAdd:     output[r, c] = value[r, c] + bias[c]   (in place when value's buffer is free)
-//   BiasAddGrad: output[c] = sum_r out_backprop[r, c]   (blocks of rows summed in parallel, four
-//                                                        rows at a time, then the block sums
-//                                                        added in a fixed order)
+//   BiasAddGrad: output[c] = sum_r out_backprop[r, c]   (blocks of rows summed in parallel, then
+//                                                        the block sums added in a fixed order)
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -86,46 +85,28 @@ class BiasAddGradOp final : public OpKernel {
     if (grad.NumElements() == 0) return Status::OK();
     const int64_t rows = grad.NumElements() / channels;
     const T* in = grad.data<T>();
-    // Fixed blocks (not the thread count) so results do not depend on scheduling. The block sums
-    // live in a temporary tensor: the allocator keeps such blocks, where a fresh vector of 256 KB
-    // (64 blocks of 1,024 channels) came from memory mapped anew and page-faulted in each call.
-    const int64_t rows_per_block =
-        std::max<int64_t>(1, std::max<int64_t>(kParallelElements / channels, rows / 64));
-    const int64_t blocks = (rows + rows_per_block - 1) / rows_per_block;
-    WEFT_ASSIGN_OR_RETURN(Tensor partial, context->AllocateTemp(DataTypeToEnum<T>::value,
-                                                                TensorShape({blocks, channels})));
+    // The block sums live in a temporary tensor, whose large blocks the allocator keeps.
+    const RowBlocks blocks = FixedRowBlocks(rows, channels);
+    WEFT_ASSIGN_OR_RETURN(
+        Tensor partial,
+        context->AllocateTemp(DataTypeToEnum<T>::value, TensorShape({blocks.count, channels})));
     T* sums = partial.data<T>();
-    ParallelFor(context, blocks, static_cast<double>(rows_per_block * channels),
+    ParallelFor(context, blocks.count, static_cast<double>(blocks.rows_per_block * channels),
                 [&](int64_t begin, int64_t end) {
                   for (int64_t block = begin; block < end; ++block) {
-                    const int64_t first = block * rows_per_block;
-                    SumRows(in + first * channels, std::min(rows, first + rows_per_block) - first,
-                            channels, sums + block * channels);
+                    T* sum = sums + block * channels;
+                    std::fill_n(sum, channels, T(0));
+                    const int64_t last = std::min(rows, (block + 1) * blocks.rows_per_block);
+                    for (int64_t r = block * blocks.rows_per_block; r < last; ++r) {
+                      const T* src = in + r * channels;
+                      for (int64_t c = 0; c < channels; ++c) sum[c] += src[c];
+                    }
                   }
                 });
-    for (int64_t block = 0; block < blocks; ++block) {
+    for (int64_t block = 0; block < blocks.count; ++block) {
       for (int64_t c = 0; c < channels; ++c) out[c] += sums[block * channels + c];
     }
     return Status::OK();
-  }
-
- private:
-  // sum[c] = the sum over `rows` rows of in[r, c]. Four rows per pass over sum: a quarter of the
-  // loads and stores of sum that a row at a time needs.
-  static void SumRows(const T* __restrict in, int64_t rows, int64_t channels, T* __restrict sum) {
-    std::fill_n(sum, channels, T(0));
-    int64_t r = 0;
-    for (; r + 4 <= rows; r += 4) {
-      const T* __restrict a = in + r * channels;
-      const T* __restrict b = a + channels;
-      const T* __restrict c = b + channels;
-      const T* __restrict d = c + channels;
-      for (int64_t i = 0; i < channels; ++i) sum[i] += (a[i] + b[i]) + (c[i] + d[i]);
-    }
-    for (; r < rows; ++r) {
-      const T* __restrict a = in + r * channels;
-      for (int64_t i = 0; i < channels; ++i) sum[i] += a[i];
-    }
   }
 };
 

@@ -33,7 +33,8 @@ class FusedBiasAddGradOp final : public OpKernel {
     if (status.ok() && features != (gelu_ ? 1 : 0)) {
       status = InvalidArgument(FormatNodeForError(context->node_def()),
                                ": activation Gelu takes one features input and None takes none, "
-                               "but ", activation, " has ", features);
+                               "but ",
+                               activation, " has ", features);
     }
     context->SetStatus(status);
   }
@@ -59,26 +60,25 @@ class FusedBiasAddGradOp final : public OpKernel {
     std::fill_n(bias, channels, 0.0f);
     if (gradient.NumElements() == 0) return Status::OK();
     const int64_t rows = gradient.NumElements() / channels;
-    const int64_t rows_per_block =
-        std::max<int64_t>(1, std::max<int64_t>(kParallelElements / channels, rows / 64));
-    const int64_t blocks = (rows + rows_per_block - 1) / rows_per_block;
+    const RowBlocks blocks = FixedRowBlocks(rows, channels);
     // Each block's column sums, then (as scratch) one row of g per block.
     WEFT_ASSIGN_OR_RETURN(
         Tensor scratch,
-        context->AllocateTemp(DataType::kFloat, TensorShape({2, blocks, channels})));
+        context->AllocateTemp(DataType::kFloat, TensorShape({2, blocks.count, channels})));
     float* sums = scratch.data<float>();
-    float* row_scratch = sums + blocks * channels;
+    float* row_scratch = sums + blocks.count * channels;
     const float* in = gradient.data<float>();
     const float* features = gelu_ ? context->input(1).data<float>() : nullptr;
     bfloat16* out = backprop->data<bfloat16>();
-    ParallelFor(context, blocks, static_cast<double>(rows_per_block * channels) * (gelu_ ? 60 : 3),
+    ParallelFor(context, blocks.count,
+                static_cast<double>(blocks.rows_per_block * channels) * (gelu_ ? 60 : 3),
                 [&](int64_t begin, int64_t end) {
                   for (int64_t block = begin; block < end; ++block) {
                     RowMap sum(sums + block * channels, channels);
                     sum.setZero();
                     float* g = row_scratch + block * channels;
-                    const int64_t last = std::min(rows, (block + 1) * rows_per_block);
-                    for (int64_t r = block * rows_per_block; r < last; ++r) {
+                    const int64_t last = std::min(rows, (block + 1) * blocks.rows_per_block);
+                    for (int64_t r = block * blocks.rows_per_block; r < last; ++r) {
                       const float* row = in + r * channels;
                       if (gelu_) {
                         GeluGradRow(row, features + r * channels, channels, g);
@@ -89,7 +89,7 @@ class FusedBiasAddGradOp final : public OpKernel {
                     }
                   }
                 });
-    for (int64_t block = 0; block < blocks; ++block) {
+    for (int64_t block = 0; block < blocks.count; ++block) {
       RowMap(bias, channels) += ConstRowMap(sums + block * channels, channels);
     }
     return Status::OK();
