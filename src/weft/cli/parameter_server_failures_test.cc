@@ -40,10 +40,10 @@ void TrainAndKillAfterTheFirstStep(Launch& launch, const std::string& task) {
   ASSERT_TRUE(launch.WaitFor(StrCat("weft launch: restarted ", task)).ok()) << launch.output();
 }
 
-std::vector<std::string> TrainWithRestarts() {
+std::vector<std::string> TrainWithRestarts(const std::string& flags = "") {
   return LaunchArgs(
       {"--workers", "2", "--ps", "2", "--restart-failed"},
-      StrCat("exec ", WEFT_BINARY, " train --strategy parameter_server --epochs 2 --json"));
+      StrCat("exec ", WEFT_BINARY, " train --strategy parameter_server --epochs 2 --json", flags));
 }
 
 // The value of `"key":<number>` in the --json summary in `output`; -1 (and a failure) without it.
@@ -54,6 +54,29 @@ double SummaryNumber(const std::string& output, const std::string& key) {
     return -1;
   }
   return std::stod(match[1]);
+}
+
+// The same with --exactly-once: the killed worker's steps are discarded where they staged their
+// updates and run again elsewhere, each committed once (visits counted per example in
+// parameter_server_exactly_once_test.cc); the summary counts the input leased again.
+TEST(ParameterServerFailuresTest, AKilledWorkersStepsAreAppliedOnceWithExactlyOnceInput) {
+  Launch launch(TrainWithRestarts(" --exactly-once"));
+  TrainAndKillAfterTheFirstStep(launch, "worker:0");
+  if (::testing::Test::HasFatalFailure()) return;
+  ASSERT_TRUE(
+      launch.WaitFor("worker /job:worker/replica:0/task:0 is back: it takes steps again").ok())
+      << launch.output();
+  ASSERT_EQ(launch.Exit(/*wait_ms=*/300'000), 0) << launch.output();
+  const std::string output = launch.output();
+  EXPECT_THAT(output, HasSubstr("\"steps\":936")) << output;
+  const double rescheduled = SummaryNumber(output, "rescheduled_steps");
+  EXPECT_GE(rescheduled, 1);
+  EXPECT_EQ(SummaryNumber(output, "input_shards_reissued"), rescheduled);
+  EXPECT_EQ(SummaryNumber(output, "lost_commits"), 0);
+  EXPECT_GT(SummaryNumber(output, "test_accuracy"), 0.75) << output;
+  for (const Start& start : Starts(output)) {
+    EXPECT_TRUE(Gone(start.pid)) << start.task << " " << start.pid;
+  }
 }
 
 // A worker killed while training (SIGKILL) and brought back by --restart-failed: its step is

@@ -184,6 +184,11 @@ void AddDistributionFlags(CLI::App* command, TrainFlags& flags) {
                    "job failed resumes (0: never)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  command->add_flag("--exactly-once", flags.exactly_once,
+                    "With --strategy parameter_server: each step's updates wait on the ps tasks "
+                    "until the coordinator commits the step, so a step whose worker died is "
+                    "discarded and run again, never applied twice: every batch of an epoch is "
+                    "applied exactly once");
   command->add_option("--snapshot-dir", flags.snapshot_dir,
                       "With --snapshot-every-steps: where (a tmpfs directory) the workers keep "
                       "their snapshots (default: under /dev/shm/weft-snapshots, named after the "
@@ -278,6 +283,7 @@ bool OptionsFromFlags(const TrainFlags& flags, train::TrainOptions* options) {
   options->data_dir = flags.data_dir;
   options->mlp_width = flags.mlp_width;
   options->snapshot_every_steps = flags.snapshot_every_steps;
+  options->exactly_once_input = flags.exactly_once;
   options->snapshot_dir = flags.snapshot_dir;
   options->strategy = flags.strategy;
   options->devices = flags.devices;

@@ -9,6 +9,7 @@ struct TrainFlags {
   std::string model = "mlp";
   int64_t mlp_width = 256;
   int64_t snapshot_every_steps = 0;
+  bool exactly_once = false;
   std::string snapshot_dir;
   int epochs = 3;
   bool epochs_given = false;

@@ -118,6 +118,23 @@ const Edge* Graph::AddControlEdge(Node* src, Node* dst) {
   return AddEdgeInternal(src, kControlSlot, dst, kControlSlot);
 }
 
+Status Graph::ReplaceInput(Node* dst, int dst_input, NodeOutput src) {
+  if (dst_input < 0 || dst_input >= dst->num_inputs()) {
+    return InvalidArgument("node '", dst->name(), "' has no input ", dst_input);
+  }
+  if (src.index < 0 || src.index >= src.node->num_outputs()) {
+    return InvalidArgument("node '", src.node->name(), "' has no output ", src.index);
+  }
+  if (src.node->output_type(src.index) != dst->input_type(dst_input)) {
+    return InvalidArgument("input ", dst_input, " of node '", dst->name(), "' is ",
+                           DataTypeName(dst->input_type(dst_input)), ", but '", src.node->name(),
+                           "':", src.index, " is ", DataTypeName(src.node->output_type(src.index)));
+  }
+  if (const Edge* old = dst->input_edge(dst_input); old != nullptr) RemoveEdge(old);
+  AddEdgeInternal(src.node, src.index, dst, dst_input);
+  return Status::OK();
+}
+
 void Graph::RemoveEdge(const Edge* edge) {
   auto erase = [edge](std::vector<const Edge*>& list) {
     list.erase(std::remove(list.begin(), list.end(), edge), list.end());

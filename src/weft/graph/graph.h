@@ -103,6 +103,10 @@ class Graph {
 
   // Adds a control edge (no-op when it exists). The caller keeps the graph acyclic.
   const Edge* AddControlEdge(Node* src, Node* dst);
+  // Makes `src` feed data input `dst_input` of `dst` instead of what fed it. InvalidArgument
+  // naming `dst` when it has no such input or `src` is of another dtype; shapes are not inferred
+  // again. The caller keeps the graph acyclic.
+  Status ReplaceInput(Node* dst, int dst_input, NodeOutput src);
   void RemoveEdge(const Edge* edge);
   // Removes a node and all its edges.
   void RemoveNode(Node* node);

@@ -90,6 +90,27 @@ TEST_F(GraphTest, RemoveNodeDropsItsEdges) {
   EXPECT_EQ(graph_.FindNode("id"), nullptr);
 }
 
+TEST_F(GraphTest, ReplaceInputRepointsOneDataInput) {
+  Node* a = Placeholder("a", DataType::kFloat, PartialShape({2}));
+  Node* b = Placeholder("b", DataType::kFloat, PartialShape({2}));
+  Node* i = Placeholder("i", DataType::kInt32, PartialShape({2}));
+  auto add =
+      graph_.AddNode(Def("add", "Add", {{"T", MakeAttrValue(DataType::kFloat)}}), {{a, 0}, {a, 0}});
+  ASSERT_TRUE(add.ok()) << add.status();
+  ASSERT_TRUE(graph_.ReplaceInput(*add, 1, {b, 0}).ok());
+  EXPECT_EQ((*add)->input_edge(0)->src, a);
+  EXPECT_EQ((*add)->input_edge(1)->src, b);
+  EXPECT_EQ(a->out_edges().size(), 1u);
+  EXPECT_EQ(b->out_edges().size(), 1u);
+  Status wrong_type = graph_.ReplaceInput(*add, 0, {i, 0});
+  EXPECT_NE(wrong_type.message().find("input 0 of node 'add' is float32, but 'i':0 is int32"),
+            std::string::npos)
+      << wrong_type;
+  EXPECT_FALSE(graph_.ReplaceInput(*add, 2, {b, 0}).ok());
+  EXPECT_FALSE(graph_.ReplaceInput(*add, 0, {b, 1}).ok());
+  EXPECT_EQ((*add)->input_edge(0)->src, a);  // unchanged by the refusals
+}
+
 TEST_F(GraphTest, FindCycleReportsAControlLoop) {
   Node* a = Placeholder("a", DataType::kFloat, PartialShape({2}));
   auto b = graph_.AddNode(Def("b", "Identity", {{"T", MakeAttrValue(DataType::kFloat)}}), {{a, 0}});

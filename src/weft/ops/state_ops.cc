@@ -2,7 +2,8 @@
 // ReadVariableOp, ResourceGather (rows of it), AssignVariableOp, AssignAddVariableOp,
 // AssignSubVariableOp, VarIsInitializedOp and DestroyResourceOp act on it through that handle. All
 // are stateful: two reads of one variable are never merged. A read's shape is unknown here (shape
-// functions see only the scalar handle).
+// functions see only the scalar handle). The _StageTensors family holds a step's update inputs on
+// their device until the coordinator commits them (distribute/staged_updates.h).
 #include "weft/framework/shape_inference.h"
 #include "weft/ops/register_ops.h"
 
@@ -43,10 +44,49 @@ Status GatherShape(InferenceContext& context) {
   return Status::OK();
 }
 
+Status CommitIdIsScalar(InferenceContext& context) {
+  WEFT_RETURN_IF_ERROR(context.WithRank(0, 0));
+  return Status::OK();
+}
+
 Status IsInitializedShape(InferenceContext& context) {
   WEFT_RETURN_IF_ERROR(HandleIsScalar(context));
   context.set_output(0, PartialShape({}));
   return Status::OK();
+}
+
+// The steps' staged updates (distribute/staged_updates.h).
+void RegisterStagingOps(OpRegistry& registry) {
+  registry.RegisterOrDie(
+      OpDefBuilder("_StageTensors")
+          .Input("commit_id: int64")
+          .Input("values: dtypes")
+          .Attr("stage: string")
+          .Attr("dtypes: list(type)")
+          .SetIsStateful()
+          .SetShapeFn(CommitIdIsScalar)
+          .SetIsInternal()
+          .Doc("Keeps `values` on this device under (`stage`, commit_id) until _UnstageTensors "
+               "takes them or _DiscardStagedTensors drops them; staging the same key again "
+               "replaces them."));
+  registry.RegisterOrDie(
+      OpDefBuilder("_UnstageTensors")
+          .Input("commit_id: int64")
+          .Output("values: dtypes")
+          .Attr("stage: string")
+          .Attr("dtypes: list(type)")
+          .SetIsStateful()
+          .SetShapeFn(CommitIdIsScalar)
+          .SetIsInternal()
+          .Doc("Takes (and removes) the values staged under (`stage`, commit_id): all of them, "
+               "or, when none are staged, NotFound and nothing taken."));
+  registry.RegisterOrDie(OpDefBuilder("_DiscardStagedTensors")
+                             .Input("commit_id: int64")
+                             .Attr("stage: string")
+                             .SetIsStateful()
+                             .SetShapeFn(CommitIdIsScalar)
+                             .SetIsInternal()
+                             .Doc("Drops the values staged under (`stage`, commit_id), if any."));
 }
 
 }  // namespace
@@ -116,6 +156,7 @@ void RegisterStateOps(OpRegistry& registry) {
                              .SetShapeFn(AssignShape)
                              .Doc("Deletes the resource; a missing one is an error only when "
                                   "`ignore_lookup_error` is false."));
+  RegisterStagingOps(registry);
 }
 
 }  // namespace weft::ops

@@ -36,6 +36,7 @@ StatusOr<History> FitLoop::Run() {
       WEFT_RETURN_IF_ERROR(coordinated ? ScheduleStep(epoch) : RunStep(epoch));
     }
     while (!in_flight_.empty()) WEFT_RETURN_IF_ERROR(FinishOldestStep(epoch));
+    WEFT_RETURN_IF_ERROR(CheckEveryShardConsumed(epoch));
     WEFT_ASSIGN_OR_RETURN(Logs logs, EndEpoch(epoch));
     history.epochs.push_back(std::move(logs));
     history.epoch.push_back(epoch);
@@ -55,6 +56,8 @@ Status FitLoop::StartEpoch(int epoch) {
   next_.clear();
   end_ = false;
   in_epoch_ = 0;
+  leases_ =
+      model_.exactly_once_ != nullptr ? std::make_shared<distribute::InputShardLeases>(0) : nullptr;
   finished_in_epoch_ = skip_;
   for (; in_epoch_ < skip_ && !end_; ++in_epoch_) {
     WEFT_RETURN_IF_ERROR(iterator_->GetNext(&next_, &end_));
@@ -220,7 +223,13 @@ Status FitLoop::ScheduleStep(int epoch) {
                             : model_.PrepareBatch(function[0], model_.graph_->training, false);
     if (!prepared.ok()) return prepared.status().WithContext(where);
     Model::BatchStep step = std::move(prepared).value();
-    auto run = [&model, step = std::move(step)](int worker) -> distribute::FunctionResult {
+    // Under exactly-once input the function's batches are one input shard, leased to the worker
+    // that runs it.
+    std::shared_ptr<distribute::InputShardLeases> leases = leases_;
+    const int64_t shard = leases != nullptr ? leases->AddShard() : -1;
+    auto run = [&model, step = std::move(step), leases,
+                shard](int worker) -> distribute::FunctionResult {
+      if (leases != nullptr) return RunLeased(model, step, *leases, shard, worker);
       std::vector<Tensor> outputs;
       WEFT_RETURN_IF_ERROR(
           model.WorkerSession(worker)->Run(step.feeds, step.fetches, step.targets, &outputs));
@@ -263,6 +272,35 @@ Status FitLoop::FinishOldestStep(int epoch) {
     WEFT_RETURN_IF_ERROR(FinishStep(epoch, step.examples[k], seconds, MeanLoss(*result, steps, k),
                                     k + 1 == steps, nullptr, 0, 0));
     WEFT_RETURN_IF_ERROR(model_.MaybeSnapshot(model_.position_.global_step));
+  }
+  return Status::OK();
+}
+
+distribute::FunctionResult FitLoop::RunLeased(const Model& model, const Model::BatchStep& step,
+                                              distribute::InputShardLeases& leases, int64_t shard,
+                                              int worker) {
+  WEFT_ASSIGN_OR_RETURN(const distribute::InputShardLease lease,
+                        leases.AcquireShard(shard, worker));
+  StatusOr<std::vector<Tensor>> outputs =
+      model.exactly_once_->Run(*model.WorkerSession(worker), *model.worker_sessions_, step.feeds,
+                               step.fetches, step.targets);
+  if (!outputs.ok()) {
+    // Nothing of it was applied: the shard goes back, and the coordinator reruns the step when
+    // the worker was lost (or Fit fails with its error).
+    leases.Abandon(lease);
+    return outputs.status();
+  }
+  WEFT_RETURN_IF_ERROR(leases.Complete(lease));
+  return outputs;
+}
+
+Status FitLoop::CheckEveryShardConsumed(int epoch) {
+  if (leases_ == nullptr) return Status::OK();
+  model_.input_shards_reissued_.fetch_add(leases_->reissued());
+  if (!leases_->AllConsumed()) {
+    return Internal("exactly-once input: epoch ", epoch + 1, " ended with ",
+                    leases_->num_shards() - leases_->consumed(), " of its ", leases_->num_shards(),
+                    " scheduled steps not committed");
   }
   return Status::OK();
 }

@@ -16,6 +16,7 @@
 
 #include "weft/data/dataset.h"
 #include "weft/distribute/coordinator/cluster_coordinator.h"
+#include "weft/distribute/coordinator/input_shard_leases.h"
 #include "weft/train/model.h"
 
 namespace weft::train {
@@ -100,6 +101,14 @@ class FitLoop {
     std::chrono::steady_clock::time_point scheduled;
     std::string where;  // the epoch, steps and batches it trains, for its error
   };
+  // Under exactly-once input: runs `step` on `worker` under a lease of input shard `shard`, which
+  // is consumed when the step is committed and returned to the pool when it fails.
+  static distribute::FunctionResult RunLeased(const Model& model, const Model::BatchStep& step,
+                                              distribute::InputShardLeases& leases, int64_t shard,
+                                              int worker);
+  // Under exactly-once input, after the epoch's steps all finished: every one was committed
+  // (Internal otherwise); counts the leases reissued.
+  Status CheckEveryShardConsumed(int epoch);
   // The epoch's logs (the metrics, and the validation data's), given to OnEpochEnd.
   StatusOr<Logs> EndEpoch(int epoch);
 
@@ -116,6 +125,9 @@ class FitLoop {
   // Under an asynchronous strategy: the functions scheduled and not yet finished, oldest first,
   // and the steps they hold.
   std::deque<InFlightStep> in_flight_;
+  // Under exactly-once input: the epoch's input shards, one per scheduled function (shared with
+  // the functions, which may outlive an epoch that failed).
+  std::shared_ptr<distribute::InputShardLeases> leases_;
   int64_t in_flight_steps_ = 0;
   // The batches of the epoch finished (in_epoch_ counts those taken).
   int64_t finished_in_epoch_ = 0;

@@ -118,6 +118,19 @@ Status Model::CompileWith(std::unique_ptr<Optimizer> optimizer, std::vector<Loss
     return InvalidArgument("Compile: steps_per_execution must be at least 1, got ",
                            options.steps_per_execution);
   }
+  if (options.exactly_once_input) {
+    const bool asynchronous = options.strategy != nullptr &&
+                              !options.strategy->extended().WorkerSessionOptions({}).empty();
+    if (!asynchronous) {
+      return InvalidArgument(
+          "Compile: exactly_once_input needs an asynchronous strategy (ParameterServerStrategy), "
+          "whose coordinator commits each step's updates");
+    }
+    if (options.steps_per_execution != 1) {
+      return InvalidArgument("Compile: exactly_once_input needs steps_per_execution 1, got ",
+                             options.steps_per_execution);
+    }
+  }
   for (const auto& [output, weight] : options.loss_weights) {
     if (std::find(signature_.outputs.begin(), signature_.outputs.end(), output) ==
         signature_.outputs.end()) {
@@ -200,7 +213,14 @@ Status Model::EnsureBuilt(const std::vector<InputSpec>& inputs, const std::vecto
                             graph, inputs, labels);
   if (build_training) {
     WEFT_RETURN_IF_ERROR(builder.BuildMetricTotals());
+    const int first_training_node = graph.root.graph()->num_node_ids();
     WEFT_RETURN_IF_ERROR(builder.BuildTrainingPart());
+    if (options_.exactly_once_input) {
+      WEFT_ASSIGN_OR_RETURN(distribute::StagedUpdates staged,
+                            distribute::StageUpdates(*graph.root.graph(), graph.training.steps[0],
+                                                     first_training_node, "exactly_once"));
+      exactly_once_ = std::make_unique<ExactlyOnceSteps>(std::move(staged));
+    }
     if (options_.steps_per_execution > 1) {
       // Its collectives run in steps of their own: chained apart from the one-step graph's.
       std::vector<Output> one_step_chain = strategy.extended().TakeCollectiveOrdering();

@@ -39,6 +39,7 @@
 #include "weft/distribute/strategy.h"
 #include "weft/runtime/session.h"
 #include "weft/train/dtype_policy.h"
+#include "weft/train/exactly_once_steps.h"
 #include "weft/train/layers/layer.h"
 #include "weft/train/losses.h"
 #include "weft/train/metrics.h"
@@ -100,6 +101,12 @@ struct CompileOptions {
   // this process (VariableSnapshot), from which a ps task that restarted is restored (0: none; a
   // restarted ps task then ends Fit with an error naming it).
   int64_t snapshot_every_steps = 100;
+  // Under an asynchronous strategy: exactly-once input. Each step's variable updates wait on the
+  // ps tasks until the step has succeeded and the coordinator commits them; a step whose worker
+  // died is discarded there and run again elsewhere, so every batch of an epoch is applied once,
+  // whichever worker dies when (exactly_once_steps.h; costs one more run to the ps tasks per
+  // step). Needs steps_per_execution 1.
+  bool exactly_once_input = false;
   // The model's random seed (random_seed.h): every random initializer and Dropout layer without a
   // seed of its own derives one from it and its variable's or layer's name. Unset: the global seed
   // (SetRandomSeed) as it is when the model is built; with neither, random every run.
@@ -245,6 +252,10 @@ class Model {
   // the steps whose updates were lost with them (done after the snapshot, before the restart).
   int64_t ps_recoveries() const { return ps_recoveries_.load(); }
   int64_t steps_lost() const { return steps_lost_.load(); }
+  // Under exactly_once_input: steps whose input was leased again after their worker was lost (so
+  // run twice, applied once), and steps whose commit failed (a ps task lost on the way).
+  int64_t input_shards_reissued() const { return input_shards_reissued_.load(); }
+  int64_t lost_commits() const { return exactly_once_ ? exactly_once_->lost_commits() : 0; }
   // Under an asynchronous strategy: the checkpoints a ps task that restarted may also be restored
   // from (ModelCheckpoint's, set for its Fit; null: none), when they are newer than the snapshot.
   void SetRecoveryCheckpoints(const TrainCheckpoints* checkpoints) WEFT_EXCLUDES(recovery_mu_) {
@@ -361,6 +372,9 @@ class Model {
   std::atomic<int64_t> steps_finished_{0};
   std::atomic<int64_t> ps_recoveries_{0};
   std::atomic<int64_t> steps_lost_{0};
+  // Under exactly_once_input: runs the training steps (made when the training part is built).
+  std::unique_ptr<ExactlyOnceSteps> exactly_once_;
+  std::atomic<int64_t> input_shards_reissued_{0};
   // Held while a worker's thread restores a ps task from them.
   Mutex recovery_mu_;
   const TrainCheckpoints* recovery_checkpoints_ WEFT_GUARDED_BY(recovery_mu_) = nullptr;

@@ -170,6 +170,7 @@ Status CompileWorkload(const TrainOptions& options, std::unique_ptr<Optimizer> o
                                   .target = options.target,
                                   .session_config = session_config,
                                   .steps_per_execution = options.steps_per_execution,
+                                  .exactly_once_input = options.exactly_once_input,
                                   .dtype_policy = std::move(policy)});
 }
 
@@ -229,6 +230,9 @@ void AddStrategyFigures(const TrainOptions& options, const distribute::Strategy&
     summary->worker_recoveries = model.worker_recoveries();
     summary->ps_recoveries = model.ps_recoveries();
     summary->steps_lost = model.steps_lost();
+    summary->exactly_once = options.exactly_once_input;
+    summary->input_shards_reissued = model.input_shards_reissued();
+    summary->lost_commits = model.lost_commits();
   }
   if (phases != nullptr) {
     summary->worker_step_phases = phases->MeanPhases();

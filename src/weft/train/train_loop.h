@@ -77,6 +77,9 @@ struct TrainOptions {
   // after the training's options), so that running the same command again after the job failed
   // resumes from RAM. 0: no snapshots.
   int64_t snapshot_every_steps = 0;
+  // parameter_server: each step's updates wait on the ps tasks for the coordinator's commit, so a
+  // lost worker's step is never applied twice (CompileOptions::exactly_once_input).
+  bool exactly_once_input = false;
   std::string snapshot_dir;
   // multi_worker_mirrored: the type gradients are all-reduced in (bfloat16 halves the bytes).
   DataType all_reduce_dtype = DataType::kFloat;
@@ -154,6 +157,11 @@ struct TrainSummary {
   // updates they lost.
   int64_t ps_recoveries = 0;
   int64_t steps_lost = 0;
+  // parameter_server with exactly_once_input: steps whose input was leased again after their
+  // worker was lost (run twice, applied once), and commits that failed (a ps task lost).
+  bool exactly_once = false;
+  int64_t input_shards_reissued = 0;
+  int64_t lost_commits = 0;
   double wall_seconds = 0;
   // A hash of every local replica's trained variables: the same on every worker of a
   // multi-worker job exactly when all replicas ended bitwise identical.

@@ -133,6 +133,16 @@ Status ValidateTrainOptions(const TrainOptions& options, int workers) {
     return InvalidArgument("strategy parameter_server runs its coordinator in this process; it ",
                            "takes no target (drop --target ", options.target, ")");
   }
+  if (options.exactly_once_input && !parameter_server) {
+    return InvalidArgument(
+        "exactly-once input (--exactly-once) is for --strategy parameter_server, ",
+        "whose coordinator commits each step's updates; not for '",
+        options.strategy.empty() ? "one_device" : options.strategy, "'");
+  }
+  if (options.exactly_once_input && options.steps_per_execution != 1) {
+    return InvalidArgument("exactly-once input (--exactly-once) runs one step per execution; drop ",
+                           "--steps-per-execution ", options.steps_per_execution);
+  }
   if (parameter_server && options.devices != 1) {
     return InvalidArgument("strategy parameter_server runs one replica on each worker task; ",
                            "--devices ", options.devices, " is not supported");

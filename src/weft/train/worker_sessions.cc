@@ -1,6 +1,7 @@
 // WorkerSessions (see the header).
 #include "weft/train/worker_sessions.h"
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <set>
@@ -121,6 +122,12 @@ WorkerSessions::~WorkerSessions() {
     sessions.swap(sessions_);
   }
   for (const std::shared_ptr<Session>& session : sessions) session->Close().IgnoreError();
+  std::shared_ptr<Session> ps_session;
+  {
+    MutexLock lock(mu_);
+    ps_session.swap(ps_session_);
+  }
+  if (ps_session != nullptr) ps_session->Close().IgnoreError();
 }
 
 std::shared_ptr<Session> WorkerSessions::session(int worker) const {
@@ -129,8 +136,37 @@ std::shared_ptr<Session> WorkerSessions::session(int worker) const {
 }
 
 StatusOr<std::shared_ptr<Session>> WorkerSessions::NewWorkerSession(int worker) {
-  const std::string context = StrCat("the session of worker ", name(worker));
-  StatusOr<std::unique_ptr<Session>> made = NewSession(options_[static_cast<size_t>(worker)]);
+  return NewSessionWithGraph(options_[static_cast<size_t>(worker)],
+                             StrCat("the session of worker ", name(worker)));
+}
+
+StatusOr<std::shared_ptr<Session>> WorkerSessions::PsSession() {
+  {
+    MutexLock lock(mu_);
+    if (ps_session_ != nullptr) return ps_session_;
+  }
+  SessionOptions options = options_.front();
+  auto* filters = options.config.mutable_device_filters();
+  filters->erase(
+      std::remove_if(filters->begin(), filters->end(),
+                     [](const std::string& filter) { return !filter.starts_with("/job:ps"); }),
+      filters->end());
+  return NewSessionWithGraph(options, "the session of the ps tasks", &ps_session_);
+}
+
+void WorkerSessions::ResetPsSession(const std::shared_ptr<Session>& broken) {
+  std::shared_ptr<Session> old;
+  {
+    MutexLock lock(mu_);
+    if (ps_session_ != broken) return;
+    old = std::move(ps_session_);
+  }
+  old->Close().IgnoreError();
+}
+
+StatusOr<std::shared_ptr<Session>> WorkerSessions::NewSessionWithGraph(
+    const SessionOptions& options, const std::string& context, std::shared_ptr<Session>* install) {
+  StatusOr<std::unique_ptr<Session>> made = NewSession(options);
   if (!made.ok()) return made.status().WithContext(context);
   std::shared_ptr<Session> session = std::move(made).value();
   // Created outside the lock (it waits on the cluster); deltas sent meanwhile are sent after.
@@ -139,7 +175,17 @@ StatusOr<std::shared_ptr<Session>> WorkerSessions::NewWorkerSession(int worker) 
     std::vector<proto::GraphDef> missing;
     {
       MutexLock lock(mu_);
-      if (sent == deltas_.size()) return session;
+      if (sent == deltas_.size()) {
+        if (install == nullptr) return session;
+        // Another thread may have made one meanwhile: the first stays.
+        if (*install == nullptr) {
+          *install = session;
+          return session;
+        }
+        std::shared_ptr<Session> first = *install;
+        session->Close().IgnoreError();
+        return first;
+      }
       missing.assign(deltas_.begin() + static_cast<std::ptrdiff_t>(sent), deltas_.end());
     }
     for (const proto::GraphDef& delta : missing) {
@@ -206,10 +252,14 @@ Status WorkerSessions::Extend(const proto::GraphDef& delta) {
     MutexLock lock(mu_);
     deltas_.push_back(delta);
     sessions = sessions_;
+    if (ps_session_ != nullptr) sessions.push_back(ps_session_);
   }
   for (int w = 0; w < static_cast<int>(sessions.size()); ++w) {
     Status status = sessions[static_cast<size_t>(w)]->Extend(delta);
-    if (!status.ok()) return status.WithContext(StrCat("the session of worker ", name(w)));
+    if (!status.ok()) {
+      return status.WithContext(w < size() ? StrCat("the session of worker ", name(w))
+                                           : std::string("the session of the ps tasks"));
+    }
   }
   return Status::OK();
 }

@@ -58,6 +58,13 @@ class WorkerSessions {
   void StopRecoveries() WEFT_EXCLUDES(mu_);
   // Sessions re-created so far.
   int64_t recoveries() const WEFT_EXCLUDES(mu_);
+  // A session over the ps tasks alone (the first worker's options with its device filters cut to
+  // the ps job), holding the graph as the workers' sessions do, for runs that must not depend on
+  // any worker: the commits of exactly-once steps (exactly_once_steps.h), which a worker's
+  // recovery closing its session would cancel half done. Made on first use; after
+  // ResetPsSession(broken) the next call makes a new one (a ps task restarted).
+  StatusOr<std::shared_ptr<Session>> PsSession() WEFT_EXCLUDES(mu_);
+  void ResetPsSession(const std::shared_ptr<Session>& broken) WEFT_EXCLUDES(mu_);
   // A Session for the model's own calls (initialisers, metrics, evaluation, checkpoints): each Run
   // goes to a worker whose session answers, moving on to the next when one is absent (so losing a
   // worker, worker 0 included, does not stop them); Create and Extend reach every worker's
@@ -87,6 +94,12 @@ class WorkerSessions {
       WEFT_EXCLUDES(restore_mu_, mu_);
   // A new session of `worker` holding every graph delta sent so far.
   StatusOr<std::shared_ptr<Session>> NewWorkerSession(int worker) WEFT_EXCLUDES(mu_);
+  // The same with `options`; `context` names it in errors. With `install` (a member guarded by
+  // mu_), the session is also stored there under the lock that saw every delta sent, unless one
+  // is there already (the one there is returned then), so that no delta sent meanwhile misses it.
+  StatusOr<std::shared_ptr<Session>> NewSessionWithGraph(
+      const SessionOptions& options, const std::string& context,
+      std::shared_ptr<Session>* install = nullptr) WEFT_EXCLUDES(mu_);
 
   const std::vector<SessionOptions> options_;
   const std::vector<std::string> names_;
@@ -97,6 +110,7 @@ class WorkerSessions {
   mutable Mutex mu_;
   std::map<std::string, uint64_t> incarnations_ WEFT_GUARDED_BY(mu_);  // by device name
   std::vector<std::shared_ptr<Session>> sessions_ WEFT_GUARDED_BY(mu_);
+  std::shared_ptr<Session> ps_session_ WEFT_GUARDED_BY(mu_);  // null until PsSession
   std::vector<proto::GraphDef> deltas_ WEFT_GUARDED_BY(mu_);  // the graph, as it was sent
   int64_t recoveries_ WEFT_GUARDED_BY(mu_) = 0;
   bool stopping_ WEFT_GUARDED_BY(mu_) = false;

@@ -11,11 +11,41 @@ std::optional<InputShardLease> InputShardLeases::Acquire(int worker) {
   MutexLock lock(mu_);
   while (next_free_ < num_shards_ && shards_[next_free_].state != State::kFree) ++next_free_;
   if (next_free_ == num_shards_) return std::nullopt;
-  Shard& shard = shards_[next_free_];
+  return LeaseTo(next_free_, worker);
+}
+
+InputShardLease InputShardLeases::LeaseTo(int64_t index, int worker) {
+  Shard& shard = shards_[static_cast<size_t>(index)];
   shard.state = State::kLeased;
   shard.worker = worker;
   if (shard.generation > 0) ++reissued_;
-  return InputShardLease{next_free_, shard.generation, worker};
+  return InputShardLease{index, shard.generation, worker};
+}
+
+int64_t InputShardLeases::AddShard() {
+  MutexLock lock(mu_);
+  shards_.emplace_back();
+  return num_shards_++;
+}
+
+StatusOr<InputShardLease> InputShardLeases::AcquireShard(int64_t index, int worker) {
+  MutexLock lock(mu_);
+  if (index < 0 || index >= num_shards_) {
+    return InvalidArgument("no input shard ", index, " (there are ", num_shards_, ")");
+  }
+  const Shard& shard = shards_[static_cast<size_t>(index)];
+  if (shard.state == State::kConsumed) {
+    return FailedPrecondition("input shard ", index, " is already consumed");
+  }
+  if (shard.state == State::kLeased) {
+    return FailedPrecondition("input shard ", index, " is leased to worker ", shard.worker);
+  }
+  return LeaseTo(index, worker);
+}
+
+int64_t InputShardLeases::num_shards() const {
+  MutexLock lock(mu_);
+  return num_shards_;
 }
 
 bool InputShardLeases::IsCurrent(const InputShardLease& lease) const {

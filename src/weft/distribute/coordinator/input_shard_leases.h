@@ -3,7 +3,9 @@
 // counts as consumed only when the function that read it completes. A dead worker's leases, and a
 // failed function's, return to the pool and are leased again; a completion that arrives for a lease
 // that was taken back (the worker was presumed dead but finished) is refused, so each shard is
-// consumed by exactly one completion. Thread-safe.
+// consumed by exactly one completion. Shards are numbered up front (the constructor) or as the
+// input is read (AddShard: Model::Fit reads its batches on the coordinator, and each scheduled step
+// leases the shard of its own batches, AcquireShard). Thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +15,7 @@
 
 #include "weft/core/mutex.h"
 #include "weft/core/status.h"
+#include "weft/core/statusor.h"
 
 namespace weft::distribute {
 
@@ -29,6 +32,11 @@ class InputShardLeases {
   // The lowest-numbered shard that is neither consumed nor leased, now leased to `worker`;
   // nullopt when every shard is consumed or out on a lease.
   std::optional<InputShardLease> Acquire(int worker) WEFT_EXCLUDES(mu_);
+  // A new free shard after the others; returns its number.
+  int64_t AddShard() WEFT_EXCLUDES(mu_);
+  // Leases shard `shard` to `worker`; FailedPrecondition naming it when it is consumed or out on
+  // another lease, InvalidArgument when there is no such shard.
+  StatusOr<InputShardLease> AcquireShard(int64_t shard, int worker) WEFT_EXCLUDES(mu_);
   // The function that read `lease`'s shard completed: OK and the shard is consumed, or
   // FailedPrecondition naming the shard when the lease is no longer current (taken back from its
   // worker and leased again, or the shard already consumed): drop that function's results.
@@ -39,7 +47,7 @@ class InputShardLeases {
   // `worker` is gone: every shard it holds returns to the pool. Returns those shards.
   std::vector<int64_t> ReleaseWorker(int worker) WEFT_EXCLUDES(mu_);
 
-  int64_t num_shards() const { return num_shards_; }
+  int64_t num_shards() const WEFT_EXCLUDES(mu_);
   int64_t consumed() const WEFT_EXCLUDES(mu_);
   // Leases handed out again after being taken back (a measure of work repeated).
   int64_t reissued() const WEFT_EXCLUDES(mu_);
@@ -54,9 +62,10 @@ class InputShardLeases {
   };
 
   bool IsCurrent(const InputShardLease& lease) const WEFT_REQUIRES(mu_);
+  InputShardLease LeaseTo(int64_t shard, int worker) WEFT_REQUIRES(mu_);
 
-  const int64_t num_shards_;
   mutable Mutex mu_;
+  int64_t num_shards_ WEFT_GUARDED_BY(mu_);
   std::vector<Shard> shards_ WEFT_GUARDED_BY(mu_);
   int64_t next_free_ WEFT_GUARDED_BY(mu_) = 0;  // no free shard below it
   int64_t consumed_ WEFT_GUARDED_BY(mu_) = 0;

@@ -3,10 +3,13 @@
 #include <atomic>
 #include <thread>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 namespace weft::distribute {
 namespace {
+
+using ::testing::HasSubstr;
 
 TEST(InputShardLeasesTest, LeasesInOrderAndConsumesOnCompletion) {
   InputShardLeases leases(3);
@@ -92,6 +95,33 @@ TEST(InputShardLeasesTest, EveryShardIsConsumedExactlyOnceWhileWorkersAreLost) {
   EXPECT_TRUE(leases.AllConsumed());
   for (int s = 0; s < kShards; ++s) EXPECT_EQ(counted[s].load(), 1) << "shard " << s;
   EXPECT_EQ(leases.consumed(), kShards);
+}
+
+// Fit's use: a shard added per scheduled step as its batches are read, leased by number to the
+// worker that runs the step; a failed step's lease returns and the same shard is leased again.
+TEST(InputShardLeasesTest, ShardsAddedAsReadAreLeasedByNumber) {
+  InputShardLeases leases(0);
+  EXPECT_EQ(leases.AddShard(), 0);
+  EXPECT_EQ(leases.AddShard(), 1);
+  EXPECT_EQ(leases.num_shards(), 2);
+  StatusOr<InputShardLease> first = leases.AcquireShard(1, /*worker=*/0);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->shard, 1);
+  // Out on a lease: not leased twice.
+  Status twice = leases.AcquireShard(1, 1).status();
+  EXPECT_EQ(twice.code(), Code::kFailedPrecondition);
+  EXPECT_THAT(twice.message(), HasSubstr("input shard 1 is leased to worker 0"));
+  leases.Abandon(*first);
+  StatusOr<InputShardLease> again = leases.AcquireShard(1, 1);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->generation, 1);
+  EXPECT_EQ(leases.reissued(), 1);
+  ASSERT_TRUE(leases.Complete(*again).ok());
+  EXPECT_THAT(leases.AcquireShard(1, 0).status().message(), HasSubstr("already consumed"));
+  EXPECT_THAT(leases.AcquireShard(2, 0).status().message(), HasSubstr("no input shard 2"));
+  EXPECT_FALSE(leases.AllConsumed());
+  ASSERT_TRUE(leases.Complete(leases.AcquireShard(0, 0).value()).ok());
+  EXPECT_TRUE(leases.AllConsumed());
 }
 
 }  // namespace

@@ -9,6 +9,7 @@ void RegisterStateKernels(KernelRegistry& registry) {
   state::RegisterRandomKernels(registry);
   state::RegisterTrainingKernels(registry);
   state::RegisterSparseTrainingKernels(registry);
+  state::RegisterStagingKernels(registry);
 }
 
 }  // namespace weft::kernels

@@ -16,5 +16,7 @@ void RegisterTrainingKernels(KernelRegistry& registry);
 // sparse_training_ops.cc: ResourceSparseApplyGradientDescent, ResourceSparseApplyAdagradV2,
 // ResourceSparseApplyAdam (rows named by indices only).
 void RegisterSparseTrainingKernels(KernelRegistry& registry);
+// staging_ops.cc: _StageTensors, _UnstageTensors, _DiscardStagedTensors.
+void RegisterStagingKernels(KernelRegistry& registry);
 
 }  // namespace weft::kernels::state

@@ -1,0 +1,188 @@
+// Exactly-once input (CompileOptions::exactly_once_input) over real `weft server` processes: two
+// workers and two ps tasks on loopback, this process the coordinator. The model counts visits: a
+// table with one row per example, cut across both ps tasks, whose loss gives every row looked up a
+// gradient of exactly -1, so plain SGD at rate 1 adds 1 to each row each time its example's step is
+// applied. While Fit runs, the workers are killed (SIGKILL) one after the other and restarted on
+// their addresses; afterwards every row must hold the number of epochs exactly: no step applied
+// twice on some ps task (a step whose worker died after one ps task applied its part), none lost.
+#include <csignal>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "weft/core/str_util.h"
+#include "weft/distribute/parameter_server_strategy.h"
+#include "weft/distributed/rpc/grpc_server.h"
+#include "weft/distributed/rpc/grpc_session.h"
+#include "weft/graph/builder/ops.h"
+#include "weft/testing/server_process.h"
+#include "weft/train/callbacks.h"
+#include "weft/train/layers/core.h"
+#include "weft/train/model.h"
+
+namespace weft::cli {
+namespace {
+
+using distribute::ParameterServerStrategy;
+using weft::testing::ServerProcess;
+
+constexpr int64_t kExamples = 4096;
+constexpr int64_t kBatch = 32;
+constexpr int kEpochs = 2;
+constexpr int kDepth = 16;  // 4096 x 16 floats: 256 KiB, cut across both ps tasks
+
+std::vector<std::string> ServerFlags(const std::string& job, const std::string& addresses,
+                                     int task) {
+  return {"--cluster",
+          job + "=" + addresses,
+          "--job",
+          job,
+          "--task",
+          std::to_string(task),
+          "--intra-op-threads",
+          "1",
+          "--inter-op-threads",
+          "2"};
+}
+
+// Kills worker (kill % 2) when training reaches each of `at_steps` and starts it again on its
+// address at once (SIGKILL, then a new server: its sessions and graphs are gone, so its running
+// steps fail and the coordinator recovers it).
+class KillWorkers final : public train::Callback {
+ public:
+  KillWorkers(std::vector<std::unique_ptr<ServerProcess>>& workers, std::vector<int64_t> at_steps)
+      : workers_(workers), at_steps_(std::move(at_steps)) {
+    for (const auto& worker : workers_) addresses_.push_back(worker->address());
+  }
+
+  Status OnTrainBatchEnd(train::Model& /*model*/, const train::Logs& logs) override {
+    const auto step = static_cast<int64_t>(logs.at("step"));
+    if (kills_ >= static_cast<int>(at_steps_.size()) || step < at_steps_[kills_]) {
+      return Status::OK();
+    }
+    const int worker = kills_++ % static_cast<int>(workers_.size());
+    workers_[worker].reset();  // SIGKILL, reaped
+    WEFT_ASSIGN_OR_RETURN(
+        workers_[worker],
+        ServerProcess::Start(WEFT_BINARY, ServerFlags("worker", StrJoin(addresses_, ","), worker)));
+    return Status::OK();
+  }
+
+  int kills() const { return kills_; }
+
+ private:
+  std::vector<std::unique_ptr<ServerProcess>>& workers_;
+  const std::vector<int64_t> at_steps_;
+  std::vector<std::string> addresses_;
+  int kills_ = 0;
+};
+
+class ExactlyOnceInputTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    RegisterGrpcServerFactory();
+    RegisterGrpcSessionFactory();
+    for (const char* job : {"worker", "ps"}) {
+      auto& servers = std::string(job) == "worker" ? workers_ : ps_;
+      for (int i = 0; i < 2; ++i) {
+        auto server =
+            ServerProcess::Start(WEFT_BINARY, ServerFlags(job, "127.0.0.1:0,127.0.0.1:0", i));
+        ASSERT_TRUE(server.ok()) << server.status();
+        servers.push_back(std::move(server).value());
+      }
+    }
+    auto cluster = ClusterSpec::FromJobs(
+        {{"chief", {"127.0.0.1:0"}}, {"worker", Addresses(workers_)}, {"ps", Addresses(ps_)}});
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    auto strategy = ParameterServerStrategy::Create(
+        {.server = {.cluster = std::move(cluster).value(), .task = {.job = "chief", .index = 0}},
+         .worker_timeout_ms = 20000});
+    ASSERT_TRUE(strategy.ok()) << strategy.status();
+    strategy_ = std::move(strategy).value();
+  }
+
+  static std::vector<std::string> Addresses(
+      const std::vector<std::unique_ptr<ServerProcess>>& servers) {
+    std::vector<std::string> addresses;
+    for (const auto& server : servers) addresses.push_back(server->address());
+    return addresses;
+  }
+
+  std::vector<std::unique_ptr<ServerProcess>> workers_;
+  std::vector<std::unique_ptr<ServerProcess>> ps_;
+  std::unique_ptr<ParameterServerStrategy> strategy_;
+};
+
+// -sum(rows looked up): each looked-up value's gradient is -1.
+train::Loss CountVisits() {
+  return train::Loss("count_visits", [](const Scope& scope, const Output&, const Output& rows) {
+    return ops::Mul(
+        scope, ops::Sum(scope, rows, ops::Const(scope, Tensor::FromVector<int32_t>({0, 1, 2}))),
+        ops::Const(scope, -1.0f));
+  });
+}
+
+TEST_F(ExactlyOnceInputTest, EveryExampleIsAppliedOncePerEpochWhileWorkersAreKilled) {
+  Tensor ids(DataType::kInt64, TensorShape({kExamples, 1}));
+  Tensor labels(DataType::kFloat, TensorShape({kExamples, 1}));
+  for (int64_t i = 0; i < kExamples; ++i) {
+    ids.data<int64_t>()[i] = i;
+    labels.data<float>()[i] = 0;
+  }
+  const data::Dataset examples =
+      data::Dataset::FromTensors({ids, labels}).Shuffle(kExamples, 7).Batch(kBatch);
+  train::Sequential model(train::Embedding(
+      kExamples, kDepth, {.name = "visits", .embeddings_initializer = Initializer::Zeros()}));
+  ASSERT_TRUE(model
+                  .Compile(train::NewGradientDescentOptimizer(1.0), CountVisits(), {},
+                           {.strategy = strategy_.get(),
+                            .worker_recovery_timeout_ms = 30000,
+                            .snapshot_every_steps = 0,
+                            .exactly_once_input = true})
+                  .ok());
+  const int64_t steps_per_epoch = kExamples / kBatch;  // 128
+  KillWorkers kill(workers_, {20, 70, 150, 200});
+  auto history = model.Fit(examples, {.epochs = kEpochs, .callbacks = {&kill}});
+  ASSERT_TRUE(history.ok()) << history.status();
+  EXPECT_EQ(kill.kills(), 4);
+  EXPECT_EQ(model.position().global_step, kEpochs * steps_per_epoch);
+  // Steps were lost with their workers and run again elsewhere.
+  EXPECT_GE(model.rescheduled_steps(), 1);
+  EXPECT_EQ(model.input_shards_reissued(), model.rescheduled_steps());
+  EXPECT_EQ(model.lost_commits(), 0);
+
+  // Every row holds the number of epochs: each example's step applied once per epoch.
+  auto rows = model.Predict(data::Dataset::FromTensors({ids}).Batch(512));
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  ASSERT_EQ(rows->NumElements(), kExamples * kDepth);
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < kExamples * kDepth; ++i) {
+    if (rows->data<float>()[i] != static_cast<float>(kEpochs)) {
+      if (++wrong <= 5) {
+        ADD_FAILURE() << "example " << i / kDepth << " was applied " << rows->data<float>()[i]
+                      << " times in " << kEpochs << " epochs";
+      }
+    }
+  }
+  EXPECT_EQ(wrong, 0);
+}
+
+// Exactly-once input needs the coordinator of an asynchronous strategy, and one step per run.
+TEST_F(ExactlyOnceInputTest, ItIsRefusedWhereNoCoordinatorCommits) {
+  train::Sequential one_device(train::Embedding(8, 2));
+  Status refused = one_device.Compile(train::NewGradientDescentOptimizer(1.0), CountVisits(), {},
+                                      {.exactly_once_input = true});
+  EXPECT_EQ(refused.code(), Code::kInvalidArgument);
+  EXPECT_THAT(refused.message(), ::testing::HasSubstr("needs an asynchronous strategy"));
+  train::Sequential unrolled(train::Embedding(8, 2));
+  Status several = unrolled.Compile(
+      train::NewGradientDescentOptimizer(1.0), CountVisits(), {},
+      {.strategy = strategy_.get(), .steps_per_execution = 2, .exactly_once_input = true});
+  EXPECT_THAT(several.message(), ::testing::HasSubstr("needs steps_per_execution 1"));
+}
+
+}  // namespace
+}  // namespace weft::cli
