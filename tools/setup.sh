@@ -8,7 +8,7 @@ packages=(
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   libeigen3-dev libopenblas-dev libdnnl-dev ocl-icd-opencl-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev libgloo-dev
-  libcli11-dev nlohmann-json3-dev libcpp-httplib-dev
+  libcli11-dev nlohmann-json3-dev libcpp-httplib-dev libgoogle-perftools-dev
   dataset-fashion-mnist fortunes
 )
 if [[ "${WEFT_WITH_PEERS:-0}" == 1 ]]; then packages+=(python3-torch); fi
