@@ -33,6 +33,9 @@ class StagingArea final : public ResourceBase {
     MutexLock lock(mu_);
     auto [it, inserted] = staged_.insert_or_assign(commit_id, std::move(values));
     if (!inserted) return;
+    // Ids already taken or dropped leave the front, so the order stays as short as what is staged
+    // (commits arrive roughly in the order their steps staged).
+    while (!order_.empty() && staged_.count(order_.front()) == 0) order_.pop_front();
     order_.push_back(commit_id);
     while (staged_.size() > kMaxStagedCommits && !order_.empty()) {
       const int64_t oldest = order_.front();
@@ -68,7 +71,7 @@ class StagingArea final : public ResourceBase {
   const std::string stage_;
   mutable Mutex mu_;
   std::map<int64_t, std::vector<Tensor>> staged_ WEFT_GUARDED_BY(mu_);
-  // Commit ids in the order first staged (ids already taken are skipped when the cap trims).
+  // Commit ids in the order first staged; ids taken since leave when they reach the front.
   std::deque<int64_t> order_ WEFT_GUARDED_BY(mu_);
 };
 
