@@ -12,10 +12,12 @@ import sys
 ALLOWED = {
     "core": {"core"},
     "io": {"io", "core"},
-    "data": {"data", "core"},
+    # data describes pipelines to other processes with framework's tensor protos.
+    "data": {"data", "framework", "io", "core"},
     "framework": {"framework", "io", "core"},
     "ops": {"ops", "framework", "io", "core"},
-    "kernels": {"kernels", "ops", "framework", "io", "core"},
+    # kernels/data serves per-worker datasets' iterators from data's pipelines.
+    "kernels": {"kernels", "data", "ops", "framework", "io", "core"},
     "graph": {"graph", "ops", "framework", "io", "core"},
     "runtime": {"runtime", "graph", "kernels", "ops", "framework", "io", "core"},
     "distributed": {"distributed", "runtime", "graph", "kernels", "ops", "framework", "io",

@@ -13,6 +13,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "weft/cli/testing/ps_cluster_test_util.h"
 #include "weft/core/str_util.h"
 #include "weft/distribute/parameter_server_strategy.h"
 #include "weft/distributed/rpc/grpc_server.h"
@@ -34,29 +35,13 @@ constexpr int64_t kBatch = 32;
 constexpr int kEpochs = 2;
 constexpr int kDepth = 16;  // 4096 x 16 floats: 256 KiB, cut across both ps tasks
 
-std::vector<std::string> ServerFlags(const std::string& job, const std::string& addresses,
-                                     int task) {
-  return {"--cluster",
-          job + "=" + addresses,
-          "--job",
-          job,
-          "--task",
-          std::to_string(task),
-          "--intra-op-threads",
-          "1",
-          "--inter-op-threads",
-          "2"};
-}
-
 // Kills worker (kill % 2) when training reaches each of `at_steps` and starts it again on its
 // address at once (SIGKILL, then a new server: its sessions and graphs are gone, so its running
 // steps fail and the coordinator recovers it).
 class KillWorkers final : public train::Callback {
  public:
   KillWorkers(std::vector<std::unique_ptr<ServerProcess>>& workers, std::vector<int64_t> at_steps)
-      : workers_(workers), at_steps_(std::move(at_steps)) {
-    for (const auto& worker : workers_) addresses_.push_back(worker->address());
-  }
+      : workers_(workers), at_steps_(std::move(at_steps)) {}
 
   Status OnTrainBatchEnd(train::Model& /*model*/, const train::Logs& logs) override {
     const auto step = static_cast<int64_t>(logs.at("step"));
@@ -64,11 +49,7 @@ class KillWorkers final : public train::Callback {
       return Status::OK();
     }
     const int worker = kills_++ % static_cast<int>(workers_.size());
-    workers_[worker].reset();  // SIGKILL, reaped
-    WEFT_ASSIGN_OR_RETURN(
-        workers_[worker],
-        ServerProcess::Start(WEFT_BINARY, ServerFlags("worker", StrJoin(addresses_, ","), worker)));
-    return Status::OK();
+    return testing::RestartWorker(workers_, worker);
   }
 
   int kills() const { return kills_; }
@@ -76,45 +57,10 @@ class KillWorkers final : public train::Callback {
  private:
   std::vector<std::unique_ptr<ServerProcess>>& workers_;
   const std::vector<int64_t> at_steps_;
-  std::vector<std::string> addresses_;
   int kills_ = 0;
 };
 
-class ExactlyOnceInputTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    RegisterGrpcServerFactory();
-    RegisterGrpcSessionFactory();
-    for (const char* job : {"worker", "ps"}) {
-      auto& servers = std::string(job) == "worker" ? workers_ : ps_;
-      for (int i = 0; i < 2; ++i) {
-        auto server =
-            ServerProcess::Start(WEFT_BINARY, ServerFlags(job, "127.0.0.1:0,127.0.0.1:0", i));
-        ASSERT_TRUE(server.ok()) << server.status();
-        servers.push_back(std::move(server).value());
-      }
-    }
-    auto cluster = ClusterSpec::FromJobs(
-        {{"chief", {"127.0.0.1:0"}}, {"worker", Addresses(workers_)}, {"ps", Addresses(ps_)}});
-    ASSERT_TRUE(cluster.ok()) << cluster.status();
-    auto strategy = ParameterServerStrategy::Create(
-        {.server = {.cluster = std::move(cluster).value(), .task = {.job = "chief", .index = 0}},
-         .worker_timeout_ms = 20000});
-    ASSERT_TRUE(strategy.ok()) << strategy.status();
-    strategy_ = std::move(strategy).value();
-  }
-
-  static std::vector<std::string> Addresses(
-      const std::vector<std::unique_ptr<ServerProcess>>& servers) {
-    std::vector<std::string> addresses;
-    for (const auto& server : servers) addresses.push_back(server->address());
-    return addresses;
-  }
-
-  std::vector<std::unique_ptr<ServerProcess>> workers_;
-  std::vector<std::unique_ptr<ServerProcess>> ps_;
-  std::unique_ptr<ParameterServerStrategy> strategy_;
-};
+class ExactlyOnceInputTest : public testing::PsClusterTest {};
 
 // -sum(rows looked up): each looked-up value's gradient is -1.
 train::Loss CountVisits() {

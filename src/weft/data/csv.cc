@@ -148,6 +148,22 @@ class CsvNode final : public DatasetNode {
     return IteratorPtr(std::make_unique<CsvIterator>(path_, options_, std::move(file)));
   }
 
+  Status ToDef(proto::DatasetDef* def) const override {
+    proto::CsvFileDatasetDef* csv = def->mutable_csv_file();
+    csv->set_path(path_);
+    for (DataType type : options_->column_types) {
+      csv->add_column_types(static_cast<proto::DataType>(type));
+    }
+    csv->set_header(options_->header);
+    csv->set_delimiter(std::string(1, options_->delimiter));
+    for (const std::optional<std::string>& value : options_->defaults) {
+      proto::CsvFileDatasetDef::Default* field_default = csv->add_defaults();
+      field_default->set_present(value.has_value());
+      if (value.has_value()) field_default->set_text(*value);
+    }
+    return Status::OK();
+  }
+
  private:
   std::string path_;
   std::shared_ptr<const CsvOptions> options_;

@@ -7,6 +7,7 @@
 #include "weft/core/str_util.h"
 #include "weft/data/dataset_node.h"
 #include "weft/data/idx.h"
+#include "weft/framework/tensor_proto_util.h"
 
 namespace weft::data {
 namespace {
@@ -43,6 +44,12 @@ class TensorSliceNode final : public DatasetNode {
 
   StatusOr<std::unique_ptr<Iterator>> MakeIterator(const IteratorContext&) const override {
     return std::unique_ptr<Iterator>(std::make_unique<TensorSliceIterator>(components_, size_));
+  }
+
+  Status ToDef(proto::DatasetDef* def) const override {
+    proto::TensorSlicesDatasetDef* slices = def->mutable_tensor_slices();
+    for (const Tensor& component : *components_) *slices->add_components() = ToProto(component);
+    return Status::OK();
   }
 
  private:
@@ -85,7 +92,11 @@ Dataset Dataset::FromTensors(std::vector<Tensor> components) {
 Dataset Dataset::FromIdxFiles(const std::string& images_path, const std::string& labels_path) {
   StatusOr<IdxExamples> examples = ReadIdxExamples(images_path, labels_path);
   if (!examples.ok()) return Dataset(examples.status());
-  return FromTensors({std::move(examples->images), std::move(examples->labels)});
+  proto::DatasetDef def;
+  def.mutable_idx_files()->set_images_path(images_path);
+  def.mutable_idx_files()->set_labels_path(labels_path);
+  return DescribedAs(FromTensors({std::move(examples->images), std::move(examples->labels)}),
+                     std::move(def));
 }
 
 Dataset Dataset::FromCsvFile(std::string path, CsvOptions options) {

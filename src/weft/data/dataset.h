@@ -14,6 +14,10 @@
 #include "weft/core/tensor.h"
 #include "weft/data/csv.h"
 
+namespace weft::proto {
+class DatasetDef;
+}  // namespace weft::proto
+
 namespace weft::data {
 
 // One element of a dataset: its components, in a fixed order (e.g. image, label).
@@ -75,7 +79,19 @@ class Dataset {
   // iterator per epoch reshuffles each epoch and can recreate any epoch's order to resume in it.
   StatusOr<std::unique_ptr<Iterator>> MakeIterator(uint64_t epoch) const;
 
+  // The pipeline as a description another process can rebuild (FromDef): every source's
+  // arguments (FromTensors' tensors whole, files by path) and every transformation's. A pipeline
+  // holding a Map of a C++ function has none: Unimplemented naming the Map. This dataset's error,
+  // if it has one, is returned instead.
+  StatusOr<proto::DatasetDef> ToDef() const;
+  // The pipeline `def` describes, built through the sources and transformations above (so their
+  // checks apply); a def without a kind, or with bad arguments, gives a dataset carrying an
+  // InvalidArgument naming where in the def it is.
+  static Dataset FromDef(const proto::DatasetDef& def);
+
  private:
+  friend Dataset DescribedAs(const Dataset& dataset, proto::DatasetDef def);
+
   explicit Dataset(std::shared_ptr<const DatasetNode> node) : node_(std::move(node)) {}
   explicit Dataset(Status error) : status_(std::move(error)) {}
 

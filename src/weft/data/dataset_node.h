@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "weft/data/dataset.h"
+#include "weft/dataset.pb.h"
 
 namespace weft::data {
 
@@ -24,17 +26,23 @@ class DatasetNode {
  public:
   virtual ~DatasetNode() = default;
   virtual StatusOr<std::unique_ptr<Iterator>> MakeIterator(const IteratorContext& ctx) const = 0;
+  // Writes this node, and through it its inputs, into `def` (Dataset::ToDef); Unimplemented naming
+  // the node when it has no description (a Map of a C++ function).
+  virtual Status ToDef(proto::DatasetDef* def) const = 0;
 };
 
 using NodePtr = std::shared_ptr<const DatasetNode>;
+
+// Fills a transformation's own fields of `def` and returns where its input's description goes.
+using DescribeFn = std::function<StatusOr<proto::DatasetDef*>(proto::DatasetDef* def)>;
 
 // The node of a transformation whose iterator is IteratorT(iterator of the input, args...): it
 // keeps the input and the arguments, and passes the context on to the input.
 template <typename IteratorT, typename... Args>
 class TransformationNode final : public DatasetNode {
  public:
-  explicit TransformationNode(NodePtr input, Args... args)
-      : input_(std::move(input)), args_(std::move(args)...) {}
+  TransformationNode(NodePtr input, DescribeFn describe, Args... args)
+      : input_(std::move(input)), describe_(std::move(describe)), args_(std::move(args)...) {}
 
   StatusOr<std::unique_ptr<Iterator>> MakeIterator(const IteratorContext& ctx) const override {
     WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Iterator> input, input_->MakeIterator(ctx));
@@ -45,16 +53,30 @@ class TransformationNode final : public DatasetNode {
         args_);
   }
 
+  Status ToDef(proto::DatasetDef* def) const override {
+    WEFT_ASSIGN_OR_RETURN(proto::DatasetDef * input, describe_(def));
+    return input_->ToDef(input);
+  }
+
  private:
   NodePtr input_;
+  DescribeFn describe_;
   std::tuple<Args...> args_;
 };
 
 template <typename IteratorT, typename... Args>
-NodePtr MakeTransformationNode(NodePtr input, Args... args) {
-  return std::make_shared<TransformationNode<IteratorT, Args...>>(std::move(input),
-                                                                  std::move(args)...);
+NodePtr MakeTransformationNode(NodePtr input, DescribeFn describe, Args... args) {
+  return std::make_shared<TransformationNode<IteratorT, Args...>>(
+      std::move(input), std::move(describe), std::move(args)...);
 }
+
+// A node that iterates as `inner` and describes itself as `def`: a source built out of other
+// nodes (IDX files read into tensors, synthetic Criteo batches made by a Map) that another process
+// rebuilds from its own arguments rather than from those nodes.
+NodePtr MakeDescribedNode(NodePtr inner, proto::DatasetDef def);
+// `dataset` iterating as it does, described as `def` (through MakeDescribedNode); a dataset
+// carrying an error is returned as it is.
+Dataset DescribedAs(const Dataset& dataset, proto::DatasetDef def);
 
 // SplitMix64's finaliser: spreads a seed so that nearby seeds give unrelated generator states.
 uint64_t MixSeed(uint64_t value);

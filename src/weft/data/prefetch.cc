@@ -86,7 +86,12 @@ class PrefetchIterator final : public Iterator {
 }  // namespace
 
 NodePtr MakePrefetchNode(NodePtr input, int64_t buffer_size) {
-  return MakeTransformationNode<PrefetchIterator>(std::move(input), buffer_size);
+  auto describe = [=](proto::DatasetDef* def) -> StatusOr<proto::DatasetDef*> {
+    proto::PrefetchDatasetDef* prefetch = def->mutable_prefetch();
+    prefetch->set_buffer_size(buffer_size);
+    return prefetch->mutable_input();
+  };
+  return MakeTransformationNode<PrefetchIterator>(std::move(input), describe, buffer_size);
 }
 
 }  // namespace weft::data

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "weft/data/dataset_node.h"
 #include "weft/data/zipf_distribution.h"
 
 namespace weft::data {
@@ -136,11 +137,25 @@ Dataset SyntheticCriteoDataset(const SyntheticCriteoOptions& options, int64_t fi
   Tensor indices(DataType::kInt64, TensorShape({valid.ok() ? count : 1}));
   for (int64_t i = 0; i < indices.NumElements(); ++i) indices.data<int64_t>()[i] = first + i;
   Dataset batches = Dataset::FromTensors({std::move(indices)}).Batch(batch_size, drop_remainder);
-  return batches.Map([options, valid](Element batch) -> StatusOr<Element> {
+  Dataset generated = batches.Map([options, valid](Element batch) -> StatusOr<Element> {
     WEFT_RETURN_IF_ERROR(valid);
     const Tensor& indices = batch[0];
     return GenerateSyntheticCriteo(options, indices.data<int64_t>()[0], indices.dim_size(0));
   });
+  proto::DatasetDef def;
+  proto::SyntheticCriteoDatasetDef* criteo = def.mutable_synthetic_criteo();
+  criteo->set_seed(options.seed);
+  criteo->set_num_dense(options.num_dense);
+  for (int64_t rows : options.table_rows) criteo->add_table_rows(rows);
+  criteo->set_zipf_exponent(options.zipf_exponent);
+  criteo->set_bias(options.bias);
+  criteo->set_id_weight_scale(options.id_weight_scale);
+  criteo->set_dense_weight_scale(options.dense_weight_scale);
+  criteo->set_first(first);
+  criteo->set_count(count);
+  criteo->set_batch_size(batch_size);
+  criteo->set_drop_remainder(drop_remainder);
+  return DescribedAs(generated, std::move(def));
 }
 
 }  // namespace weft::data

@@ -70,6 +70,13 @@ class ShuffleNode final : public DatasetNode {
     return IteratorPtr(std::make_unique<ShuffleIterator>(std::move(input), buffer_size_, seed));
   }
 
+  Status ToDef(proto::DatasetDef* def) const override {
+    proto::ShuffleDatasetDef* shuffle = def->mutable_shuffle();
+    shuffle->set_buffer_size(buffer_size_);
+    shuffle->set_seed(seed_);
+    return input_->ToDef(shuffle->mutable_input());
+  }
+
  private:
   NodePtr input_;
   int64_t buffer_size_;
@@ -182,6 +189,12 @@ class RepeatNode final : public DatasetNode {
     return IteratorPtr(std::make_unique<RepeatIterator>(input_, count_, ctx));
   }
 
+  Status ToDef(proto::DatasetDef* def) const override {
+    proto::RepeatDatasetDef* repeat = def->mutable_repeat();
+    repeat->set_count(count_);
+    return input_->ToDef(repeat->mutable_input());
+  }
+
  private:
   NodePtr input_;
   int64_t count_;
@@ -263,20 +276,43 @@ NodePtr MakeShuffleNode(NodePtr input, int64_t buffer_size, uint64_t seed) {
   return std::make_shared<ShuffleNode>(std::move(input), buffer_size, seed);
 }
 NodePtr MakeBatchNode(NodePtr input, int64_t batch_size, bool drop_remainder) {
-  return MakeTransformationNode<BatchIterator>(std::move(input), batch_size, drop_remainder);
+  auto describe = [=](proto::DatasetDef* def) -> StatusOr<proto::DatasetDef*> {
+    proto::BatchDatasetDef* batch = def->mutable_batch();
+    batch->set_batch_size(batch_size);
+    batch->set_drop_remainder(drop_remainder);
+    return batch->mutable_input();
+  };
+  return MakeTransformationNode<BatchIterator>(std::move(input), describe, batch_size,
+                                               drop_remainder);
 }
 NodePtr MakeRepeatNode(NodePtr input, int64_t count) {
   return std::make_shared<RepeatNode>(std::move(input), count);
 }
 NodePtr MakeMapNode(NodePtr input, Dataset::MapFn fn) {
-  return MakeTransformationNode<MapIterator>(std::move(input),
+  auto describe = [](proto::DatasetDef*) -> StatusOr<proto::DatasetDef*> {
+    return Unimplemented(
+        "the pipeline has a Map of a C++ function, which has no description another process "
+        "could rebuild (build the dataset there, or map inside the model)");
+  };
+  return MakeTransformationNode<MapIterator>(std::move(input), describe,
                                              std::make_shared<const Dataset::MapFn>(std::move(fn)));
 }
 NodePtr MakeShardNode(NodePtr input, int64_t num_shards, int64_t index) {
-  return MakeTransformationNode<ShardIterator>(std::move(input), num_shards, index);
+  auto describe = [=](proto::DatasetDef* def) -> StatusOr<proto::DatasetDef*> {
+    proto::ShardDatasetDef* shard = def->mutable_shard();
+    shard->set_num_shards(num_shards);
+    shard->set_index(index);
+    return shard->mutable_input();
+  };
+  return MakeTransformationNode<ShardIterator>(std::move(input), describe, num_shards, index);
 }
 NodePtr MakeTakeNode(NodePtr input, int64_t count) {
-  return MakeTransformationNode<TakeIterator>(std::move(input), count);
+  auto describe = [=](proto::DatasetDef* def) -> StatusOr<proto::DatasetDef*> {
+    proto::TakeDatasetDef* take = def->mutable_take();
+    take->set_count(count);
+    return take->mutable_input();
+  };
+  return MakeTransformationNode<TakeIterator>(std::move(input), describe, count);
 }
 
 }  // namespace weft::data

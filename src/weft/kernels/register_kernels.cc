@@ -11,6 +11,7 @@ void RegisterAllKernels(KernelRegistry& registry) {
   RegisterSendRecvKernels(registry);
   RegisterCollectiveKernels(registry);
   RegisterIoKernels(registry);
+  RegisterDataKernels(registry);
 }
 
 const KernelRegistry& AllKernels() {

@@ -11,6 +11,7 @@ void RegisterMathKernels(KernelRegistry& registry);      // math/
 void RegisterNnKernels(KernelRegistry& registry);        // nn/
 void RegisterFunctionKernels(KernelRegistry& registry);  // function/: _Arg, _Retval
 void RegisterIoKernels(KernelRegistry& registry);        // io/: SaveV2, RestoreV2
+void RegisterDataKernels(KernelRegistry& registry);      // data/: MakeIterator, IteratorGetNext
 void RegisterStateKernels(KernelRegistry& registry);     // state/: variables, random, optimizers
 void RegisterSendRecvKernels(KernelRegistry& registry);  // sendrecv/: _Send, _Recv
 void RegisterCollectiveKernels(

@@ -13,6 +13,7 @@ void RegisterAllOps(OpRegistry& registry) {
   RegisterSendRecvOps(registry);
   RegisterCollectiveOps(registry);
   RegisterIoOps(registry);
+  RegisterDatasetOps(registry);
 }
 
 const OpRegistry& AllOps() {

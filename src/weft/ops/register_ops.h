@@ -15,6 +15,7 @@ void RegisterRandomOps(OpRegistry& registry);    // random_ops.cc
 void RegisterTrainingOps(OpRegistry& registry);  // training_ops.cc: optimizer updates
 void RegisterSendRecvOps(OpRegistry& registry);  // sendrecv_ops.cc: _Send, _Recv (+ _Host)
 void RegisterIoOps(OpRegistry& registry);        // io_ops.cc: SaveV2, RestoreV2
+void RegisterDatasetOps(OpRegistry& registry);   // dataset_ops.cc: MakeIterator, IteratorGetNext
 void RegisterCollectiveOps(
     OpRegistry& registry);  // collective_ops.cc: all-reduce, broadcast, all-gather
 

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include "weft/core/logging.h"
 #include "weft/core/str_util.h"
+#include "weft/distribute/coordinator/per_worker_dataset.h"
 
 namespace weft::distribute {
 
@@ -148,9 +150,7 @@ bool ClusterCoordinator::RecoverOnce(int worker, int64_t generation) {
     if (generation_[worker] != generation) return true;
     recovering_[worker] = true;
   }
-  Status recovered = options_.recover_worker
-                         ? options_.recover_worker(worker)
-                         : Unavailable(WorkerName(worker), " was lost and no recovery is set up");
+  Status recovered = RecoverWithResources(worker);
   {
     MutexLock lock(mu_);
     recovering_[worker] = false;
@@ -161,6 +161,76 @@ bool ClusterCoordinator::RecoverOnce(int worker, int64_t generation) {
   Retire(worker, recovered);
   if (options_.on_retired) options_.on_retired(worker, recovered);
   return false;
+}
+
+Status ClusterCoordinator::RecoverWithResources(int worker) {
+  constexpr int kAttempts = 3;
+  Status status;
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    if (!options_.recover_worker) {
+      return Unavailable(WorkerName(worker), " was lost and no recovery is set up");
+    }
+    WEFT_RETURN_IF_ERROR(options_.recover_worker(worker));
+    std::vector<PerWorkerResourceFn> resources;
+    {
+      MutexLock lock(mu_);
+      resources = per_worker_resources_;
+    }
+    status = Status::OK();
+    for (size_t r = 0; r < resources.size() && status.ok(); ++r) {
+      status = resources[r](worker).WithContext(
+          StrCat("making per-worker resource ", r, " again on ", WorkerName(worker)));
+    }
+    if (status.ok()) {
+      if (!resources.empty()) {
+        WEFT_LOG(WARNING) << WorkerName(worker) << " recovered: made its " << resources.size()
+                          << " per-worker resource(s) again (its per-worker datasets start over)";
+      }
+      MutexLock lock(mu_);
+      resources_recreated_ += static_cast<int64_t>(resources.size());
+      return status;
+    }
+    if (!IsWorkerLost(status)) return status;
+  }
+  return status;
+}
+
+Status ClusterCoordinator::CreatePerWorkerResource(PerWorkerResourceFn create) {
+  std::vector<int> workers;
+  {
+    MutexLock lock(mu_);
+    // Registered first: a worker recovering from now on makes it itself.
+    per_worker_resources_.push_back(create);
+    for (int w = 0; w < num_workers_; ++w) {
+      if (!retired_[w]) workers.push_back(w);
+    }
+  }
+  for (int w : workers) {
+    WEFT_RETURN_IF_ERROR(
+        create(w).WithContext(StrCat("making a per-worker resource on ", WorkerName(w))));
+  }
+  return Status::OK();
+}
+
+Status ClusterCoordinator::CreatePerWorkerDataset(const PerWorkerDataset& dataset,
+                                                  RunOnWorkerFn run_on_worker) {
+  if (!run_on_worker) return InvalidArgument("CreatePerWorkerDataset: no run_on_worker");
+  if (dataset.num_workers() != num_workers_) {
+    return InvalidArgument("per-worker dataset '", dataset.name(), "' was built for ",
+                           dataset.num_workers(), " workers, the coordinator has ", num_workers_);
+  }
+  std::vector<std::string> targets;
+  for (int w = 0; w < num_workers_; ++w) targets.push_back(dataset.MakeIteratorTarget(w));
+  return CreatePerWorkerResource([name = dataset.name(), targets = std::move(targets),
+                                  run = std::move(run_on_worker)](int worker) -> Status {
+    return run(worker, {targets[static_cast<size_t>(worker)]})
+        .WithContext(StrCat("per-worker dataset '", name, "'"));
+  });
+}
+
+int64_t ClusterCoordinator::resources_recreated() const {
+  MutexLock lock(mu_);
+  return resources_recreated_;
 }
 
 void ClusterCoordinator::Retire(int worker, const Status& recovered) {

@@ -9,6 +9,8 @@
 //   - Any other error is the function's: its RemoteValue holds the error, the functions not yet
 //     started are cancelled (their RemoteValues hold Cancelled), and the next Join() returns it.
 //   - Join() waits until every scheduled function has finished; Done() says whether they have.
+// Per-worker resources (CreatePerWorkerResource; a per-worker dataset's iterators): made on every
+// worker at once, and made again on a worker after each recovery, before it takes a function.
 // Each worker runs `functions_in_flight_per_worker` functions at once (threads of its own), so that
 // the next function's dispatch overlaps the current one's round trip; its recoveries are still one
 // at a time, and a thread whose function was lost after the worker recovered does not recover it
@@ -31,10 +33,16 @@
 
 namespace weft::distribute {
 
+class PerWorkerDataset;
+
 // What a scheduled function returns.
 using FunctionResult = StatusOr<std::vector<Tensor>>;
 // A function to run on one worker, given its index.
 using ScheduledFunction = std::function<FunctionResult(int worker)>;
+// Makes a per-worker resource on `worker`.
+using PerWorkerResourceFn = std::function<Status(int worker)>;
+// Runs graph `targets` on `worker` (in its session).
+using RunOnWorkerFn = std::function<Status(int worker, const std::vector<std::string>& targets)>;
 
 // The result of a scheduled function, filled in when it has run. Thread-safe.
 class RemoteValue {
@@ -89,6 +97,20 @@ class ClusterCoordinator {
   // Whether every function scheduled so far has finished.
   bool Done() const WEFT_EXCLUDES(mu_);
 
+  // Runs `create` for every worker that is not retired, now (the first error is returned, naming
+  // the worker), and again for a worker each time it recovers, after recover_worker and before it
+  // takes another function: the resources a restarted worker lost. When that re-creation finds
+  // the worker lost again, the worker is recovered again (up to 3 times in all); any other error
+  // retires it.
+  Status CreatePerWorkerResource(PerWorkerResourceFn create) WEFT_EXCLUDES(mu_);
+  // The reference's create_per_worker_dataset: makes `dataset`'s iterator on every worker by
+  // running its MakeIterator on each (`run_on_worker`), as a per-worker resource, so a worker
+  // that returns after it was lost iterates its dataset again from the start.
+  Status CreatePerWorkerDataset(const PerWorkerDataset& dataset, RunOnWorkerFn run_on_worker)
+      WEFT_EXCLUDES(mu_);
+  // Per-worker resources made again after recoveries, so far.
+  int64_t resources_recreated() const WEFT_EXCLUDES(mu_);
+
   // Functions put back because their worker was lost, so far.
   int64_t rescheduled() const WEFT_EXCLUDES(mu_);
   // Workers currently retired (recovery failed).
@@ -104,6 +126,8 @@ class ClusterCoordinator {
   // After a function of `worker` started in recovery `generation` was lost: recovers the worker
   // unless another of its threads did since; false when the worker is retired.
   bool RecoverOnce(int worker, int64_t generation) WEFT_EXCLUDES(mu_);
+  // Runs recover_worker and then makes the worker's per-worker resources again.
+  Status RecoverWithResources(int worker) WEFT_EXCLUDES(mu_);
   void Finish(const std::shared_ptr<Closure>& closure, FunctionResult result) WEFT_EXCLUDES(mu_);
   // Puts `closure` back at the head of the queue after its worker was lost.
   void PutBack(int worker, const std::shared_ptr<Closure>& closure, const Status& why)
@@ -123,6 +147,8 @@ class ClusterCoordinator {
   int64_t in_flight_ WEFT_GUARDED_BY(mu_) = 0;
   int64_t next_id_ WEFT_GUARDED_BY(mu_) = 0;
   int64_t rescheduled_ WEFT_GUARDED_BY(mu_) = 0;
+  std::vector<PerWorkerResourceFn> per_worker_resources_ WEFT_GUARDED_BY(mu_);
+  int64_t resources_recreated_ WEFT_GUARDED_BY(mu_) = 0;
   Status first_error_ WEFT_GUARDED_BY(mu_);
   std::vector<bool> retired_ WEFT_GUARDED_BY(mu_);
   // Per worker: its successful recoveries so far, and whether one of its threads is recovering it.

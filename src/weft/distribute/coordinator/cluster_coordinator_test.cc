@@ -205,5 +205,108 @@ TEST(ClusterCoordinatorTest, SeveralFunctionsInFlightPerWorkerRecoverTheWorkerOn
   }
 }
 
+// A per-worker resource is made on every worker at once, and again on worker 1 after it was lost
+// and recovered, before worker 1 runs another function: each function sees its worker's resource.
+// Worker 0's later functions wait (bounded) until worker 1 was lost and ran one after its
+// recovery, so that it is and does.
+TEST(ClusterCoordinatorTest, APerWorkerResourceIsMadeAgainOnARecoveredWorkerBeforeItRunsMore) {
+  Mutex mu;
+  std::vector<int> made WEFT_GUARDED_BY(mu) = {0, 0};  // per worker: times the resource was made
+  std::atomic<bool> lost{false};
+  Notification lost_once, ran_after_recovery;
+  ClusterCoordinatorOptions options;
+  options.recover_worker = [&](int) {
+    lost = false;
+    return Status::OK();
+  };
+  ClusterCoordinator coordinator(2, options);
+  ASSERT_TRUE(coordinator
+                  .CreatePerWorkerResource([&](int worker) {
+                    MutexLock lock(mu);
+                    ++made[worker];
+                    return Status::OK();
+                  })
+                  .ok());
+  {
+    MutexLock lock(mu);
+    EXPECT_EQ(made, (std::vector<int>{1, 1}));
+  }
+  std::vector<RemoteValue> values;
+  for (int i = 0; i < 30; ++i) {
+    values.push_back(coordinator.Schedule([&, i](int worker) -> FunctionResult {
+      if (worker == 1 && i >= 10 && !lost_once.HasBeenNotified()) {
+        lost = true;
+        lost_once.Notify();
+        return Unavailable("task 1 restarted");
+      }
+      if (worker == 0 && i >= 10) {
+        EXPECT_TRUE(ran_after_recovery.WaitForNotificationWithTimeout(std::chrono::seconds(10)));
+      }
+      MutexLock lock(mu);
+      // A function never runs on a worker whose resource was lost and not yet made again.
+      EXPECT_FALSE(worker == 1 && lost);
+      if (worker == 1 && lost_once.HasBeenNotified() && !ran_after_recovery.HasBeenNotified()) {
+        ran_after_recovery.Notify();
+      }
+      return Value(static_cast<float>(made[worker]));
+    }));
+  }
+  ASSERT_TRUE(coordinator.Join().ok());
+  ASSERT_TRUE(lost_once.HasBeenNotified());
+  MutexLock lock(mu);
+  EXPECT_EQ(made, (std::vector<int>{1, 2}));
+  EXPECT_EQ(coordinator.resources_recreated(), 1);
+}
+
+TEST(ClusterCoordinatorTest, PerWorkerResourceErrorsNameTheWorkerAndRetireItOnRecovery) {
+  ClusterCoordinatorOptions options;
+  options.worker_names = {"/job:worker/task:0", "/job:worker/task:1"};
+  options.recover_worker = [](int) { return Status::OK(); };
+  std::atomic<int> retired{-1};
+  Notification retired_note;
+  options.on_retired = [&](int worker, const Status& why) {
+    EXPECT_NE(why.message().find("making per-worker resource 0 again on /job:worker/task:1: bad"),
+              std::string::npos)
+        << why.message();
+    retired = worker;
+    retired_note.Notify();
+  };
+  ClusterCoordinator coordinator(2, options);
+  Status refused = coordinator.CreatePerWorkerResource(
+      [](int worker) { return worker == 1 ? NotFound("no such file") : Status::OK(); });
+  EXPECT_EQ(refused.code(), Code::kNotFound);
+  EXPECT_NE(refused.message().find("on /job:worker/task:1: no such file"), std::string::npos)
+      << refused.message();
+
+  // Worker 1 is lost once; making its resource again fails for good: it is retired, and its
+  // function runs on worker 0. Worker 0's functions wait (bounded) for that, so worker 1 gets one.
+  std::atomic<bool> failed_once{false};
+  ClusterCoordinator second(2, options);
+  std::atomic<int> makes_on_1{0};
+  ASSERT_TRUE(second
+                  .CreatePerWorkerResource([&](int worker) {
+                    if (worker == 1 && makes_on_1.fetch_add(1) > 0) {
+                      return InvalidArgument("bad dataset");
+                    }
+                    return Status::OK();
+                  })
+                  .ok());
+  std::vector<RemoteValue> values;
+  for (int i = 0; i < 2; ++i) {
+    values.push_back(second.Schedule([&](int worker) -> FunctionResult {
+      if (worker == 1 && !failed_once.exchange(true)) return Unavailable("task 1 restarted");
+      EXPECT_TRUE(retired_note.WaitForNotificationWithTimeout(std::chrono::seconds(10)));
+      return Value(static_cast<float>(worker));
+    }));
+  }
+  ASSERT_TRUE(second.Join().ok());
+  for (const RemoteValue& value : values) {
+    ASSERT_TRUE(value.Fetch().ok());
+    EXPECT_EQ(value.worker(), 0);
+  }
+  EXPECT_EQ(retired.load(), 1);
+  EXPECT_EQ(second.retired_workers(), (std::vector<int>{1}));
+}
+
 }  // namespace
 }  // namespace weft::distribute

@@ -357,6 +357,8 @@ void RegisterArrayGradients(GradientRegistry& registry) {
   registry.RegisterNoGradient("ResourceGather");
   // A checkpoint's values come from a file, not from the graph.
   registry.RegisterNoGradient("RestoreV2");
+  // A per-worker dataset's next element: data, not a function of anything to train.
+  registry.RegisterNoGradient("IteratorGetNext");
 }
 
 }  // namespace weft
