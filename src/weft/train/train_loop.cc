@@ -306,7 +306,8 @@ StatusOr<std::optional<TrainSummary>> TrainGeneration(const TrainOptions& option
       if (elastic != nullptr) elastic->StopWatching();
     }
   } stop_watching_first{elastic};
-  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer, MakeOptimizer(options));
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer,
+                        MakeOptimizer(options, workload.steps_per_epoch));
 
   // The model, compiled and trained as any user's. It must not outlive the strategy: it is
   // destroyed first, at the end of this function.

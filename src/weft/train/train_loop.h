@@ -38,11 +38,11 @@ struct TrainOptions {
   int64_t max_steps = -1;  // stop after this many steps in all (-1: no limit)
   int batch_size = 128;
   // sgd | momentum | adam | adamw; "": the workload's (workloads.h: momentum for the image
-  // models, W6's AdamW with its schedule and clipping for char_transformer).
+  // models, Adam decayed over the run under parameter_server, W6's AdamW with its schedule and
+  // clipping for char_transformer).
   std::string optimizer;
-  // 0: the workload's: 1e-3 for char_transformer; 0.05 for the image models, or 0.03 under
-  // parameter_server, whose asynchronous steps apply gradients up to a few steps stale (W1 over 2
-  // workers, 3 epochs: 0.82-0.84 test accuracy at 0.05, 0.85-0.86 at 0.03).
+  // 0: the workload's: 1e-3 for char_transformer and Adam; 0.05 for momentum and sgd, or 0.03
+  // under parameter_server, whose asynchronous steps apply gradients up to a few steps stale.
   double learning_rate = 0;
   int steps_per_execution = 1;  // CompileOptions::steps_per_execution
   int64_t seed = 1;

@@ -8,6 +8,7 @@
 #include "weft/core/str_util.h"
 #include "weft/data/testing/idx_test_util.h"
 #include "weft/io/testing/io_test_util.h"
+#include "weft/train/workloads.h"
 
 namespace weft::train {
 namespace {
@@ -377,6 +378,33 @@ TEST(TrainLoopTest, AFailedSaveIsReportedAndTrainingGoesOn) {
   auto again = Train(options);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->resumed_from_step, 40);
+}
+
+}  // namespace
+}  // namespace weft::train
+
+namespace weft::train {
+namespace {
+
+// Under parameter_server the default optimizer, Adam, decays by a cosine to a tenth over the run;
+// an optimizer the user names keeps its constant rate, as do the synchronous strategies'.
+TEST(TrainLoopTest, TheParameterServerDefaultDecaysOverTheRun) {
+  TrainOptions options;
+  options.strategy = "parameter_server";
+  options.epochs = 3;
+  auto decayed = MakeOptimizer(options, 100);
+  ASSERT_TRUE(decayed.ok()) << decayed.status();
+  ASSERT_NE((*decayed)->schedule(), nullptr);
+  EXPECT_DOUBLE_EQ((*decayed)->schedule()->ValueAt(0), 1e-3);
+  EXPECT_NEAR((*decayed)->schedule()->ValueAt(150), 0.55e-3, 1e-12);
+  EXPECT_NEAR((*decayed)->schedule()->ValueAt(300), 1e-4, 1e-12);
+  options.max_steps = 30;  // the run ends sooner: so does the decay
+  EXPECT_NEAR(MakeOptimizer(options, 100).value()->schedule()->ValueAt(30), 1e-4, 1e-12);
+
+  options.optimizer = "adam";
+  EXPECT_EQ(MakeOptimizer(options, 100).value()->schedule(), nullptr);
+  TrainOptions synchronous;
+  EXPECT_EQ(MakeOptimizer(synchronous, 100).value()->schedule(), nullptr);
 }
 
 }  // namespace

@@ -41,9 +41,11 @@ struct Workload {
 StatusOr<Workload> MakeWorkload(const TrainOptions& options);
 
 // The optimizer of options.optimizer at the options' learning rate, or the workload's default:
-// momentum 0.05 (0.03 under parameter_server) for the image models; for W6 AdamW at 1e-3 (betas
-// 0.9/0.95, weight decay 0.1 on tensors of rank 2 and up), warmup over 100 steps and cosine decay
-// to 1e-4 at step 2,000, gradients clipped to global norm 1.0.
-StatusOr<std::unique_ptr<Optimizer>> MakeOptimizer(const TrainOptions& options);
+// momentum 0.05 for the image models, and under parameter_server Adam at 1e-3 decayed by a cosine
+// to a tenth over the run (epochs x `steps_per_epoch`, or max_steps); for W6 AdamW at 1e-3
+// (betas 0.9/0.95, weight decay 0.1 on tensors of rank 2 and up), warmup over 100 steps and
+// cosine decay to 1e-4 at step 2,000, gradients clipped to global norm 1.0.
+StatusOr<std::unique_ptr<Optimizer>> MakeOptimizer(const TrainOptions& options,
+                                                   int64_t steps_per_epoch);
 
 }  // namespace weft::train
