@@ -215,9 +215,11 @@ TEST(ParameterServerFailuresTest, ParameterServerCheckpointsRestoreOnMorePsTasks
   }
   EXPECT_TRUE(
       std::filesystem::exists(StrCat(checkpoints, "/ckpt-120/shard-00002-of-00003.safetensors")));
-  // The same optimizer as the ps runs' default (Adam), whose slots the checkpoint holds.
+  // The same optimizer as the ps runs' default (Adam, decayed by a cosine), whose slots the
+  // checkpoint holds.
   Launch on_one({WEFT_BINARY, "train", "--json", "--epochs", "1", "--max-steps", "130",
-                 "--optimizer", "adam", "--checkpoint-dir", checkpoints});
+                 "--optimizer", "adam", "--lr-schedule", "cosine", "--checkpoint-dir",
+                 checkpoints});
   ASSERT_TRUE(on_one.ok());
   ASSERT_EQ(on_one.Exit(/*wait_ms=*/120'000), 0) << on_one.output();
   EXPECT_THAT(on_one.output(), HasSubstr("\"resumed_from_step\":120")) << on_one.output();

@@ -95,8 +95,13 @@ void AddTrainingFlags(CLI::App* command, TrainFlags& flags) {
       ->check(CLI::IsMember({"sgd", "momentum", "adam", "adamw"}))
       ->default_str(
           "momentum; adam with --strategy parameter_server, whose asynchronous steps apply "
-          "stale gradients, decayed by a cosine to a tenth over the run; char_transformer: "
-          "adamw with W6's schedule and clipping");
+          "stale gradients; char_transformer: adamw with W6's schedule and clipping");
+  command
+      ->add_option("--lr-schedule", flags.lr_schedule,
+                   "The learning rate over the run: constant, or cosine (decayed to a tenth by "
+                   "the last step)")
+      ->check(CLI::IsMember({"constant", "cosine"}))
+      ->default_str("cosine for the default adam of --strategy parameter_server, else constant");
   command
       ->add_option("--lr", flags.learning_rate,
                    "Learning rate (default 0.05 for momentum and sgd, 0.03 for momentum under "
@@ -267,6 +272,7 @@ bool OptionsFromFlags(const TrainFlags& flags, train::TrainOptions* options) {
   options->max_steps = flags.max_steps;
   options->batch_size = text && !flags.batch_size_given ? 32 : flags.batch_size;
   options->optimizer = flags.optimizer;
+  options->lr_schedule = flags.lr_schedule;
   options->learning_rate = flags.learning_rate;
   options->steps_per_execution = flags.steps_per_execution;
   options->seed = flags.seed;

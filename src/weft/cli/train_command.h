@@ -17,6 +17,7 @@ struct TrainFlags {
   int batch_size = 128;
   bool batch_size_given = false;
   std::string optimizer;     // "": the model's (train::MakeOptimizer)
+  std::string lr_schedule;   // "": the model's (train::MakeOptimizer)
   double learning_rate = 0;  // 0: TrainOptions' default for the strategy
   int steps_per_execution = 1;
   int64_t seed = 1;

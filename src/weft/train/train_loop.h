@@ -44,6 +44,9 @@ struct TrainOptions {
   // 0: the workload's: 1e-3 for char_transformer and Adam; 0.05 for momentum and sgd, or 0.03
   // under parameter_server, whose asynchronous steps apply gradients up to a few steps stale.
   double learning_rate = 0;
+  // "constant", "cosine" (to a tenth of the rate over the run), or "": the workload's (cosine for
+  // the default Adam under parameter_server, constant otherwise; W6 has its own schedule).
+  std::string lr_schedule;
   int steps_per_execution = 1;  // CompileOptions::steps_per_execution
   int64_t seed = 1;
   // The model's dtype policy by the reference's name: "float32" or "mixed_bfloat16".

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "weft/core/str_util.h"
@@ -405,6 +406,21 @@ TEST(TrainLoopTest, TheParameterServerDefaultDecaysOverTheRun) {
   EXPECT_EQ(MakeOptimizer(options, 100).value()->schedule(), nullptr);
   TrainOptions synchronous;
   EXPECT_EQ(MakeOptimizer(synchronous, 100).value()->schedule(), nullptr);
+  // Asked for: the same decay on one device (to resume a parameter-server run's checkpoint).
+  synchronous.optimizer = "adam";
+  synchronous.lr_schedule = "cosine";
+  synchronous.epochs = 1;
+  auto one_device = MakeOptimizer(synchronous, 100);
+  ASSERT_TRUE(one_device.ok()) << one_device.status();
+  EXPECT_NEAR((*one_device)->schedule()->ValueAt(100), 1e-4, 1e-12);
+  options.lr_schedule = "linear";
+  EXPECT_THAT(MakeOptimizer(options, 100).status().message(),
+              ::testing::HasSubstr("unknown learning-rate schedule 'linear'"));
+  TrainOptions text;
+  text.model = ModelKind::kCharTransformer;
+  text.lr_schedule = "cosine";
+  EXPECT_THAT(MakeOptimizer(text, 100).status().message(),
+              ::testing::HasSubstr("W6's warmup and cosine schedule"));
 }
 
 }  // namespace

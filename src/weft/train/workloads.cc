@@ -75,40 +75,14 @@ StatusOr<Workload> MakeWorkload(const TrainOptions& options) {
   return FashionMnistWorkload(options);
 }
 
-StatusOr<std::unique_ptr<Optimizer>> MakeOptimizer(const TrainOptions& options,
-                                                   int64_t steps_per_epoch) {
-  const bool text = options.model == ModelKind::kCharTransformer;
-  // Asynchronous parameter-server steps apply gradients a few steps stale; Adam's per-weight
-  // scaling tolerates that better than momentum (W1, 3 epochs, 8 runs each on the EPYC: test
-  // accuracy mean 0.858 against 0.852 for momentum at 0.03; docs/parameter_servers.md), and a
-  // cosine decay over the run better still (below).
-  const bool asynchronous = options.strategy == "parameter_server";
-  const std::string name = !options.optimizer.empty() ? options.optimizer
-                           : text                     ? "adamw"
-                           : asynchronous             ? "adam"
-                                                      : "momentum";
-  const double learning_rate = options.learning_rate > 0 ? options.learning_rate
-                               : text || name == "adam"  ? 1e-3
-                               : asynchronous            ? 0.03
-                                                         : 0.05;
+namespace {
+
+// The optimizer `name` at `learning_rate`, constant; W6's AdamW for `text`.
+StatusOr<std::unique_ptr<Optimizer>> NewNamedOptimizer(const std::string& name,
+                                                       double learning_rate, bool text) {
   if (name == "sgd") return NewGradientDescentOptimizer(learning_rate);
   if (name == "momentum") return NewMomentumOptimizer(learning_rate, 0.9);
-  if (name == "adam") {
-    std::unique_ptr<Optimizer> adam = NewAdamOptimizer(learning_rate);
-    if (asynchronous && options.optimizer.empty() && !text) {
-      // The run ends at a tenth of the rate: stale asynchronous gradients at a constant rate left
-      // the last steps noisy (W1, 3 epochs, 8 runs each on the EPYC: test accuracy 0.846-0.863
-      // at a constant 1e-3, 0.870-0.873 decayed; docs/parameter_servers.md).
-      int64_t steps = static_cast<int64_t>(options.epochs) * steps_per_epoch;
-      if (options.max_steps > 0) steps = std::min(steps, options.max_steps);
-      WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const LearningRateSchedule> schedule,
-                            CosineDecay::Create({.initial_learning_rate = learning_rate,
-                                                 .decay_steps = std::max<int64_t>(steps, 1),
-                                                 .alpha = 0.1}));
-      WEFT_RETURN_IF_ERROR(adam->SetLearningRateSchedule(std::move(schedule)));
-    }
-    return adam;
-  }
+  if (name == "adam") return NewAdamOptimizer(learning_rate);
   if (name != "adamw") {
     return InvalidArgument("unknown optimizer '", name,
                            "' (expected sgd, momentum, adam or adamw)");
@@ -118,7 +92,7 @@ StatusOr<std::unique_ptr<Optimizer>> MakeOptimizer(const TrainOptions& options,
       NewAdamWOptimizer(learning_rate, /*weight_decay=*/0.1, /*beta1=*/0.9, /*beta2=*/0.95,
                         /*epsilon=*/1e-7, {.decay_if = DecayRankAtLeast(2)}));
   if (text) {
-    // W6's schedule and clipping; the image models train at a constant rate, unclipped.
+    // W6's schedule and clipping; the image models train unclipped.
     WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const LearningRateSchedule> schedule,
                           WarmupCosineDecay({.peak = learning_rate,
                                              .final_learning_rate = learning_rate / 10,
@@ -126,6 +100,52 @@ StatusOr<std::unique_ptr<Optimizer>> MakeOptimizer(const TrainOptions& options,
                                              .total_steps = kW6ScheduleSteps}));
     WEFT_RETURN_IF_ERROR(optimizer->SetLearningRateSchedule(std::move(schedule)));
     WEFT_RETURN_IF_ERROR(optimizer->SetGlobalClipNorm(1.0));
+  }
+  return optimizer;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Optimizer>> MakeOptimizer(const TrainOptions& options,
+                                                   int64_t steps_per_epoch) {
+  const bool text = options.model == ModelKind::kCharTransformer;
+  // Asynchronous parameter-server steps apply gradients a few steps stale; Adam's per-weight
+  // scaling tolerates that better than momentum (W1, 3 epochs, 8 runs each on the EPYC: test
+  // accuracy mean 0.858 against 0.852 for momentum at 0.03; docs/parameter_servers.md).
+  const bool asynchronous = options.strategy == "parameter_server";
+  const std::string name = !options.optimizer.empty() ? options.optimizer
+                           : text                     ? "adamw"
+                           : asynchronous             ? "adam"
+                                                      : "momentum";
+  const double learning_rate = options.learning_rate > 0 ? options.learning_rate
+                               : text || name == "adam"  ? 1e-3
+                               : asynchronous            ? 0.03
+                                                         : 0.05;
+  if (text && !options.lr_schedule.empty()) {
+    return InvalidArgument("--lr-schedule ", options.lr_schedule,
+                           ": char_transformer trains with W6's warmup and cosine schedule");
+  }
+  if (!options.lr_schedule.empty() && options.lr_schedule != "constant" &&
+      options.lr_schedule != "cosine") {
+    return InvalidArgument("unknown learning-rate schedule '", options.lr_schedule,
+                           "' (expected constant or cosine)");
+  }
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer,
+                        NewNamedOptimizer(name, learning_rate, text));
+  // The default under parameter_server ends at a tenth of the rate: stale asynchronous gradients
+  // at a constant rate left the last steps noisy (W1, 3 epochs, 8 runs each on the EPYC: test
+  // accuracy 0.846-0.863 at a constant 1e-3, 0.870-0.873 decayed; docs/parameter_servers.md).
+  const bool cosine =
+      options.lr_schedule == "cosine" ||
+      (options.lr_schedule.empty() && asynchronous && options.optimizer.empty() && !text);
+  if (cosine) {
+    int64_t steps = static_cast<int64_t>(options.epochs) * steps_per_epoch;
+    if (options.max_steps > 0) steps = std::min(steps, options.max_steps);
+    WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const LearningRateSchedule> schedule,
+                          CosineDecay::Create({.initial_learning_rate = learning_rate,
+                                               .decay_steps = std::max<int64_t>(steps, 1),
+                                               .alpha = 0.1}));
+    WEFT_RETURN_IF_ERROR(optimizer->SetLearningRateSchedule(std::move(schedule)));
   }
   return optimizer;
 }

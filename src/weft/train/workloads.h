@@ -42,7 +42,8 @@ StatusOr<Workload> MakeWorkload(const TrainOptions& options);
 
 // The optimizer of options.optimizer at the options' learning rate, or the workload's default:
 // momentum 0.05 for the image models, and under parameter_server Adam at 1e-3 decayed by a cosine
-// to a tenth over the run (epochs x `steps_per_epoch`, or max_steps); for W6 AdamW at 1e-3
+// to a tenth over the run (epochs x `steps_per_epoch`, or max_steps; options.lr_schedule "cosine"
+// decays any image model's optimizer so, "constant" none); for W6 AdamW at 1e-3
 // (betas 0.9/0.95, weight decay 0.1 on tensors of rank 2 and up), warmup over 100 steps and
 // cosine decay to 1e-4 at step 2,000, gradients clipped to global norm 1.0.
 StatusOr<std::unique_ptr<Optimizer>> MakeOptimizer(const TrainOptions& options,
