@@ -14,6 +14,9 @@
 
 #include "weft/checkpoint/checkpoint_index.h"
 #include "weft/core/logging.h"
+#include "weft/data/dataset.h"
+#include "weft/data/synthetic_criteo.h"
+#include "weft/dataset.pb.h"
 #include "weft/distributed/rpc/bulk_transfer.h"
 #include "weft/framework/attr_value_util.h"
 #include "weft/framework/tensor_proto_util.h"
@@ -172,6 +175,39 @@ void IdxSeeds() {
   Write("idx_reader", "images_gzip_file", Byte(0) + Gzip(images));
   Write("idx_reader", "examples_plain", Byte(1) + U16(images.size()) + images + labels);
   Write("idx_reader", "examples_gzip", Byte(3) + U16(images.size()) + images + labels);
+}
+
+// --- dataset_def -------------------------------------------------------------------------
+
+void DatasetSeeds() {
+  const data::Dataset ids =
+      data::Dataset::FromTensors({Tensor::FromVector<int64_t>({0, 1, 2, 3, 4, 5}),
+                                  Tensor::FromVector<float>({0, 1, 2, 3, 4, 5})});
+  Write("dataset_def", "tensor_slices_pipeline",
+        ids.Shuffle(4, 7)
+            .Shard(2, 1)
+            .Repeat(2)
+            .Batch(2, true)
+            .Take(3)
+            .Prefetch(1)
+            .ToDef()
+            .value()
+            .SerializeAsString());
+  data::CsvOptions csv;
+  csv.column_types = {DataType::kFloat, DataType::kInt64};
+  csv.header = true;
+  csv.defaults = {std::string("0"), std::nullopt};
+  Write("dataset_def", "csv_file",
+        data::Dataset::FromCsvFile("/nonexistent/rows.csv", csv)
+            .Batch(8)
+            .ToDef()
+            .value()
+            .SerializeAsString());
+  data::SyntheticCriteoOptions criteo;
+  criteo.table_rows = {100, 10};
+  Write(
+      "dataset_def", "synthetic_criteo",
+      data::SyntheticCriteoDataset(criteo, 0, 64, 16).Repeat().ToDef().value().SerializeAsString());
 }
 
 // --- weft_config -------------------------------------------------------------------------
@@ -442,6 +478,7 @@ int main(int argc, char** argv) {
   weft::fuzz::TensorProtoSeeds();
   weft::fuzz::GraphSeeds();
   weft::fuzz::IdxSeeds();
+  weft::fuzz::DatasetSeeds();
   weft::fuzz::ConfigSeeds();
   weft::fuzz::CheckpointSeeds();
   weft::fuzz::BulkSeeds();

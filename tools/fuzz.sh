@@ -9,6 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 all_targets=(graph_def_import tensor_proto worker_service master_service bulk_protocol idx_reader
+             dataset_def
              weft_config checkpoint_reader)
 build_dir=build-fuzz
 build=1

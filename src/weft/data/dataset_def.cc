@@ -61,14 +61,24 @@ StatusOr<Dataset> CsvFileFromDef(const proto::CsvFileDatasetDef& def) {
   return Dataset::FromCsvFile(def.path(), std::move(options));
 }
 
-// SyntheticCriteoDataset holds the indices of its examples: a def from the wire may not ask for
-// more of them than a worker should allocate.
-constexpr int64_t kMaxSyntheticCriteoExamples = int64_t{1} << 28;
+// SyntheticCriteoDataset holds the indices of its examples, from `first` on: a def from the wire
+// may not ask for more of them than a worker should allocate, nor for indices that overflow.
+constexpr int64_t kMaxSyntheticCriteoExamples = int64_t{1} << 24;
+constexpr int64_t kMaxSyntheticCriteoFirst = int64_t{1} << 62;
 
 StatusOr<Dataset> SyntheticCriteoFromDef(const proto::SyntheticCriteoDatasetDef& def) {
   if (def.count() > kMaxSyntheticCriteoExamples || def.batch_size() > kMaxSyntheticCriteoExamples) {
     return InvalidArgument("count ", def.count(), " and batch_size ", def.batch_size(),
                            " must be at most ", kMaxSyntheticCriteoExamples);
+  }
+  if (def.first() > kMaxSyntheticCriteoFirst) {
+    return InvalidArgument("first ", def.first(), " must be at most ", kMaxSyntheticCriteoFirst);
+  }
+  // Each example holds num_dense floats and one id per table.
+  constexpr int kMaxFeatures = 1 << 16;
+  if (def.num_dense() > kMaxFeatures || def.table_rows_size() > kMaxFeatures) {
+    return InvalidArgument("num_dense ", def.num_dense(), " and the ", def.table_rows_size(),
+                           " tables must each be at most ", kMaxFeatures);
   }
   SyntheticCriteoOptions options;
   options.seed = def.seed();
