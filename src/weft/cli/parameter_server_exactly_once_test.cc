@@ -35,31 +35,6 @@ constexpr int64_t kBatch = 32;
 constexpr int kEpochs = 2;
 constexpr int kDepth = 16;  // 4096 x 16 floats: 256 KiB, cut across both ps tasks
 
-// Kills worker (kill % 2) when training reaches each of `at_steps` and starts it again on its
-// address at once (SIGKILL, then a new server: its sessions and graphs are gone, so its running
-// steps fail and the coordinator recovers it).
-class KillWorkers final : public train::Callback {
- public:
-  KillWorkers(std::vector<std::unique_ptr<ServerProcess>>& workers, std::vector<int64_t> at_steps)
-      : workers_(workers), at_steps_(std::move(at_steps)) {}
-
-  Status OnTrainBatchEnd(train::Model& /*model*/, const train::Logs& logs) override {
-    const auto step = static_cast<int64_t>(logs.at("step"));
-    if (kills_ >= static_cast<int>(at_steps_.size()) || step < at_steps_[kills_]) {
-      return Status::OK();
-    }
-    const int worker = kills_++ % static_cast<int>(workers_.size());
-    return testing::RestartWorker(workers_, worker);
-  }
-
-  int kills() const { return kills_; }
-
- private:
-  std::vector<std::unique_ptr<ServerProcess>>& workers_;
-  const std::vector<int64_t> at_steps_;
-  int kills_ = 0;
-};
-
 class ExactlyOnceInputTest : public testing::PsClusterTest {};
 
 // -sum(rows looked up): each looked-up value's gradient is -1.
@@ -90,7 +65,7 @@ TEST_F(ExactlyOnceInputTest, EveryExampleIsAppliedOncePerEpochWhileWorkersAreKil
                             .exactly_once_input = true})
                   .ok());
   const int64_t steps_per_epoch = kExamples / kBatch;  // 128
-  KillWorkers kill(workers_, {20, 70, 150, 200});
+  testing::KillWorkers kill(workers_, {20, 70, 150, 200});
   auto history = model.Fit(examples, {.epochs = kEpochs, .callbacks = {&kill}});
   ASSERT_TRUE(history.ok()) << history.status();
   EXPECT_EQ(kill.kills(), 4);

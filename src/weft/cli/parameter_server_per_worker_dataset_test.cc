@@ -18,6 +18,9 @@
 #include "weft/distribute/coordinator/cluster_coordinator.h"
 #include "weft/distribute/coordinator/per_worker_dataset.h"
 #include "weft/graph/builder/ops.h"
+#include "weft/train/layers/core.h"
+#include "weft/train/model.h"
+#include "weft/train/testing/model_test_util.h"
 #include "weft/train/worker_sessions.h"
 
 namespace weft::cli {
@@ -158,6 +161,78 @@ TEST_F(PerWorkerDatasetTest, APipelineWithoutADescriptionIsRefusedNamingTheWorke
   EXPECT_EQ(refused.status().code(), Code::kUnimplemented);
   EXPECT_THAT(refused.status().message(),
               HasSubstr("per-worker dataset 'mapped' of worker 0: the pipeline has a Map"));
+}
+
+// Model::Fit of per-worker datasets: a classifier learns from examples only the workers read
+// (each its own shard, shuffled and repeated), while worker 1 and then worker 0 are killed and
+// restarted; the steps they were running go to the other, and they rejoin with their datasets
+// made again.
+TEST_F(PerWorkerDatasetTest, FitTrainsOnTheWorkersOwnDatasetsThroughWorkerRestarts) {
+  const std::vector<Tensor> examples = train::testing::ClassExamples(512);
+  auto dataset_fn = [&examples](const InputContext& context) {
+    return data::Dataset::FromTensors(examples)
+        .Shard(context.num_input_pipelines(), context.input_pipeline_id())
+        .Shuffle(256, 1 + static_cast<uint64_t>(context.input_pipeline_id()))
+        .Repeat()
+        .Batch(32);
+  };
+  train::Sequential model(train::Dense(32, "relu"), train::Dense(10));
+  ASSERT_TRUE(model
+                  .Compile(train::NewAdamOptimizer(0.01),
+                           train::SparseCategoricalCrossentropy(/*from_logits=*/true), {"accuracy"},
+                           {.strategy = strategy_.get(),
+                            .worker_recovery_timeout_ms = 30000,
+                            .snapshot_every_steps = 0})
+                  .ok());
+  testing::KillWorkers kill(workers_, {15, 60});
+  // The kills alternate from worker 0: worker 0 at step 15, worker 1 at step 60.
+  auto history = model.Fit(dataset_fn, {.epochs = 3, .steps_per_epoch = 40, .callbacks = {&kill}});
+  ASSERT_TRUE(history.ok()) << history.status();
+  EXPECT_EQ(kill.kills(), 2);
+  EXPECT_EQ(model.position().global_step, 120);
+  ASSERT_EQ(history->epochs.size(), 3u);
+  EXPECT_LT(history->epochs[2].at("loss"), 0.5 * history->epochs[0].at("loss"));
+  auto evaluated = model.Evaluate(data::Dataset::FromTensors(examples).Batch(128));
+  ASSERT_TRUE(evaluated.ok()) << evaluated.status();
+  EXPECT_GT(evaluated->at("accuracy"), 0.9);
+}
+
+// What Fit of per-worker datasets cannot do is refused, naming why.
+TEST_F(PerWorkerDatasetTest, FitOfPerWorkerDatasetsRefusesWhatItCannotDo) {
+  auto dataset_fn = [](const InputContext& context) {
+    return data::Dataset::FromTensors(train::testing::ClassExamples(64))
+        .Shard(context.num_input_pipelines(), context.input_pipeline_id())
+        .Repeat()
+        .Batch(8);
+  };
+  auto compiled = [&](train::CompileOptions options) {
+    auto model = std::make_unique<train::Sequential>(train::Dense(10));
+    EXPECT_TRUE(model
+                    ->Compile(train::NewAdamOptimizer(0.01),
+                              train::SparseCategoricalCrossentropy(/*from_logits=*/true), {},
+                              options)
+                    .ok());
+    return model;
+  };
+  Status no_steps = compiled({.strategy = strategy_.get()})->Fit(dataset_fn, {}).status();
+  EXPECT_THAT(no_steps.message(), HasSubstr("needs steps_per_epoch"));
+  Status one_device = compiled({})->Fit(dataset_fn, {.steps_per_epoch = 4}).status();
+  EXPECT_THAT(one_device.message(), HasSubstr("needs an asynchronous strategy"));
+  Status exactly_once = compiled({.strategy = strategy_.get(), .exactly_once_input = true})
+                            ->Fit(dataset_fn, {.steps_per_epoch = 4})
+                            .status();
+  EXPECT_THAT(exactly_once.message(), HasSubstr("cannot give exactly-once input"));
+  Status mapped =
+      compiled({.strategy = strategy_.get()})
+          ->Fit(
+              [&](const InputContext& context) {
+                return dataset_fn(context).Map(
+                    [](data::Element element) -> StatusOr<data::Element> { return element; });
+              },
+              {.steps_per_epoch = 4})
+          .status();
+  EXPECT_EQ(mapped.code(), Code::kUnimplemented);
+  EXPECT_THAT(mapped.message(), HasSubstr("of worker 0: the pipeline has a Map"));
 }
 
 }  // namespace

@@ -218,9 +218,11 @@ Status FitLoop::ScheduleStep(int epoch) {
   const Model& model = model_;
   for (std::vector<data::Element>& function : functions) {
     std::string where = Where(epoch, first_step, first_batch, function.size());
+    // Under per-worker datasets the step reads its batch on the worker: nothing is fed.
     StatusOr<Model::BatchStep> prepared =
-        function.size() > 1 ? model_.PrepareExecution(function)
-                            : model_.PrepareBatch(function[0], model_.graph_->training, false);
+        model_.per_worker_step_.has_value() ? StatusOr<Model::BatchStep>(*model_.per_worker_step_)
+        : function.size() > 1               ? model_.PrepareExecution(function)
+                              : model_.PrepareBatch(function[0], model_.graph_->training, false);
     if (!prepared.ok()) return prepared.status().WithContext(where);
     Model::BatchStep step = std::move(prepared).value();
     // Under exactly-once input the function's batches are one input shard, leased to the worker

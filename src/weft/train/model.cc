@@ -180,12 +180,7 @@ Status Model::EnsureBuilt(const std::vector<InputSpec>& inputs, const std::vecto
   if (strategy_ == nullptr) return FailedPrecondition("model '", name_, "' is not compiled");
   if (!call_) return FailedPrecondition("model '", name_, "' has no layers");
   const distribute::Strategy& strategy = *strategy_;
-  if (graph_ == nullptr) {
-    graph_ = std::make_unique<ModelGraph>(Scope::NewRootScope());
-    // Variables the strategy already holds belong to other models sharing it.
-    graph_->adopted_variables = strategy.variables().size();
-  }
-  ModelGraph& graph = *graph_;
+  ModelGraph& graph = EnsureGraph();
   if (graph.has_inference || graph.has_training) {
     for (size_t i = 0; i < inputs.size(); ++i) {
       const InputSpec& built = graph.inputs[i];
@@ -247,6 +242,33 @@ Status Model::EnsureBuilt(const std::vector<InputSpec>& inputs, const std::vecto
   graph.pending_initializers.clear();
   WEFT_RETURN_IF_ERROR(SendNewNodes(std::move(initializers)));
   return LoadPendingWeights();
+}
+
+ModelGraph& Model::EnsureGraph() {
+  if (graph_ == nullptr) {
+    graph_ = std::make_unique<ModelGraph>(Scope::NewRootScope());
+    // Variables the strategy already holds belong to other models sharing it.
+    graph_->adopted_variables = strategy_->variables().size();
+  }
+  return *graph_;
+}
+
+Status Model::BuildPerWorkerTraining(const std::vector<Output>& element,
+                                     const std::vector<Tensor>& labels) {
+  ModelGraph& graph = EnsureGraph();
+  distribute::StrategyScope in_scope = strategy_->Scope();
+  const std::optional<int64_t> seed =
+      options_.seed.has_value() ? options_.seed : GlobalRandomSeed();
+  ModelGraphBuilder builder(*strategy_,
+                            {name_, signature_, call_, losses_, loss_weights_, *optimizer_,
+                             metrics_, seed, options_.dtype_policy.compute_dtype},
+                            graph, graph.inputs, &labels);
+  WEFT_RETURN_IF_ERROR(builder.BuildPerWorkerTrainingPart(element));
+  WEFT_RETURN_IF_ERROR(graph.root.status());
+  AdoptNewVariables();
+  std::vector<Output> initializers = std::move(graph.pending_initializers);
+  graph.pending_initializers.clear();
+  return SendNewNodes(std::move(initializers));
 }
 
 void Model::AdoptNewVariables() {
@@ -430,6 +452,10 @@ int64_t Model::rescheduled_steps() const {
 
 int64_t Model::worker_recoveries() const {
   return worker_sessions_ != nullptr ? worker_sessions_->recoveries() : 0;
+}
+
+int64_t Model::per_worker_datasets_rebuilt() const {
+  return coordinator_ != nullptr ? coordinator_->resources_recreated() : 0;
 }
 
 std::vector<std::shared_ptr<distribute::DistributedVariable>> Model::distributed_variables() const {

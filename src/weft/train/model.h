@@ -36,6 +36,7 @@
 #include "weft/core/mutex.h"
 #include "weft/data/dataset.h"
 #include "weft/distribute/coordinator/cluster_coordinator.h"
+#include "weft/distribute/coordinator/per_worker_dataset.h"
 #include "weft/distribute/strategy.h"
 #include "weft/runtime/session.h"
 #include "weft/train/dtype_policy.h"
@@ -176,6 +177,17 @@ class Model {
   // each restarting the dataset. Returns each epoch's logs: "loss" (the mean of the batches'
   // losses, weighted by batch size) and each metric's epoch mean.
   StatusOr<History> Fit(const data::Dataset& dataset, const FitOptions& options = {});
+  // Under an asynchronous strategy (ParameterServerStrategy), as the reference's Fit of a
+  // DatasetCreator: every worker trains on a dataset of its own, which `dataset_fn` gives for its
+  // InputContext and which the worker builds and reads itself, so no example passes through this
+  // process (ClusterCoordinator::CreatePerWorkerDataset; datasets a worker can rebuild: no Map of
+  // a C++ function). An epoch is options.steps_per_epoch steps, which is required (the datasets
+  // should repeat), each on the next batch of the worker that runs it; a worker that was lost
+  // rebuilds its dataset from the start when it returns. The graph is built for worker 0's first
+  // batch, and each step counts that many examples. Refused with exactly_once_input (its leases
+  // are of this process's batches) and with steps_per_execution > 1.
+  StatusOr<History> Fit(const distribute::PerWorkerDatasetFn& dataset_fn,
+                        const FitOptions& options);
   // The loss and metrics over the whole dataset, in inference mode.
   StatusOr<Logs> Evaluate(const data::Dataset& dataset);
   // The model's output for every example of the dataset (its elements' first components, the
@@ -248,6 +260,8 @@ class Model {
   // and lost workers whose sessions were re-created, so far (0 otherwise).
   int64_t rescheduled_steps() const;
   int64_t worker_recoveries() const;
+  // Under an asynchronous strategy: per-worker datasets made again on workers that returned.
+  int64_t per_worker_datasets_rebuilt() const;
   // Under an asynchronous strategy: ps tasks restored from the snapshot after they restarted, and
   // the steps whose updates were lost with them (done after the snapshot, before the restart).
   int64_t ps_recoveries() const { return ps_recoveries_.load(); }
@@ -275,6 +289,12 @@ class Model {
   // Builds what is missing: the inference graph for `inputs`, and with `labels` (the first
   // batch's, one per output) the training and evaluation graphs.
   Status EnsureBuilt(const std::vector<InputSpec>& inputs, const std::vector<Tensor>* labels);
+  // The model's graph, made (empty) on first use.
+  ModelGraph& EnsureGraph();
+  // The training part that reads a per-worker dataset's `element` on the worker (labels: the
+  // first batch's), sent to the workers' sessions.
+  Status BuildPerWorkerTraining(const std::vector<Output>& element,
+                                const std::vector<Tensor>& labels);
   // Checks and stores what both Compile overloads were given (one loss per output).
   Status CompileWith(std::unique_ptr<Optimizer> optimizer, std::vector<Loss> losses,
                      const std::vector<std::string>& metrics, CompileOptions options);
@@ -374,6 +394,8 @@ class Model {
   std::atomic<int64_t> steps_lost_{0};
   // Under exactly_once_input: runs the training steps (made when the training part is built).
   std::unique_ptr<ExactlyOnceSteps> exactly_once_;
+  // During a Fit of per-worker datasets: the step every scheduled function runs (nothing fed).
+  std::optional<BatchStep> per_worker_step_;
   std::atomic<int64_t> input_shards_reissued_{0};
   // Held while a worker's thread restores a ps task from them.
   Mutex recovery_mu_;

@@ -19,6 +19,14 @@ struct ReplicaNames {
   std::vector<std::string> steps;  // targets: a training step, or the metrics' updates
 };
 
+// The sync-on-read SUM total and count of a metric (per replica, summed when read): the loss's
+// (output -1: the total loss; else that output's), or metric `metric` of output `output`.
+struct MetricTotals {
+  std::shared_ptr<distribute::DistributedVariable> total, count;
+  int output = -1;
+  int metric = -1;
+};
+
 struct ModelGraph {
   explicit ModelGraph(Scope root) : root(std::move(root)) {}
 
@@ -39,6 +47,9 @@ struct ModelGraph {
   // CompileOptions::steps_per_execution (K) > 1: K training steps in one run, each replica's
   // names step-major (step k's inputs, labels and loss at k * per-step count), the step the last.
   ReplicaNames unrolled_training;
+  // Model::Fit of a per-worker dataset: the training part taking its inputs and labels from the
+  // dataset's iterator on the worker (no inputs or labels to feed).
+  ReplicaNames per_worker_training;
   ReplicaNames evaluation;
   // Unique layers of the first part built (replica 0), with their output shapes: Summary's rows.
   std::vector<LayerCallContext::Call> calls;
@@ -47,6 +58,7 @@ struct ModelGraph {
 
   // "loss", then (several outputs) each output's loss, then the metrics' (per output).
   std::vector<std::string> metric_names;
+  std::vector<MetricTotals> metric_totals;  // in metric_names' order
   std::vector<std::string> metric_results;  // cross-replica total / count, in that order
   std::string reset_metrics;
   std::string learning_rate_value;  // placeholder

@@ -50,15 +50,28 @@ ModelGraphBuilder::ModelGraphBuilder(const distribute::Strategy& strategy, Model
   }
 }
 
+Output ModelGraphBuilder::WithStaticShape(const Scope& scope, const Output& component,
+                                          const PartialShape& shape) {
+  if (!shape.rank_known() ||
+      std::count(shape.dims().begin(), shape.dims().end(), int64_t{-1}) > 1) {
+    return ops::Identity(scope, component);
+  }
+  return ops::Reshape(scope, component, ops::Const(scope, Tensor::FromVector(shape.dims())));
+}
+
 Status ModelGraphBuilder::BuildPart(bool training, bool with_labels, int unroll,
-                                    ReplicaNames* names, const Finish& finish) {
+                                    ReplicaNames* names, const Finish& finish,
+                                    const std::vector<Output>* element) {
+  if (element != nullptr && (unroll != 1 || strategy_.num_local_replicas() != 1)) {
+    return Internal("a part fed by a dataset's element has one replica and one step");
+  }
   const int replicas = strategy_.num_local_replicas();
   const Model::Signature& signature = model_.signature;
   names->inputs.assign(replicas, {});
   names->labels.assign(with_labels ? replicas : 0, {});
   names->outputs.assign(replicas, {});
   names->steps.assign(replicas, "");
-  const std::string prefix = training ? "" : "eval_";
+  const std::string prefix = element != nullptr ? "per_worker_" : training ? "" : "eval_";
   auto replica_fn = [&](distribute::ReplicaContext& context,
                         const Scope& replica_scope) -> StatusOr<std::vector<Output>> {
     const int r = context.replica_id();
@@ -74,16 +87,27 @@ Status ModelGraphBuilder::BuildPart(bool training, bool with_labels, int unroll,
       const Scope& feed = replica_scope;
       ReplicaTensors tensors;
       for (size_t i = 0; i < signature.inputs.size(); ++i) {
+        const std::string name = prefix + signature.inputs[i] + suffix;
+        if (element != nullptr) {
+          tensors.inputs.push_back(
+              WithStaticShape(feed.WithOpName(name), (*element)[i], WithBatch(inputs_[i].shape)));
+          continue;
+        }
         tensors.inputs.push_back(
-            ops::Placeholder(feed.WithOpName(prefix + signature.inputs[i] + suffix),
-                             inputs_[i].dtype, WithBatch(inputs_[i].shape)));
+            ops::Placeholder(feed.WithOpName(name), inputs_[i].dtype, WithBatch(inputs_[i].shape)));
         names->inputs[r].push_back(tensors.inputs.back().name());
       }
       for (size_t o = 0; with_labels && o < signature.outputs.size(); ++o) {
         const std::string label =
-            signature.outputs.size() == 1 ? "labels" : signature.outputs[o] + "_labels";
-        tensors.labels.push_back(ops::Placeholder(feed.WithOpName(prefix + label + suffix),
-                                                  (*labels_)[o].dtype(), label_shapes_[o]));
+            prefix + (signature.outputs.size() == 1 ? "labels" : signature.outputs[o] + "_labels") +
+            suffix;
+        if (element != nullptr) {
+          tensors.labels.push_back(WithStaticShape(
+              feed.WithOpName(label), (*element)[signature.inputs.size() + o], label_shapes_[o]));
+          continue;
+        }
+        tensors.labels.push_back(
+            ops::Placeholder(feed.WithOpName(label), (*labels_)[o].dtype(), label_shapes_[o]));
         names->labels[r].push_back(tensors.labels.back().name());
       }
       LayerCallContext calls(training, {.seed = model_.seed,
@@ -156,7 +180,7 @@ Status ModelGraphBuilder::BuildMetricTotals() {
       graph_.pending_initializers.push_back((*slot)->initializer());
       graph_.variables.push_back(*slot);
     }
-    totals_.push_back(std::move(made));
+    graph_.metric_totals.push_back(std::move(made));
   }
   return Status::OK();
 }
@@ -171,7 +195,7 @@ std::vector<Output> ModelGraphBuilder::UpdateMetrics(int replica, const Scope& s
       ops::Sum(update, ops::Slice(update, ops::Shape(update, tensors.inputs[0]), {0}, {1}), 0),
       DataType::kFloat);
   std::vector<Output> updates;
-  for (const MetricTotals& totals : totals_) {
+  for (const MetricTotals& totals : graph_.metric_totals) {
     Output total, count;
     if (totals.metric < 0) {
       total = ops::Mul(update, losses[totals.output + 1], batch);
@@ -210,29 +234,49 @@ std::vector<Output> ModelGraphBuilder::Losses(const Scope& scope,
   return losses;
 }
 
+Status ModelGraphBuilder::FinishTrainingStep(distribute::ReplicaContext& context,
+                                             const Scope& scope, const ReplicaTensors& tensors,
+                                             LayerCallContext& calls, PartOutputs* outputs) {
+  std::vector<Output> losses = Losses(scope, tensors);
+  WEFT_RETURN_IF_ERROR(scope.status());
+  WEFT_ASSIGN_OR_RETURN(
+      Output train_op,
+      model_.optimizer.Minimize(
+          scope, losses[0], TrainableIn(calls.calls(), graph_.root.graph(), context.replica_id()),
+          &context));
+  std::vector<Output> step = {train_op};
+  step.insert(step.end(), calls.updates().begin(), calls.updates().end());
+  std::vector<Output> metric_updates = UpdateMetrics(context.replica_id(), scope, tensors, losses);
+  step.insert(step.end(), metric_updates.begin(), metric_updates.end());
+  outputs->fetches = {losses[0]};
+  outputs->step = ops::NoOp(scope.WithOpName("train_step").WithControlDependencies(step));
+  return Status::OK();
+}
+
 Status ModelGraphBuilder::BuildTrainingPart(int unroll) {
-  const Graph* raw_graph = graph_.root.graph();
   return BuildPart(
       /*training=*/true, /*with_labels=*/true, unroll,
       unroll == 1 ? &graph_.training : &graph_.unrolled_training,
       [&](distribute::ReplicaContext& context, const Scope& scope, const ReplicaTensors& tensors,
-          LayerCallContext& calls, PartOutputs* outputs) -> Status {
-        std::vector<Output> losses = Losses(scope, tensors);
-        WEFT_RETURN_IF_ERROR(scope.status());
-        WEFT_ASSIGN_OR_RETURN(
-            Output train_op,
-            model_.optimizer.Minimize(scope, losses[0],
-                                      TrainableIn(calls.calls(), raw_graph, context.replica_id()),
-                                      &context));
-        std::vector<Output> step = {train_op};
-        step.insert(step.end(), calls.updates().begin(), calls.updates().end());
-        std::vector<Output> metric_updates =
-            UpdateMetrics(context.replica_id(), scope, tensors, losses);
-        step.insert(step.end(), metric_updates.begin(), metric_updates.end());
-        outputs->fetches = {losses[0]};
-        outputs->step = ops::NoOp(scope.WithOpName("train_step").WithControlDependencies(step));
-        return Status::OK();
+          LayerCallContext& calls, PartOutputs* outputs) {
+        return FinishTrainingStep(context, scope, tensors, calls, outputs);
       });
+}
+
+Status ModelGraphBuilder::BuildPerWorkerTrainingPart(const std::vector<Output>& element) {
+  if (element.size() != model_.signature.inputs.size() + model_.signature.outputs.size()) {
+    return InvalidArgument("the per-worker dataset's elements have ", element.size(),
+                           " components; model '", model_.name, "' takes ",
+                           model_.signature.inputs.size(), " inputs and ",
+                           model_.signature.outputs.size(), " labels");
+  }
+  return BuildPart(
+      /*training=*/true, /*with_labels=*/true, /*unroll=*/1, &graph_.per_worker_training,
+      [&](distribute::ReplicaContext& context, const Scope& scope, const ReplicaTensors& tensors,
+          LayerCallContext& calls, PartOutputs* outputs) {
+        return FinishTrainingStep(context, scope, tensors, calls, outputs);
+      },
+      &element);
 }
 
 Status ModelGraphBuilder::BuildEvaluationPart() {
@@ -253,7 +297,7 @@ Status ModelGraphBuilder::BuildEvaluationPart() {
 Status ModelGraphBuilder::BuildMetricResults() {
   Scope results = graph_.root.NewSubScope("metric_results");
   std::vector<Output> resets;
-  for (const MetricTotals& metric : totals_) {
+  for (const MetricTotals& metric : graph_.metric_totals) {
     WEFT_ASSIGN_OR_RETURN(Output total, metric.total->Read(results, nullptr));
     WEFT_ASSIGN_OR_RETURN(Output count, metric.count->Read(results, nullptr));
     graph_.metric_results.push_back(

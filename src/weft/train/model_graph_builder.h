@@ -61,6 +61,9 @@ class ModelGraphBuilder {
   // with `unroll` > 1 that many steps in a row, each after the previous one's update
   // (ModelGraph::unrolled_training, for CompileOptions::steps_per_execution).
   Status BuildTrainingPart(int unroll = 1);
+  // The training part once more (ModelGraph::per_worker_training), its inputs and labels taken
+  // from `element` (a per-worker dataset's components on the worker device) instead of fed.
+  Status BuildPerWorkerTrainingPart(const std::vector<Output>& element);
   // Per replica, in inference mode: the loss and the metric updates, as "eval_step".
   Status BuildEvaluationPart();
   // The cross-replica means of the totals, and the op that resets the totals to zero.
@@ -90,16 +93,19 @@ class ModelGraphBuilder {
                            const ReplicaTensors& tensors, LayerCallContext& calls, PartOutputs*)>;
   // A metric's running totals: sync-on-read SUM variables, one component per replica, and what
   // they sum: `metric` of `output`, or (metric -1) the loss of `output` (-1: the total loss).
-  struct MetricTotals {
-    std::shared_ptr<distribute::DistributedVariable> total, count;
-    int output = -1;
-    int metric = -1;
-  };
-
   // Builds one part: per replica, placeholders, the model, and `finish`'s outputs and steps,
-  // whose names go to `names`; `unroll` times in a row, each after the previous one's step.
+  // whose names go to `names`; `unroll` times in a row, each after the previous one's step. With
+  // `element` (one replica, no unrolling), its components stand for the placeholders.
   Status BuildPart(bool training, bool with_labels, int unroll, ReplicaNames* names,
-                   const Finish& finish);
+                   const Finish& finish, const std::vector<Output>* element = nullptr);
+  // The training part's outputs on one replica (the loss, the update and the metric updates).
+  Status FinishTrainingStep(distribute::ReplicaContext& context, const Scope& scope,
+                            const ReplicaTensors& tensors, LayerCallContext& calls,
+                            PartOutputs* outputs);
+  // `component` with the static shape `shape` (at most its batch dimension unknown): the shape
+  // a placeholder would have given the model.
+  static Output WithStaticShape(const Scope& scope, const Output& component,
+                                const PartialShape& shape);
   // InvalidArgument unless the call built one output per name of the signature.
   Status CheckPredictions(const std::vector<Output>& predictions) const;
   // The ops that add replica `replica`'s batch to its components of the totals; `losses` holds
@@ -116,7 +122,6 @@ class ModelGraphBuilder {
   const std::vector<Tensor>* labels_;
   // Per output: labels [batch, ...] as the first batch's, with any batch size.
   std::vector<PartialShape> label_shapes_;
-  std::vector<MetricTotals> totals_;  // made by BuildMetricTotals, in graph_.metric_names' order
 };
 
 }  // namespace weft::train

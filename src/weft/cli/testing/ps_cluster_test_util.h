@@ -1,7 +1,8 @@
 // A fixture for parameter-server tests that kill and restart servers: two `weft server` workers
 // and two ps tasks on loopback (ephemeral ports, torn down by their ServerProcess), this process
 // the coordinator of a ParameterServerStrategy over them. RestartWorker kills a worker (SIGKILL)
-// and starts it again on its address, as `weft launch --restart-failed` would. For tests only;
+// and starts it again on its address, as `weft launch --restart-failed` would; KillWorkers does so
+// from a Fit's callback. For tests only;
 // WEFT_BINARY names the `weft` binary.
 #pragma once
 
@@ -16,6 +17,8 @@
 #include "weft/distributed/rpc/grpc_server.h"
 #include "weft/distributed/rpc/grpc_session.h"
 #include "weft/testing/server_process.h"
+#include "weft/train/callbacks.h"
+#include "weft/train/model.h"
 
 namespace weft::cli::testing {
 
@@ -53,6 +56,31 @@ inline Status RestartWorker(std::vector<std::unique_ptr<ServerProcess>>& workers
       ServerProcess::Start(WEFT_BINARY, PsServerFlags("worker", addresses, worker)));
   return Status::OK();
 }
+
+// Kills worker (kill % 2) when training reaches each of `at_steps` and starts it again on its
+// address at once (SIGKILL, then a new server: its sessions and graphs are gone, so its running
+// steps fail and the coordinator recovers it).
+class KillWorkers final : public train::Callback {
+ public:
+  KillWorkers(std::vector<std::unique_ptr<ServerProcess>>& workers, std::vector<int64_t> at_steps)
+      : workers_(workers), at_steps_(std::move(at_steps)) {}
+
+  Status OnTrainBatchEnd(train::Model& /*model*/, const train::Logs& logs) override {
+    const auto step = static_cast<int64_t>(logs.at("step"));
+    if (kills_ >= static_cast<int>(at_steps_.size()) || step < at_steps_[kills_]) {
+      return Status::OK();
+    }
+    const int worker = kills_++ % static_cast<int>(workers_.size());
+    return RestartWorker(workers_, worker);
+  }
+
+  int kills() const { return kills_; }
+
+ private:
+  std::vector<std::unique_ptr<ServerProcess>>& workers_;
+  const std::vector<int64_t> at_steps_;
+  int kills_ = 0;
+};
 
 class PsClusterTest : public ::testing::Test {
  protected:

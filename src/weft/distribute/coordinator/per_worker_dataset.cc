@@ -9,16 +9,13 @@
 namespace weft::distribute {
 namespace {
 
-// The dtypes of `dataset`'s first element.
-StatusOr<std::vector<DataType>> ElementTypes(const data::Dataset& dataset) {
+StatusOr<data::Element> FirstElement(const data::Dataset& dataset) {
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<data::Iterator> iterator, dataset.MakeIterator());
   data::Element element;
   bool end_of_sequence = false;
   WEFT_RETURN_IF_ERROR(iterator->GetNext(&element, &end_of_sequence));
   if (end_of_sequence) return InvalidArgument("the dataset is empty");
-  std::vector<DataType> dtypes;
-  for (const Tensor& component : element) dtypes.push_back(component.dtype());
-  return dtypes;
+  return element;
 }
 
 }  // namespace
@@ -42,9 +39,12 @@ StatusOr<PerWorkerDataset> PerWorkerDataset::Create(const Scope& scope, std::str
     StatusOr<proto::DatasetDef> def = worker_dataset.ToDef();
     if (!def.ok()) return def.status().WithContext(context);
     if (w == 0) {
-      StatusOr<std::vector<DataType>> dtypes = ElementTypes(worker_dataset);
-      if (!dtypes.ok()) return dtypes.status().WithContext(context);
-      dataset.dtypes_ = std::move(dtypes).value();
+      StatusOr<data::Element> first = FirstElement(worker_dataset);
+      if (!first.ok()) return first.status().WithContext(context);
+      dataset.first_element_ = std::move(first).value();
+      for (const Tensor& component : dataset.first_element_) {
+        dataset.dtypes_.push_back(component.dtype());
+      }
     }
     Node* make = NodeBuilder(named.WithOpName(StrCat("make_iterator_", w)), "MakeIterator")
                      .Attr("dataset", std::string_view(def->SerializeAsString()))

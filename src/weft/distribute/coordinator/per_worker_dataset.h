@@ -52,6 +52,8 @@ class PerWorkerDataset {
   // the end of its dataset fails the step with OutOfRange.
   const std::vector<Output>& components() const { return components_; }
   const std::vector<DataType>& dtypes() const { return dtypes_; }
+  // Worker 0's first element, read by Create (its shapes tell a model what it is built for).
+  const data::Element& first_element() const { return first_element_; }
   // The node to run on `worker` to make (or remake) its iterator.
   const std::string& MakeIteratorTarget(int worker) const {
     return make_iterator_targets_[static_cast<size_t>(worker)];
@@ -64,6 +66,7 @@ class PerWorkerDataset {
   std::vector<std::string> make_iterator_targets_;
   std::vector<Output> components_;
   std::vector<DataType> dtypes_;
+  data::Element first_element_;
 };
 
 }  // namespace weft::distribute
