@@ -39,6 +39,11 @@ expect "exactly-once input without parameter servers" 2 "(--exactly-once) is for
 expect "exactly-once input with several steps per execution" 2 "drop --steps-per-execution 2" -- \
   env WEFT_CONFIG='{"cluster":{"chief":["127.0.0.1:0"],"worker":["127.0.0.1:1"],"ps":["127.0.0.1:2"]},"task":{"type":"chief","index":0}}' \
   "$weft" train --strategy parameter_server --exactly-once --steps-per-execution 2 --max-steps 1
+expect "per-worker datasets without parameter servers" 2 "(--per-worker-dataset) are for --strategy parameter_server" -- \
+  "$weft" train --per-worker-dataset --max-steps 1
+expect "per-worker datasets with exactly-once input" 2 "drop --exactly-once" -- \
+  env WEFT_CONFIG='{"cluster":{"chief":["127.0.0.1:0"],"worker":["127.0.0.1:1"],"ps":["127.0.0.1:2"]},"task":{"type":"chief","index":0}}' \
+  "$weft" train --strategy parameter_server --per-worker-dataset --exactly-once --max-steps 1
 expect "negative step breakdown" 2 "step-breakdown" -- "$weft" train --step-breakdown -3
 expect "step breakdown per device" 0 "device:CPU:1: ops ran" -- \
   "$weft" train --devices 2 --max-steps 14 --step-breakdown 3

@@ -103,6 +103,27 @@ TEST(ParameterServerFailuresTest, ParameterServerTrainingSurvivesAKilledWorker) 
   }
 }
 
+// The same with --per-worker-dataset: each worker reads its shard of W1 from the IDX files itself;
+// the restarted worker makes its dataset again before it takes steps, and the summary counts it.
+TEST(ParameterServerFailuresTest, PerWorkerDatasetsAreMadeAgainOnARestartedWorker) {
+  Launch launch(TrainWithRestarts(" --per-worker-dataset"));
+  TrainAndKillAfterTheFirstStep(launch, "worker:1");
+  if (::testing::Test::HasFatalFailure()) return;
+  ASSERT_TRUE(launch
+                  .WaitFor("/job:worker/replica:0/task:1 recovered: made its 1 per-worker "
+                           "resource(s) again")
+                  .ok())
+      << launch.output();
+  ASSERT_EQ(launch.Exit(/*wait_ms=*/300'000), 0) << launch.output();
+  const std::string output = launch.output();
+  EXPECT_THAT(output, HasSubstr("\"steps\":936")) << output;
+  EXPECT_EQ(SummaryNumber(output, "per_worker_datasets_rebuilt"), 1);
+  EXPECT_GT(SummaryNumber(output, "test_accuracy"), 0.75) << output;
+  for (const Start& start : Starts(output)) {
+    EXPECT_TRUE(Gone(start.pid)) << start.task << " " << start.pid;
+  }
+}
+
 // A ps task killed while training (SIGKILL) and restarted empty by --restart-failed: the workers'
 // steps on it are rescheduled, the first worker to reach it again restores its variables from
 // the coordinator's snapshot, and training goes on to the end without a restart of the chief.

@@ -195,6 +195,11 @@ void AddDistributionFlags(CLI::App* command, TrainFlags& flags) {
                     "until the coordinator commits the step, so a step whose worker died is "
                     "discarded and run again, never applied twice: every batch of an epoch is "
                     "applied exactly once");
+  command->add_flag("--per-worker-dataset", flags.per_worker_dataset,
+                    "With --strategy parameter_server: every worker reads its own shard of the "
+                    "training data from the data directory's files on its own disk, instead of "
+                    "this process sending each batch; a worker that returns after it was lost "
+                    "starts its shard over");
   command->add_option("--snapshot-dir", flags.snapshot_dir,
                       "With --snapshot-every-steps: where (a tmpfs directory) the workers keep "
                       "their snapshots (default: under /dev/shm/weft-snapshots, named after the "
@@ -291,6 +296,7 @@ bool OptionsFromFlags(const TrainFlags& flags, train::TrainOptions* options) {
   options->mlp_width = flags.mlp_width;
   options->snapshot_every_steps = flags.snapshot_every_steps;
   options->exactly_once_input = flags.exactly_once;
+  options->per_worker_dataset = flags.per_worker_dataset;
   options->snapshot_dir = flags.snapshot_dir;
   options->strategy = flags.strategy;
   options->devices = flags.devices;

@@ -10,6 +10,7 @@ struct TrainFlags {
   int64_t mlp_width = 256;
   int64_t snapshot_every_steps = 0;
   bool exactly_once = false;
+  bool per_worker_dataset = false;
   std::string snapshot_dir;
   int epochs = 3;
   bool epochs_given = false;

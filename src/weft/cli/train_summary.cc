@@ -74,6 +74,9 @@ nlohmann::json SummaryJson(const TrainFlags& flags, const train::TrainOptions& o
     json["worker_recoveries"] = summary.worker_recoveries;
     json["ps_recoveries"] = summary.ps_recoveries;
     json["steps_lost"] = summary.steps_lost;
+    if (options.per_worker_dataset) {
+      json["per_worker_datasets_rebuilt"] = summary.per_worker_datasets_rebuilt;
+    }
     if (summary.exactly_once) {
       json["input_shards_reissued"] = summary.input_shards_reissued;
       json["lost_commits"] = summary.lost_commits;

@@ -92,11 +92,14 @@ Dataset Dataset::FromTensors(std::vector<Tensor> components) {
 Dataset Dataset::FromIdxFiles(const std::string& images_path, const std::string& labels_path) {
   StatusOr<IdxExamples> examples = ReadIdxExamples(images_path, labels_path);
   if (!examples.ok()) return Dataset(examples.status());
+  return FromIdxExamples(*examples);
+}
+
+Dataset Dataset::FromIdxExamples(const IdxExamples& examples) {
   proto::DatasetDef def;
-  def.mutable_idx_files()->set_images_path(images_path);
-  def.mutable_idx_files()->set_labels_path(labels_path);
-  return DescribedAs(FromTensors({std::move(examples->images), std::move(examples->labels)}),
-                     std::move(def));
+  def.mutable_idx_files()->set_images_path(examples.images_path);
+  def.mutable_idx_files()->set_labels_path(examples.labels_path);
+  return DescribedAs(FromTensors({examples.images, examples.labels}), std::move(def));
 }
 
 Dataset Dataset::FromCsvFile(std::string path, CsvOptions options) {

@@ -33,6 +33,7 @@ class Iterator {
 };
 
 class DatasetNode;
+struct IdxExamples;
 
 class Dataset {
  public:
@@ -45,6 +46,9 @@ class Dataset {
   // Reads an IDX image file ([N, rows, cols] or [N, d]) and an IDX label file ([N]), plain or
   // gzip'd, now; elements are (float32 [rows*cols] scaled by 1/255, int64 scalar label).
   static Dataset FromIdxFiles(const std::string& images_path, const std::string& labels_path);
+  // The same from examples already read (ReadIdxExamples, LoadFashionMnist): described by their
+  // files' paths, so another process rebuilding it reads the files itself.
+  static Dataset FromIdxExamples(const IdxExamples& examples);
   // Reads `path` lazily, one row per element, one scalar per column (see csv.h). MakeIterator
   // fails with NotFound for a missing file; a bad row fails that GetNext with InvalidArgument.
   static Dataset FromCsvFile(std::string path, CsvOptions options);

@@ -180,7 +180,7 @@ StatusOr<IdxExamples> ReadIdxExamples(const std::string& images_path,
   }
   const int64_t pixels = count == 0 ? 0 : images.NumElements() / count;
   IdxExamples examples{Tensor(DataType::kFloat, TensorShape({count, pixels})),
-                       Tensor(DataType::kInt64, TensorShape({count}))};
+                       Tensor(DataType::kInt64, TensorShape({count})), images_path, labels_path};
   const uint8_t* in = images.data<uint8_t>();
   float* out = examples.images.data<float>();
   for (int64_t i = 0; i < images.NumElements(); ++i) out[i] = static_cast<float>(in[i]) / 255.0f;

@@ -23,6 +23,9 @@ StatusOr<Tensor> ReadIdxFile(const std::string& path);
 struct IdxExamples {
   Tensor images;  // float32 [count, pixels], each byte / 255
   Tensor labels;  // int64 [count]
+  // The files they were read from (a dataset of them is described by these paths).
+  std::string images_path{};
+  std::string labels_path{};
   int64_t size() const { return labels.IsInitialized() ? labels.dim_size(0) : 0; }
 };
 

@@ -154,9 +154,10 @@ StatusOr<std::vector<Tensor>> ReadTrainedVariables(Model& model) {
 }
 
 // Compiles the workload's model for `replicas` replicas under `strategy`.
-Status CompileWorkload(const TrainOptions& options, std::unique_ptr<Optimizer> optimizer,
-                       const distribute::Strategy& strategy, int replicas,
-                       const proto::ConfigProto& session_config, Workload& workload) {
+Status CompileWorkload(const TrainOptions& options, const distribute::Strategy& strategy,
+                       int replicas, const proto::ConfigProto& session_config, Workload& workload) {
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer,
+                        MakeOptimizer(options, workload.steps_per_epoch));
   // The partitions of a replicated step run at once, and a partition woken by another (a _Recv,
   // a collective) continues on an inter-op thread: one per replica. Measured with W1 on 2 devices
   // (2 cores): 1 inter-op thread ~40k images/s, 2 threads ~63k, 3 threads ~61k.
@@ -172,6 +173,22 @@ Status CompileWorkload(const TrainOptions& options, std::unique_ptr<Optimizer> o
                                   .steps_per_execution = options.steps_per_execution,
                                   .exactly_once_input = options.exactly_once_input,
                                   .dtype_policy = std::move(policy)});
+}
+
+// Trains `workload` as the options say: on batches this process reads, or (per_worker_dataset)
+// on the datasets every worker reads itself.
+Status FitWorkload(Model& model, const Workload& workload, const TrainOptions& options,
+                   std::vector<Callback*> callbacks) {
+  const FitOptions fit = {.epochs = options.epochs,
+                          .steps_per_epoch = workload.steps_per_epoch,
+                          .max_steps = options.max_steps,
+                          .callbacks = std::move(callbacks)};
+  if (!options.per_worker_dataset) return model.Fit(workload.train, fit).status();
+  if (!workload.per_worker_train) {
+    return InvalidArgument("--per-worker-dataset: this model's data has no dataset a worker ",
+                           "builds itself (char_transformer's windows are made by a Map)");
+  }
+  return model.Fit(workload.per_worker_train, fit).status();
 }
 
 // The trace writer's options: the task's trace file, the steps to trace, and the task's name in a
@@ -227,6 +244,7 @@ void AddStrategyFigures(const TrainOptions& options, const distribute::Strategy&
     summary->workers = options.worker_cluster->cluster.NumTasks("worker");
     summary->ps_tasks = options.worker_cluster->cluster.NumTasks("ps");
     summary->rescheduled_steps = model.rescheduled_steps();
+    summary->per_worker_datasets_rebuilt = model.per_worker_datasets_rebuilt();
     summary->worker_recoveries = model.worker_recoveries();
     summary->ps_recoveries = model.ps_recoveries();
     summary->steps_lost = model.steps_lost();
@@ -306,13 +324,10 @@ StatusOr<std::optional<TrainSummary>> TrainGeneration(const TrainOptions& option
       if (elastic != nullptr) elastic->StopWatching();
     }
   } stop_watching_first{elastic};
-  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer,
-                        MakeOptimizer(options, workload.steps_per_epoch));
-
   // The model, compiled and trained as any user's. It must not outlive the strategy: it is
   // destroyed first, at the end of this function.
-  WEFT_RETURN_IF_ERROR(CompileWorkload(options, std::move(optimizer), *strategy,
-                                       static_cast<int>(devices.size()), session_config, workload));
+  WEFT_RETURN_IF_ERROR(CompileWorkload(options, *strategy, static_cast<int>(devices.size()),
+                                       session_config, workload));
   Model& model = *workload.model;
   struct DestroyModelFirst {
     Workload& workload;
@@ -339,12 +354,7 @@ StatusOr<std::optional<TrainSummary>> TrainGeneration(const TrainOptions& option
   std::unique_ptr<StepPhaseMonitor> phases =
       MakeStepPhaseMonitor(options, *strategy, callbacks, elastic);
   if (phases != nullptr) fit_callbacks.push_back(phases.get());
-  const Status fit = model
-                         .Fit(workload.train, {.epochs = options.epochs,
-                                               .steps_per_epoch = workload.steps_per_epoch,
-                                               .max_steps = options.max_steps,
-                                               .callbacks = fit_callbacks})
-                         .status();
+  const Status fit = FitWorkload(model, workload, options, std::move(fit_callbacks));
   if (elastic != nullptr) {
     WEFT_ASSIGN_OR_RETURN(
         bool next_generation,

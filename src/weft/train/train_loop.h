@@ -83,6 +83,10 @@ struct TrainOptions {
   // parameter_server: each step's updates wait on the ps tasks for the coordinator's commit, so a
   // lost worker's step is never applied twice (CompileOptions::exactly_once_input).
   bool exactly_once_input = false;
+  // Under parameter_server: every worker reads its own shard of the training data (the data
+  // directory's files, from its own disk) instead of the coordinator sending each batch
+  // (Model::Fit of per-worker datasets).
+  bool per_worker_dataset = false;
   std::string snapshot_dir;
   // multi_worker_mirrored: the type gradients are all-reduced in (bfloat16 halves the bytes).
   DataType all_reduce_dtype = DataType::kFloat;
@@ -156,6 +160,8 @@ struct TrainSummary {
   // that came back and took steps again.
   int64_t rescheduled_steps = 0;
   int64_t worker_recoveries = 0;
+  // parameter_server with per_worker_dataset: datasets made again on workers that came back.
+  int64_t per_worker_datasets_rebuilt = 0;
   // parameter_server: ps tasks restored from the snapshot after a restart, and the steps whose
   // updates they lost.
   int64_t ps_recoveries = 0;

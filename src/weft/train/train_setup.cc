@@ -108,6 +108,39 @@ StatusOr<proto::ConfigProto> MakeSessionConfig(const TrainOptions& options) {
   return config;
 }
 
+namespace {
+
+// The input options only parameter_server's coordinator serves: exactly-once input and
+// per-worker datasets.
+Status ValidateInputOptions(const TrainOptions& options, bool parameter_server) {
+  if (options.exactly_once_input && !parameter_server) {
+    return InvalidArgument(
+        "exactly-once input (--exactly-once) is for --strategy parameter_server, ",
+        "whose coordinator commits each step's updates; not for '",
+        options.strategy.empty() ? "one_device" : options.strategy, "'");
+  }
+  if (options.exactly_once_input && options.steps_per_execution != 1) {
+    return InvalidArgument("exactly-once input (--exactly-once) runs one step per execution; drop ",
+                           "--steps-per-execution ", options.steps_per_execution);
+  }
+  if (options.per_worker_dataset && !parameter_server) {
+    return InvalidArgument(
+        "per-worker datasets (--per-worker-dataset) are for --strategy parameter_server, whose "
+        "workers read their own data; not for '",
+        options.strategy.empty() ? "one_device" : options.strategy, "'");
+  }
+  if (options.per_worker_dataset &&
+      (options.exactly_once_input || options.steps_per_execution != 1)) {
+    return InvalidArgument(
+        "per-worker datasets (--per-worker-dataset) run one step per function and cannot lease "
+        "input exactly once; drop ",
+        options.exactly_once_input ? "--exactly-once" : "--steps-per-execution");
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
 Status ValidateTrainOptions(const TrainOptions& options, int workers) {
   if (options.batch_size <= 0) {
     return InvalidArgument("batch size must be positive, got ", options.batch_size);
@@ -133,16 +166,7 @@ Status ValidateTrainOptions(const TrainOptions& options, int workers) {
     return InvalidArgument("strategy parameter_server runs its coordinator in this process; it ",
                            "takes no target (drop --target ", options.target, ")");
   }
-  if (options.exactly_once_input && !parameter_server) {
-    return InvalidArgument(
-        "exactly-once input (--exactly-once) is for --strategy parameter_server, ",
-        "whose coordinator commits each step's updates; not for '",
-        options.strategy.empty() ? "one_device" : options.strategy, "'");
-  }
-  if (options.exactly_once_input && options.steps_per_execution != 1) {
-    return InvalidArgument("exactly-once input (--exactly-once) runs one step per execution; drop ",
-                           "--steps-per-execution ", options.steps_per_execution);
-  }
+  WEFT_RETURN_IF_ERROR(ValidateInputOptions(options, parameter_server));
   if (parameter_server && options.devices != 1) {
     return InvalidArgument("strategy parameter_server runs one replica on each worker task; ",
                            "--devices ", options.devices, " is not supported");

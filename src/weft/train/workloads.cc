@@ -4,6 +4,7 @@
 
 #include "weft/core/str_util.h"
 #include "weft/data/fashion_mnist.h"
+#include "weft/data/idx.h"
 #include "weft/data/text.h"
 #include "weft/train/char_transformer.h"
 #include "weft/train/learning_rate_schedule.h"
@@ -33,6 +34,19 @@ StatusOr<Workload> FashionMnistWorkload(const TrainOptions& options) {
                                .Shuffle(examples, static_cast<uint64_t>(options.seed))
                                .Batch(options.batch_size, /*drop_remainder=*/true),
                   .steps_per_epoch = examples / options.batch_size,
+                  .per_worker_train =
+                      [train = data.train, seed = static_cast<uint64_t>(options.seed),
+                       batch = options.batch_size](const distribute::InputContext& context) {
+                        const int workers = context.num_input_pipelines();
+                        const int worker = context.input_pipeline_id();
+                        // Described by the IDX files' paths: each worker reads them itself.
+                        return data::Dataset::FromIdxExamples(train)
+                            .Shard(workers, worker)
+                            .Shuffle(train.size() / workers + 1,
+                                     seed + static_cast<uint64_t>(worker))
+                            .Repeat()
+                            .Batch(batch, /*drop_remainder=*/true);
+                      },
                   .evaluate = [test](Model& model, TrainSummary* summary) -> Status {
                     WEFT_ASSIGN_OR_RETURN(Logs evaluated, model.Evaluate(test));
                     summary->test_accuracy = evaluated.at("accuracy");

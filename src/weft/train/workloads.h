@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "weft/data/dataset.h"
+#include "weft/distribute/coordinator/per_worker_dataset.h"
 #include "weft/train/losses.h"
 #include "weft/train/model.h"
 #include "weft/train/optimizer.h"
@@ -30,6 +31,9 @@ struct Workload {
   // Global batches of the options' batch size, steps_per_epoch of them per epoch.
   data::Dataset train;
   int64_t steps_per_epoch = 0;
+  // The same data for one worker of several, as a worker builds it itself (shuffled, repeated and
+  // batched like `train`); empty for a workload without one.
+  distribute::PerWorkerDatasetFn per_worker_train{};
   // Tokens per example (the text's context; 1 for an image), for the throughput in tokens.
   int64_t tokens_per_example = 1;
   // After training: fills the summary's quality figure (test accuracy, validation loss).
