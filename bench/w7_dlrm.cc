@@ -51,6 +51,9 @@ struct Flags {
   // every table and its Adagrad accumulators to the chief (about 1.1 GB for W7).
   int64_t snapshot_every_steps = 0;
   int steps_per_execution = 1;
+  // Under parameter_server: every worker generates its own examples (a per-worker dataset, a
+  // range of example indices of its own) instead of the chief sending each batch.
+  bool per_worker_dataset = false;
 };
 
 // Bytes sent over the loopback interface so far (every process's), or -1 when unreadable.
@@ -149,11 +152,23 @@ Status Run(const Flags& flags) {
       {.strategy = strategy.get(), .snapshot_every_steps = flags.snapshot_every_steps}));
   Stopwatch stopwatch(flags.warmup);
   const int64_t total = flags.warmup + flags.steps;
-  WEFT_RETURN_IF_ERROR(
-      model
-          ->Fit(data::SyntheticCriteoDataset(data, 0, total * flags.batch, flags.batch),
-                {.callbacks = {&stopwatch}})
-          .status());
+  if (flags.per_worker_dataset) {
+    // Each worker's own range of examples, long enough for every step to run on it.
+    auto per_worker = [&](const distribute::InputContext& context) {
+      const int64_t examples = total * flags.batch;
+      return data::SyntheticCriteoDataset(data, context.input_pipeline_id() * examples, examples,
+                                          flags.batch)
+          .Repeat();
+    };
+    WEFT_RETURN_IF_ERROR(
+        model->Fit(per_worker, {.steps_per_epoch = total, .callbacks = {&stopwatch}}).status());
+  } else {
+    WEFT_RETURN_IF_ERROR(
+        model
+            ->Fit(data::SyntheticCriteoDataset(data, 0, total * flags.batch, flags.batch),
+                  {.callbacks = {&stopwatch}})
+            .status());
+  }
   // Far from the training examples' indices, so the two never overlap.
   const int64_t first = int64_t{1} << 40;
   WEFT_ASSIGN_OR_RETURN(Logs held_out, model->Evaluate(data::SyntheticCriteoDataset(
@@ -219,6 +234,8 @@ int main(int argc, char** argv) {
   app.add_option("--steps-per-execution", flags.steps_per_execution,
                  "training steps per run (CompileOptions::steps_per_execution)")
       ->check(CLI::PositiveNumber);
+  app.add_flag("--per-worker-dataset", flags.per_worker_dataset,
+               "under parameter_server: every worker generates its own examples");
   app.add_option("--snapshot-every-steps", flags.snapshot_every_steps,
                  "parameter_server: keep a snapshot of the variables every this many steps (0: "
                  "none)");
