@@ -211,7 +211,7 @@ TEST(ClusterCoordinatorTest, SeveralFunctionsInFlightPerWorkerRecoverTheWorkerOn
 // recovery, so that it is and does.
 TEST(ClusterCoordinatorTest, APerWorkerResourceIsMadeAgainOnARecoveredWorkerBeforeItRunsMore) {
   Mutex mu;
-  std::vector<int> made WEFT_GUARDED_BY(mu) = {0, 0};  // per worker: times the resource was made
+  std::vector<int> made = {0, 0};  // guarded by mu; per worker: times the resource was made
   std::atomic<bool> lost{false};
   Notification lost_once, ran_after_recovery;
   ClusterCoordinatorOptions options;
