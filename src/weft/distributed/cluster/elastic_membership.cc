@@ -212,6 +212,13 @@ StatusOr<ElasticGeneration> ElasticMembership::Join(const JoinRequest& request) 
   }
 }
 
+bool ElasticMembership::WaitUntilWaiting(int worker, std::chrono::milliseconds timeout) {
+  const Clock::time_point until = Clock::now() + timeout;
+  MutexLock lock(mu_);
+  while (!waiting_.contains(worker) && Clock::now() < until) changed_.WaitUntil(lock, until);
+  return waiting_.contains(worker);
+}
+
 MembershipChange ElasticMembership::Watch(int64_t generation, std::chrono::milliseconds timeout) {
   const Clock::time_point until = Clock::now() + timeout;
   MutexLock lock(mu_);

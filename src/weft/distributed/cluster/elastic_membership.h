@@ -102,6 +102,9 @@ class ElasticMembership {
   void Shutdown() WEFT_EXCLUDES(mu_);
 
   int64_t generation() const WEFT_EXCLUDES(mu_);
+  // Blocks until `worker` waits at the step boundary (its Join called and not yet answered) or
+  // `timeout` passes; whether it waits. For whoever must order other joins after it (tests).
+  bool WaitUntilWaiting(int worker, std::chrono::milliseconds timeout) WEFT_EXCLUDES(mu_);
   // Workers that left and joined since the launch (ElasticGeneration::membership_changes).
   int64_t membership_changes() const WEFT_EXCLUDES(mu_);
 

@@ -123,10 +123,18 @@ TEST(ElasticMembershipTest, AMemberLostAndBackBeforeTheOthersReformLeftAndJoined
   ASSERT_TRUE(JoinAll(membership, {Request(0), Request(1), Request(2)})[0].ok());
   membership.WorkerExited(1);
   membership.WorkerStarted(1);
-  auto generations = JoinAll(membership, {Request(0, 4, true), Request(1), Request(2, 4, true)});
-  ASSERT_TRUE(generations[1].ok()) << generations[1].status();
-  EXPECT_EQ(generations[1]->workers, (std::vector<int>{0, 2, 1}));
-  EXPECT_EQ(generations[1]->membership_changes, 2);
+  // Back at the boundary before the others come to it (had both come first, they would have
+  // re-formed without the lost worker, which would then wait alone).
+  auto back = std::async(std::launch::async, [&] { return membership.Join(Request(1)); });
+  ASSERT_TRUE(membership.WaitUntilWaiting(1, milliseconds(20000)));
+  auto others = JoinAll(membership, {Request(0, 4, true), Request(2, 4, true)});
+  ASSERT_EQ(back.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  StatusOr<ElasticGeneration> generation = back.get();
+  ASSERT_TRUE(generation.ok()) << generation.status();
+  ASSERT_TRUE(others[0].ok()) << others[0].status();
+  EXPECT_EQ(generation->workers, (std::vector<int>{0, 2, 1}));
+  EXPECT_EQ(others[0]->workers, (std::vector<int>{0, 2, 1}));
+  EXPECT_EQ(generation->membership_changes, 2);
   EXPECT_EQ(membership.membership_changes(), 2);
 }
 
