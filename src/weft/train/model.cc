@@ -199,13 +199,8 @@ Status Model::EnsureBuilt(const std::vector<InputSpec>& inputs, const std::vecto
   if (!build_training && !build_inference) return LoadPendingWeights();
   graph.inputs = inputs;
   distribute::StrategyScope in_scope = strategy.Scope();
-  // The seed as it is now: a global seed set after Compile still counts.
-  const std::optional<int64_t> seed =
-      options_.seed.has_value() ? options_.seed : GlobalRandomSeed();
-  ModelGraphBuilder builder(strategy,
-                            {name_, signature_, call_, losses_, loss_weights_, *optimizer_,
-                             metrics_, seed, options_.dtype_policy.compute_dtype},
-                            graph, inputs, labels);
+  std::unique_ptr<ModelGraphBuilder> made = NewGraphBuilder(labels);
+  ModelGraphBuilder& builder = *made;
   if (build_training) {
     WEFT_RETURN_IF_ERROR(builder.BuildMetricTotals());
     const int first_training_node = graph.root.graph()->num_node_ids();
@@ -235,13 +230,26 @@ Status Model::EnsureBuilt(const std::vector<InputSpec>& inputs, const std::vecto
     graph.has_inference = true;
   }
   WEFT_RETURN_IF_ERROR(graph.root.status());
-
-  // Sends what is new to the session and initializes the new variables.
-  AdoptNewVariables();
-  std::vector<Output> initializers = std::move(graph.pending_initializers);
-  graph.pending_initializers.clear();
-  WEFT_RETURN_IF_ERROR(SendNewNodes(std::move(initializers)));
+  WEFT_RETURN_IF_ERROR(SendPendingNodes());
   return LoadPendingWeights();
+}
+
+std::unique_ptr<ModelGraphBuilder> Model::NewGraphBuilder(const std::vector<Tensor>* labels) {
+  // The seed as it is now: a global seed set after Compile still counts.
+  const std::optional<int64_t> seed =
+      options_.seed.has_value() ? options_.seed : GlobalRandomSeed();
+  return std::make_unique<ModelGraphBuilder>(
+      *strategy_,
+      ModelGraphBuilder::ModelParts{name_, signature_, call_, losses_, loss_weights_, *optimizer_,
+                                    metrics_, seed, options_.dtype_policy.compute_dtype},
+      *graph_, graph_->inputs, labels);
+}
+
+Status Model::SendPendingNodes() {
+  AdoptNewVariables();
+  std::vector<Output> initializers = std::move(graph_->pending_initializers);
+  graph_->pending_initializers.clear();
+  return SendNewNodes(std::move(initializers));
 }
 
 ModelGraph& Model::EnsureGraph() {
@@ -257,18 +265,9 @@ Status Model::BuildPerWorkerTraining(const std::vector<Output>& element,
                                      const std::vector<Tensor>& labels) {
   ModelGraph& graph = EnsureGraph();
   distribute::StrategyScope in_scope = strategy_->Scope();
-  const std::optional<int64_t> seed =
-      options_.seed.has_value() ? options_.seed : GlobalRandomSeed();
-  ModelGraphBuilder builder(*strategy_,
-                            {name_, signature_, call_, losses_, loss_weights_, *optimizer_,
-                             metrics_, seed, options_.dtype_policy.compute_dtype},
-                            graph, graph.inputs, &labels);
-  WEFT_RETURN_IF_ERROR(builder.BuildPerWorkerTrainingPart(element));
+  WEFT_RETURN_IF_ERROR(NewGraphBuilder(&labels)->BuildPerWorkerTrainingPart(element));
   WEFT_RETURN_IF_ERROR(graph.root.status());
-  AdoptNewVariables();
-  std::vector<Output> initializers = std::move(graph.pending_initializers);
-  graph.pending_initializers.clear();
-  return SendNewNodes(std::move(initializers));
+  return SendPendingNodes();
 }
 
 void Model::AdoptNewVariables() {

@@ -54,6 +54,7 @@ namespace weft::train {
 class Callback;
 class FitLoop;
 struct ModelGraph;
+class ModelGraphBuilder;
 struct ReplicaNames;
 
 // Values by name: "loss", "accuracy", ... (and "val_loss", ... with validation data).
@@ -291,6 +292,12 @@ class Model {
   Status EnsureBuilt(const std::vector<InputSpec>& inputs, const std::vector<Tensor>* labels);
   // The model's graph, made (empty) on first use.
   ModelGraph& EnsureGraph();
+  // A builder of the graph's parts for the graph's inputs and, for the parts with labels,
+  // `labels` (the first batch's; null for inference alone).
+  std::unique_ptr<ModelGraphBuilder> NewGraphBuilder(const std::vector<Tensor>* labels);
+  // Takes the variables made since into the model, sends the graph's new nodes to the session
+  // and runs the new initializers (SendNewNodes).
+  Status SendPendingNodes();
   // The training part that reads a per-worker dataset's `element` on the worker (labels: the
   // first batch's), sent to the workers' sessions.
   Status BuildPerWorkerTraining(const std::vector<Output>& element,

@@ -164,12 +164,12 @@ bool ClusterCoordinator::RecoverOnce(int worker, int64_t generation) {
 }
 
 Status ClusterCoordinator::RecoverWithResources(int worker) {
+  if (!options_.recover_worker) {
+    return Unavailable(WorkerName(worker), " was lost and no recovery is set up");
+  }
   constexpr int kAttempts = 3;
   Status status;
   for (int attempt = 0; attempt < kAttempts; ++attempt) {
-    if (!options_.recover_worker) {
-      return Unavailable(WorkerName(worker), " was lost and no recovery is set up");
-    }
     WEFT_RETURN_IF_ERROR(options_.recover_worker(worker));
     std::vector<PerWorkerResourceFn> resources;
     {
