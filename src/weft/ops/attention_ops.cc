@@ -174,6 +174,7 @@ void RegisterAttentionOps(OpRegistry& registry) {
           .Attr("causal: bool = false")
           .Attr("scale: float = 0")
           .Attr("layout: {'BHTD', 'BTHD'} = 'BHTD'")
+          .Attr("precision: {'float32', 'bfloat16'} = 'float32'")
           .SetShapeFn(FusedAttentionShape)
           .Doc("softmax(scale * query key^T, masked) value per batch entry and head, without "
                "keeping the [query_time, key_time] probabilities: keys at or beyond "
@@ -182,7 +183,11 @@ void RegisterAttentionOps(OpRegistry& registry) {
                "each row's log-sum-exp of its scores, +inf for a row with no key, kept for the "
                "gradient. layout BTHD takes and gives [batch, time, heads, depth] instead of "
                "[batch, "
-               "heads, time, depth] (logsumexp is [batch, heads, query_time] either way)."));
+               "heads, time, depth] (logsumexp is [batch, heads, query_time] either way). "
+               "precision bfloat16 (float32 only) lets the products take operands rounded to "
+               "bfloat16 (query, key, value, the probabilities) with float32 sums, scores and "
+               "softmax statistics, where the CPU has AVX512-BF16; elsewhere it multiplies in "
+               "float32."));
   registry.RegisterOrDie(
       OpDefBuilder("FusedAttentionGrad")
           .Input("query: T")
@@ -200,11 +205,13 @@ void RegisterAttentionOps(OpRegistry& registry) {
           .Attr("causal: bool = false")
           .Attr("scale: float = 0")
           .Attr("layout: {'BHTD', 'BTHD'} = 'BHTD'")
+          .Attr("precision: {'float32', 'bfloat16'} = 'float32'")
           .SetIsInternal()
           .SetShapeFn(FusedAttentionGradShape)
           .Doc("The gradients of FusedAttention's query, key and value given the gradient of its "
                "output, recomputing the probabilities block by block from logsumexp, under the "
-               "forward op's causal, scale and layout."));
+               "forward op's causal, scale, layout and precision (bfloat16 also rounds the "
+               "output gradient and the scores' gradient for the products)."));
 }
 
 }  // namespace weft::ops

@@ -4,12 +4,15 @@
 #include "weft/train/char_transformer.h"
 
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "weft/data/text.h"
 #include "weft/distribute/strategy.h"
+#include "weft/framework/node_def_util.h"
 
 namespace weft::train {
 namespace {
@@ -26,9 +29,28 @@ std::shared_ptr<const std::string> RepeatingText() {
   return std::make_shared<const std::string>(std::move(text));
 }
 
+// The precision attr of every FusedAttention and FusedAttentionGrad node of `model`'s graph.
+std::vector<std::string> AttentionPrecisions(Model& model) {
+  std::vector<std::string> precisions;
+  Status added = model.AddToGraph([&](const Scope& root) {
+    for (const Node* node : root.graph()->nodes()) {
+      if (node->type_string() != "FusedAttention" && node->type_string() != "FusedAttentionGrad") {
+        continue;
+      }
+      std::string precision;
+      WEFT_RETURN_IF_ERROR(GetNodeAttr(node->def(), "precision", &precision));
+      precisions.push_back(precision);
+    }
+    return Status::OK();
+  });
+  EXPECT_TRUE(added.ok()) << added;
+  return precisions;
+}
+
 // The loss on held windows after training a Small() model for 40 steps of 8 windows under
-// `policy` (DTypePolicy's names).
-double TrainedLoss(const distribute::Strategy* strategy, std::string_view policy = "float32") {
+// `policy` (DTypePolicy's names); `attention_precisions` gets its attention nodes' precisions.
+double TrainedLoss(const distribute::Strategy* strategy, std::string_view policy = "float32",
+                   std::vector<std::string>* attention_precisions = nullptr) {
   auto dtype_policy = DTypePolicy::FromName(policy);
   EXPECT_TRUE(dtype_policy.ok()) << dtype_policy.status();
   if (!dtype_policy.ok()) return -1;
@@ -50,6 +72,7 @@ double TrainedLoss(const distribute::Strategy* strategy, std::string_view policy
   }
   auto logs = (*model)->Evaluate(data::ConsecutiveByteWindows(RepeatingText(), 16, 64).Batch(16));
   EXPECT_TRUE(logs.ok()) << logs.status();
+  if (attention_precisions != nullptr) *attention_precisions = AttentionPrecisions(**model);
   return logs.ok() ? logs->at("loss") : -1;
 }
 
@@ -62,8 +85,14 @@ TEST(CharTransformerTest, LearnsARepeatingText) {
 }
 
 TEST(CharTransformerTest, LearnsAsWellUnderMixedBFloat16) {
-  const double full = TrainedLoss(nullptr);
-  const double mixed = TrainedLoss(nullptr, "mixed_bfloat16");
+  std::vector<std::string> full_precisions, mixed_precisions;
+  const double full = TrainedLoss(nullptr, "float32", &full_precisions);
+  const double mixed = TrainedLoss(nullptr, "mixed_bfloat16", &mixed_precisions);
+  // Each layer's attention and its gradient multiply as the policy says.
+  EXPECT_GE(full_precisions.size(), 2u * Small().layers);
+  EXPECT_THAT(full_precisions, ::testing::Each(std::string("float32")));
+  EXPECT_GE(mixed_precisions.size(), 2u * Small().layers);
+  EXPECT_THAT(mixed_precisions, ::testing::Each(std::string("bfloat16")));
   EXPECT_LT(mixed, 0.8);
   EXPECT_GT(mixed, 0);
   // Rounded products take another path than float32's, to about the same place.

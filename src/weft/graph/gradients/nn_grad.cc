@@ -99,6 +99,7 @@ Status FusedAttentionGradFn(const Scope& scope, Node* op, const Grads& dz, Grads
   WEFT_RETURN_IF_ERROR(GetNodeAttr(op->def(), "causal", &attrs.causal));
   WEFT_RETURN_IF_ERROR(GetNodeAttr(op->def(), "scale", &attrs.scale));
   WEFT_RETURN_IF_ERROR(GetNodeAttr(op->def(), "layout", &attrs.layout));
+  WEFT_RETURN_IF_ERROR(GetNodeAttr(op->def(), "precision", &attrs.precision));
   ops::FusedAttentionGradOutputs grads =
       ops::FusedAttentionGrad(scope, InputOf(op, 0), InputOf(op, 1), InputOf(op, 2), InputOf(op, 3),
                               Output(op, 0), Output(op, 1), dz[0], attrs);

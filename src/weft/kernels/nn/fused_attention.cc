@@ -2,10 +2,13 @@
 #include "weft/kernels/nn/fused_attention.h"
 
 #include <cmath>
+#include <mutex>
 #include <string>
 #include <vector>
 
+#include "weft/core/logging.h"
 #include "weft/framework/node_def_util.h"
+#include "weft/kernels/tile_gemm_bf16.h"
 #include "weft/ops/attention_ops.h"
 
 namespace weft::kernels::attention {
@@ -16,7 +19,28 @@ Status ReadAttentionAttrs(OpKernelConstruction* context, AttentionAttrs* attrs) 
   std::string layout;
   WEFT_RETURN_IF_ERROR(context->GetAttr("layout", &layout));
   WEFT_ASSIGN_OR_RETURN(attrs->layout, ops::ParseAttentionLayout(layout));
+  std::string precision;
+  WEFT_RETURN_IF_ERROR(context->GetAttr("precision", &precision));
+  attrs->bfloat16_products = precision == "bfloat16";
+  DataType type = DataType::kFloat;
+  WEFT_RETURN_IF_ERROR(context->GetAttr("T", &type));
+  if (attrs->bfloat16_products && type != DataType::kFloat) {
+    return InvalidArgument(FormatNodeForError(context->node_def()),
+                           ": precision bfloat16 rounds float32 operands, but T is ",
+                           DataTypeName(type));
+  }
   return Status::OK();
+}
+
+bool UseBFloat16Products(const AttentionAttrs& attrs) {
+  if (!attrs.bfloat16_products) return false;
+  if (tile_bf16::TileGemmBFloat16IsAvailable()) return true;
+  static std::once_flag logged;
+  std::call_once(logged, [] {
+    WEFT_LOG(INFO) << "this CPU lacks AVX512-BF16: FusedAttention with precision bfloat16 "
+                      "multiplies in float32";
+  });
+  return false;
 }
 
 StatusOr<AttentionProblem> MakeAttentionProblem(const OpKernel& kernel, OpKernelContext* context,

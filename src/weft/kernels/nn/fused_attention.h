@@ -5,7 +5,9 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -32,6 +34,9 @@ struct AttentionAttrs {
   bool causal = false;
   float scale = 0;  // 0 means 1/sqrt(depth)
   ops::AttentionLayout layout = ops::AttentionLayout::kBatchHeadsTime;
+  // precision "bfloat16": the float32 kernel may multiply bfloat16 operands (see
+  // fused_attention_bf16.cc); the float64 kernel refuses it when built.
+  bool bfloat16_products = false;
 };
 Status ReadAttentionAttrs(OpKernelConstruction* context, AttentionAttrs* attrs);
 
@@ -70,6 +75,29 @@ struct AttentionProblem {
 StatusOr<AttentionProblem> MakeAttentionProblem(const OpKernel& kernel, OpKernelContext* context,
                                                 const AttentionAttrs& attrs);
 
+// The operands of one call, as the kernels index them.
+template <typename T>
+struct ForwardTensors {
+  const T* query;
+  const T* key;
+  const T* value;
+  T* output;
+  T* logsumexp;
+};
+
+template <typename T>
+struct GradTensors {
+  const T* query;
+  const T* key;
+  const T* value;
+  const T* output;
+  const T* logsumexp;
+  const T* output_gradient;
+  T* query_gradient;
+  T* key_gradient;
+  T* value_gradient;
+};
+
 // Whether independent tasks may call Gemm on several intra-op threads at once: always in float
 // (oneDNN runs on the calling thread); in double only when OpenBLAS has no threads of its own,
 // since it then takes one call at a time (gemm.h).
@@ -101,6 +129,77 @@ T ExpShiftedRow(T* row, int64_t valid, int64_t n, T shift) {
   RowMap<T> p(row, valid);
   p = (p - shift).exp();
   return p.sum();
+}
+
+// One thread's scratch for the bfloat16-product path (fused_attention_bf16.cc): the packed
+// operands of one head and the tiles of one block, grown to the largest head it has seen.
+struct BFloat16Scratch {
+  ScratchVector<uint32_t> query_rows, key_columns, value_pairs, key_pairs, gradient_rows,
+      value_columns, gradient_columns, query_columns, staging, tile_rows, tile_pairs;
+  ScratchVector<float> tile, second_tile, accumulator, row_max, row_sum, delta,
+      key_gradient_columns, value_gradient_columns;
+};
+
+// FusedAttention's output and logsumexp rows of head `bh` (= b * heads + h) with bfloat16 products,
+// and FusedAttentionGrad's gradients of that head; only where
+// tile_bf16::TileGemmBFloat16IsAvailable().
+void AttendHeadBFloat16(const AttentionProblem& p, const ForwardTensors<float>& t, int64_t bh,
+                        BFloat16Scratch& scratch);
+void BackpropHeadBFloat16(const AttentionProblem& p, const GradTensors<float>& t, int64_t bh,
+                          BFloat16Scratch& scratch);
+
+// Whether a kernel built with `attrs` multiplies in bfloat16: asked for and the CPU able; the first
+// kernel asked for it on a CPU without AVX512-BF16 logs that it multiplies in float32 instead.
+bool UseBFloat16Products(const AttentionAttrs& attrs);
+
+// The online softmax's step for one row and one block of its n scores `s`, the first `valid`
+// attended: s becomes the block's probabilities under the row's running maximum, the row's sum
+// grows by them, and the row's sum and output accumulator (`width` values at `out`) are rescaled
+// first when the block raises the maximum.
+template <typename T>
+void AccumulateRowBlock(T* s, int64_t valid, int64_t n, T& row_max, T& row_sum, T* out,
+                        int64_t width) {
+  if (valid == 0) {
+    std::fill_n(s, n, T(0));
+    return;
+  }
+  const T new_max = std::max(row_max, RowMap<T>(s, valid).maxCoeff());
+  const T block_sum = ExpShiftedRow(s, valid, n, new_max);
+  if (row_max == new_max) {
+    row_sum += block_sum;
+    return;
+  }
+  // Nothing was summed before the row's first block (its maximum was -inf).
+  const T correction = std::exp(row_max - new_max);
+  row_sum = row_sum * correction + block_sum;
+  RowMap<T>(out, width) *= correction;
+  row_max = new_max;
+}
+
+// A row's output accumulator divided by its sum, and its logsumexp; a row that attends no key gets
+// output 0 and logsumexp +inf, which makes exp(score - logsumexp) 0 for every key.
+template <typename T>
+void FinishRow(T row_max, T row_sum, T* out, int64_t width, T* logsumexp) {
+  if (row_sum > T(0)) {
+    RowMap<T>(out, width) *= T(1) / row_sum;
+    *logsumexp = row_max + std::log(row_sum);
+  } else {
+    std::fill_n(out, width, T(0));
+    *logsumexp = std::numeric_limits<T>::infinity();
+  }
+}
+
+// delta_i = dO_i . O_i (= sum_j P_ij dP_ij), the backward pass's per-row term.
+template <typename T>
+T RowDelta(const T* output_gradient, const T* output, int64_t width) {
+  return (ConstRowMap<T>(output_gradient, width) * ConstRowMap<T>(output, width)).sum();
+}
+
+// One row of the scores' gradient in place of the probabilities' gradient: dS = P * (dP - delta).
+template <typename T>
+void ScoreGradientRow(const T* probabilities, T* gradient, int64_t n, T delta) {
+  RowMap<T> ds(gradient, n);
+  ds = ConstRowMap<T>(probabilities, n) * (ds - delta);
 }
 
 }  // namespace weft::kernels::attention

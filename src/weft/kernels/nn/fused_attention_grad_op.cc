@@ -13,6 +13,7 @@
 // from the first query row that sees it. Fewer (batch, head) pairs than intra-op threads leave
 // threads idle: splitting a head would need its dQ (or dK and dV) summed across threads.
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "weft/kernels/eigen_support.h"
@@ -24,24 +25,10 @@ namespace weft::kernels {
 namespace {
 
 using attention::AttentionProblem;
-using attention::ConstRowMap;
+using attention::GradTensors;
 using attention::kKeyBlock;
 using attention::kQueryBlock;
-using attention::RowMap;
 using attention::ScratchVector;
-
-template <typename T>
-struct GradTensors {
-  const T* query;
-  const T* key;
-  const T* value;
-  const T* output;
-  const T* logsumexp;
-  const T* output_gradient;
-  T* query_gradient;
-  T* key_gradient;
-  T* value_gradient;
-};
 
 // A task's scratch: the probability and probability-gradient tiles, and delta per query row.
 template <typename T>
@@ -80,7 +67,7 @@ void BackpropHead(const AttentionProblem& p, const GradTensors<T>& t, int64_t bh
   }
   if (p.query_time == 0) return;
   for (int64_t i = 0; i < p.query_time; ++i) {
-    delta[i] = (ConstRowMap<T>(dout + i * ldv, dv) * ConstRowMap<T>(o + i * ldv, dv)).sum();
+    delta[i] = attention::RowDelta(dout + i * ldv, o + i * ldv, dv);
   }
   const int64_t keys = std::max<int64_t>(0, p.KeyLimit(b, p.query_time - 1));
   for (int64_t j0 = 0; j0 < keys; j0 += kKeyBlock) {
@@ -101,8 +88,7 @@ void BackpropHead(const AttentionProblem& p, const GradTensors<T>& t, int64_t bh
       Gemm(GemmDims{.m = rows, .n = kb, .k = dv, .transpose_b = true}, T(1), dout + i0 * ldv, ldv,
            v + j0 * ldv, ldv, T(0), dprob, kb);
       for (int64_t r = 0; r < rows; ++r) {
-        RowMap<T> ds(dprob + r * kb, kb);
-        ds = ConstRowMap<T>(prob + r * kb, kb) * (ds - delta[i0 + r]);
+        attention::ScoreGradientRow(prob + r * kb, dprob + r * kb, kb, delta[i0 + r]);
       }
       Gemm(GemmDims{.m = rows, .n = d, .k = kb}, scale, dprob, kb, k + j0 * ld, ld, T(1),
            dq + i0 * ld, ld);
@@ -139,8 +125,18 @@ class FusedAttentionGradOp final : public OpKernel {
                            .query_gradient = dq->data<T>(),
                            .key_gradient = dk->data<T>(),
                            .value_gradient = dv->data<T>()};
+    bool bfloat16 = false;
+    if constexpr (std::is_same_v<T, float>) bfloat16 = attention::UseBFloat16Products(attrs_);
     const int64_t key_block = std::clamp<int64_t>(p.key_time, 1, kKeyBlock);
     auto run = [&](int64_t begin, int64_t end) {
+      if constexpr (std::is_same_v<T, float>) {
+        if (bfloat16) {
+          attention::BFloat16Scratch scratch;
+          for (int64_t bh = begin; bh < end; ++bh)
+            attention::BackpropHeadBFloat16(p, t, bh, scratch);
+          return;
+        }
+      }
       GradScratch<T> scratch(key_block, p.query_time);
       for (int64_t bh = begin; bh < end; ++bh) BackpropHead(p, t, bh, scratch);
     };
@@ -148,10 +144,12 @@ class FusedAttentionGradOp final : public OpKernel {
       run(0, tasks);
       return Status::OK();
     }
-    // Cycles per head: five GEMMs at ~8 multiply-adds per cycle, and a few per exponential.
+    // Cycles per head: five GEMMs at ~8 multiply-adds per cycle (32 in bfloat16), and a few per
+    // exponential.
     const double scores = static_cast<double>(p.query_time) * static_cast<double>(p.key_time);
+    const double rate = bfloat16 ? 32 : 8;
     ParallelFor(context, tasks,
-                scores * (static_cast<double>(3 * p.depth + 2 * p.value_depth) / 8 + 6), run);
+                scores * (static_cast<double>(3 * p.depth + 2 * p.value_depth) / rate + 6), run);
     return Status::OK();
   }
 

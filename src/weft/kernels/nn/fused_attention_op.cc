@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "weft/kernels/eigen_support.h"
@@ -25,19 +26,10 @@ namespace weft::kernels {
 namespace {
 
 using attention::AttentionProblem;
+using attention::ForwardTensors;
 using attention::kKeyBlock;
 using attention::kQueryBlock;
-using attention::RowMap;
 using attention::ScratchVector;
-
-template <typename T>
-struct ForwardTensors {
-  const T* query;
-  const T* key;
-  const T* value;
-  T* output;
-  T* logsumexp;
-};
 
 // A task's scratch: the score tile and each row's running maximum and sum.
 template <typename T>
@@ -75,35 +67,14 @@ void AttendQueryBlock(const AttentionProblem& p, const ForwardTensors<T>& t, int
     Gemm(GemmDims{.m = rows, .n = kb, .k = p.depth, .transpose_b = true}, static_cast<T>(p.scale),
          q, ldq, k + j0 * ldq, ldq, T(0), tile, kb);
     for (int64_t r = 0; r < rows; ++r) {
-      T* s = tile + r * kb;
       const int64_t valid = std::clamp<int64_t>(p.KeyLimit(b, first_row + r) - j0, 0, kb);
-      if (valid == 0) {
-        std::fill_n(s, kb, T(0));
-        continue;
-      }
-      const T new_max = std::max(row_max[r], RowMap<T>(s, valid).maxCoeff());
-      const T block_sum = attention::ExpShiftedRow(s, valid, kb, new_max);
-      if (row_max[r] == new_max) {
-        row_sum[r] += block_sum;
-      } else {
-        // Nothing was summed before the row's first block (its maximum was -inf).
-        const T correction = std::exp(row_max[r] - new_max);
-        row_sum[r] = row_sum[r] * correction + block_sum;
-        RowMap<T>(out + r * ldv, dv) *= correction;
-        row_max[r] = new_max;
-      }
+      attention::AccumulateRowBlock(tile + r * kb, valid, kb, row_max[r], row_sum[r], out + r * ldv,
+                                    dv);
     }
     Gemm(GemmDims{.m = rows, .n = dv, .k = kb}, T(1), tile, kb, v + j0 * ldv, ldv, T(1), out, ldv);
   }
   for (int64_t r = 0; r < rows; ++r) {
-    if (row_sum[r] > T(0)) {
-      RowMap<T>(out + r * ldv, dv) *= T(1) / row_sum[r];
-      lse[r] = row_max[r] + std::log(row_sum[r]);
-    } else {
-      // A row that attends no key: +inf makes exp(score - logsumexp) 0 for every key.
-      std::fill_n(out + r * ldv, dv, T(0));
-      lse[r] = std::numeric_limits<T>::infinity();
-    }
+    attention::FinishRow(row_max[r], row_sum[r], out + r * ldv, dv, lse + r);
   }
 }
 
@@ -125,14 +96,17 @@ class FusedAttentionOp final : public OpKernel {
     WEFT_RETURN_IF_ERROR(context->AllocateOutput(0, output_shape, &output));
     WEFT_RETURN_IF_ERROR(
         context->AllocateOutput(1, TensorShape({p.batch, p.heads, p.query_time}), &logsumexp));
-    const int64_t query_blocks = (p.query_time + kQueryBlock - 1) / kQueryBlock;
-    const int64_t tasks = p.batch * p.heads * query_blocks;
-    if (tasks == 0) return Status::OK();
     const ForwardTensors<T> t{.query = context->input(0).data<T>(),
                               .key = context->input(1).data<T>(),
                               .value = context->input(2).data<T>(),
                               .output = output->data<T>(),
                               .logsumexp = logsumexp->data<T>()};
+    if constexpr (std::is_same_v<T, float>) {
+      if (attention::UseBFloat16Products(attrs_)) return ComputeBFloat16(context, p, t);
+    }
+    const int64_t query_blocks = (p.query_time + kQueryBlock - 1) / kQueryBlock;
+    const int64_t tasks = p.batch * p.heads * query_blocks;
+    if (tasks == 0) return Status::OK();
     const int64_t key_block = std::clamp<int64_t>(p.key_time, 1, kKeyBlock);
     auto run = [&](int64_t begin, int64_t end) {
       ForwardScratch<T> scratch(key_block);
@@ -152,6 +126,26 @@ class FusedAttentionOp final : public OpKernel {
   }
 
  private:
+  // One task per head (fused_attention_bf16.cc), so that each head's operands are packed once.
+  Status ComputeBFloat16(OpKernelContext* context, const AttentionProblem& p,
+                         const ForwardTensors<float>& t) {
+    const int64_t tasks = p.batch * p.heads;
+    if (tasks == 0) return Status::OK();
+    auto run = [&](int64_t begin, int64_t end) {
+      attention::BFloat16Scratch scratch;
+      for (int64_t bh = begin; bh < end; ++bh) attention::AttendHeadBFloat16(p, t, bh, scratch);
+    };
+    if (tasks == 1 || context->device()->intra_op_threads() <= 1) {
+      run(0, tasks);
+      return Status::OK();
+    }
+    // Cycles per head: its products at ~32 multiply-adds per cycle, a few per exponential.
+    const double scores = static_cast<double>(p.query_time) * static_cast<double>(p.key_time);
+    ParallelFor(context, tasks, scores * (static_cast<double>(p.depth + p.value_depth) / 32 + 4),
+                run);
+    return Status::OK();
+  }
+
   attention::AttentionAttrs attrs_;
 };
 

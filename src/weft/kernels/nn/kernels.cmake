@@ -8,6 +8,7 @@ list(APPEND WEFT_KERNEL_SOURCES
   nn/conv_grad_ops.cc
   nn/conv_ops.cc
   nn/fused_attention.cc
+  nn/fused_attention_bf16.cc
   nn/fused_attention_grad_op.cc
   nn/fused_attention_op.cc
   nn/fused_bias_add_grad_op.cc
@@ -38,6 +39,7 @@ weft_test(kernels_nn_test
     nn/softmax_ops_test.cc
     nn/sparse_xent_op_test.cc
     nn/window_geometry_test.cc
+    tile_gemm_bf16_test.cc
   DEPS weft_kernel_testing)
 # The pooling loops run over channels with a trip count known only at run time; GCC's -O2 cost
 # model leaves such loops scalar, -O3 vectorises them (MaxPoolGrad on W2: 8 ms -> see

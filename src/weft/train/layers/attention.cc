@@ -227,8 +227,15 @@ Output MultiHeadAttention::FusedAttention(const Scope& scope, const Output& q, c
         ops::Fill(scope, ops::Reshape(scope, Dim(scope, q, 0), Tensor::FromVector<int64_t>({1})),
                   Dim(scope, k, time_major ? 1 : 2));
   }
+  // Under mixed_bfloat16 the products take bfloat16 operands as the layer's other products do;
+  // scores and the softmax's statistics stay float32 inside the kernel.
+  const LayerCallContext* context = LayerCallContext::Current();
+  const bool bfloat16 =
+      context != nullptr && context->options().compute_dtype == DataType::kBFloat16;
   return ops::FusedAttention(scope, q, k, v, lengths,
-                             {.causal = options_.causal, .layout = time_major ? "BTHD" : "BHTD"})
+                             {.causal = options_.causal,
+                              .layout = time_major ? "BTHD" : "BHTD",
+                              .precision = bfloat16 ? "bfloat16" : "float32"})
       .output;
 }
 

@@ -69,8 +69,10 @@ FusedAttentionOutputs FusedAttention(const Scope& scope, const Input& query, con
                                      const FusedAttentionAttrs& attrs) {
   NodeBuilder builder(scope, "FusedAttention");
   builder.Input(query).Input(key).Input(value).Input(key_lengths);
-  auto outputs = TwoOutputs(
-      builder.Attr("causal", attrs.causal).Attr("scale", attrs.scale).Attr("layout", attrs.layout));
+  auto outputs = TwoOutputs(builder.Attr("causal", attrs.causal)
+                                .Attr("scale", attrs.scale)
+                                .Attr("layout", attrs.layout)
+                                .Attr("precision", attrs.precision));
   return {outputs.first, outputs.second};
 }
 
@@ -90,6 +92,7 @@ FusedAttentionGradOutputs FusedAttentionGrad(const Scope& scope, const Input& qu
                    .Attr("causal", attrs.causal)
                    .Attr("scale", attrs.scale)
                    .Attr("layout", attrs.layout)
+                   .Attr("precision", attrs.precision)
                    .Finalize();
   if (node == nullptr) return {};
   return {Output(node, 0), Output(node, 1), Output(node, 2)};

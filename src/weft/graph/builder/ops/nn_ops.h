@@ -48,6 +48,10 @@ struct FusedAttentionAttrs {
   // "BHTD" as above, or "BTHD": query [B, Tq, H, D], key [B, Tk, H, D], value [B, Tk, H, Dv],
   // output [B, Tq, H, Dv], the layout of a projection [B * T, H * D] reshaped (no transposes).
   std::string layout = "BHTD";
+  // "bfloat16" (float32 operands only): the products may take operands rounded to bfloat16, with
+  // float32 sums and softmax statistics, where the CPU has AVX512-BF16 (mixed_bfloat16's
+  // attention); "float32" multiplies in float32.
+  std::string precision = "float32";
 };
 struct FusedAttentionOutputs {
   Output output;     // [B, H, Tq, Dv] (or [B, Tq, H, Dv]); 0 for a query row that attends no key
