@@ -71,7 +71,12 @@ WEFT_TILE_TARGET void PackRowPairsAvx512(const float* src, int64_t ld, int64_t r
         words =
             _mm512_or_si512(words, _mm512_slli_epi32(RoundToLowHalves(first + ld + c, lanes), 16));
       }
-      _mm512_mask_storeu_epi32(dst + c, lanes, words);
+      // Unmasked where whole: masked stores are slow on AMD's Zen 4 and 5 (see simd_math.cc).
+      if (lanes == 0xffff) {
+        _mm512_storeu_si512(dst + c, words);
+      } else {
+        _mm512_mask_storeu_epi32(dst + c, lanes, words);
+      }
     }
   }
 }
@@ -164,7 +169,11 @@ WEFT_TILE_TARGET void MicroKernel(int64_t pairs, const uint32_t* a, int64_t lda,
       const __m512 result =
           accumulate ? _mm512_fmadd_ps(sums[i][v], scale, _mm512_maskz_loadu_ps(lanes, at))
                      : _mm512_mul_ps(sums[i][v], scale);
-      _mm512_mask_storeu_ps(at, lanes, result);
+      if (lanes == 0xffff) {
+        _mm512_storeu_ps(at, result);
+      } else {
+        _mm512_mask_storeu_ps(at, lanes, result);
+      }
     }
   }
 }

@@ -15,6 +15,7 @@
 
 #include "weft/framework/op_kernel.h"
 #include "weft/kernels/gemm.h"
+#include "weft/kernels/simd_math.h"
 #include "weft/ops/attention_ops.h"
 
 namespace weft::kernels::attention {
@@ -119,13 +120,17 @@ template <typename T>
 using ConstRowMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
 
 // One row of `n` scores becomes probabilities: row[j] = exp(row[j] - shift) for j < valid and 0
-// from there on (masked keys). Returns the sum of the row. Eigen's packet exp keeps this to a few
-// cycles per score: a score costs 2 * depth multiply-adds in the GEMMs, so a scalar exp would
-// rival them at depth 64.
+// from there on (masked keys). Returns the sum of the row. A packet exp (AVX-512's in float32
+// where the CPU has it, else Eigen's) keeps this to a few cycles per score: a score costs
+// 2 * depth multiply-adds in the GEMMs, so a scalar exp would rival them at depth 64.
 template <typename T>
 T ExpShiftedRow(T* row, int64_t valid, int64_t n, T shift) {
   std::fill(row + valid, row + n, T(0));
   if (valid == 0) return T(0);
+  if constexpr (std::is_same_v<T, float>) {
+    // AVX-512 where the CPU has it: Eigen's packets are AVX2's in an x86-64-v3 build.
+    if (simd::SimdMathIsAvailable()) return simd::ExpShiftedSum(row, valid, shift);
+  }
   RowMap<T> p(row, valid);
   p = (p - shift).exp();
   return p.sum();

@@ -10,7 +10,8 @@
 // and packed once, in the layouts the products read (tile_gemm_bf16.h): for S = Q K^T, Q's rows as
 // pairs along the depth and K^T packed the same way; for P V, V by pairs of keys; the gradients
 // take dV^T = dO^T P and dK^T = Q^T dS (pairs of queries on both sides) and transpose them once at
-// the end, so that no tile is ever transposed.
+// the end, so that no tile is ever transposed. Under causal, the products whose rows are queries
+// stop, for each group of 12 rows of a diagonal tile, at the keys its last row attends.
 #include <algorithm>
 #include <limits>
 
@@ -30,6 +31,23 @@ template <typename T>
 T* Sized(ScratchVector<T>& buffer, int64_t size) {
   if (static_cast<int64_t>(buffer.size()) < size) buffer.resize(size);
   return buffer.data();
+}
+
+// The rows of a tile in groups of kRowGroup (two of the micro-kernel's 6-row blocks), each with
+// the keys of the tile its last row attends: under causal the products of a diagonal tile stop
+// there instead of computing its masked half (a third of the work at 128 positions). fn(first row
+// of the group within the tile, its rows, its keys) for each group that attends a key of the tile.
+constexpr int64_t kRowGroup = 12;
+
+template <typename Fn>
+void ForEachRowGroup(const AttentionProblem& p, int64_t b, int64_t first_row, int64_t rows,
+                     int64_t j0, int64_t kb, const Fn& fn) {
+  for (int64_t g = 0; g < rows; g += kRowGroup) {
+    const int64_t group_rows = std::min(kRowGroup, rows - g);
+    const int64_t group_keys =
+        std::clamp<int64_t>(p.KeyLimit(b, first_row + g + group_rows - 1) - j0, 0, kb);
+    if (group_keys > 0) fn(g, group_rows, group_keys);
+  }
 }
 
 // Zero rows [first, last) of an operand with rows of `width` `stride` apart.
@@ -75,6 +93,23 @@ PackedHead PackHeadForGradients(const AttentionProblem& p, const float* q, const
           key_pairs,  gradient_columns, query_columns};
 }
 
+// A head's gradient sums, zeroed: dQ [query_time, depth], and dK and dV transposed ([depth, keys],
+// [value_depth, keys]) as the products make them.
+struct GradientSums {
+  float *dq, *dk_columns, *dv_columns;
+};
+
+GradientSums ZeroedGradientSums(const AttentionProblem& p, int64_t keys, BFloat16Scratch& scratch) {
+  const int64_t dq_size = p.query_time * p.depth;
+  GradientSums sums{Sized(scratch.accumulator, dq_size),
+                    Sized(scratch.key_gradient_columns, p.depth * keys),
+                    Sized(scratch.value_gradient_columns, p.value_depth * keys)};
+  std::fill_n(sums.dq, dq_size, 0.0f);
+  std::fill_n(sums.dk_columns, p.depth * keys, 0.0f);
+  std::fill_n(sums.dv_columns, p.value_depth * keys, 0.0f);
+  return sums;
+}
+
 }  // namespace
 
 void AttendHeadBFloat16(const AttentionProblem& p, const ForwardTensors<float>& t, int64_t bh,
@@ -112,8 +147,10 @@ void AttendHeadBFloat16(const AttentionProblem& p, const ForwardTensors<float>& 
     const int64_t block_keys = std::max<int64_t>(0, p.KeyLimit(b, i0 + rows - 1));
     for (int64_t j0 = 0; j0 < block_keys; j0 += kKeyBlock) {
       const int64_t kb = std::min(kKeyBlock, block_keys - j0);
-      tile::Gemm(rows, kb, d2, query_rows + i0 * d2, d2, key_columns + j0, keys,
-                 static_cast<float>(p.scale), kOverwrite, scores, kKeyBlock);
+      ForEachRowGroup(p, b, i0, rows, j0, kb, [&](int64_t g, int64_t group_rows, int64_t n) {
+        tile::Gemm(group_rows, n, d2, query_rows + (i0 + g) * d2, d2, key_columns + j0, keys,
+                   static_cast<float>(p.scale), kOverwrite, scores + g * kKeyBlock, kKeyBlock);
+      });
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t valid = std::clamp<int64_t>(p.KeyLimit(b, i0 + r) - j0, 0, kb);
         AccumulateRowBlock(scores + r * kKeyBlock, valid, kb, row_max[r], row_sum[r],
@@ -121,8 +158,10 @@ void AttendHeadBFloat16(const AttentionProblem& p, const ForwardTensors<float>& 
       }
       // j0 is even, so key pair j0 / 2 starts the block; an odd kb's padding pairs with 0.
       tile::PackRows(scores, kKeyBlock, rows, kb, probabilities, Pairs(kb));
-      tile::Gemm(rows, dv, Pairs(kb), probabilities, Pairs(kb), value_pairs + j0 / 2 * dv, dv, 1,
-                 kAccumulate, accumulator, dv);
+      ForEachRowGroup(p, b, i0, rows, j0, kb, [&](int64_t g, int64_t group_rows, int64_t n) {
+        tile::Gemm(group_rows, dv, Pairs(n), probabilities + g * Pairs(kb), Pairs(kb),
+                   value_pairs + j0 / 2 * dv, dv, 1, kAccumulate, accumulator + g * dv, dv);
+      });
     }
     for (int64_t r = 0; r < rows; ++r) {
       FinishRow(row_max[r], row_sum[r], accumulator + r * dv, dv, lse + i0 + r);
@@ -154,15 +193,9 @@ void BackpropHeadBFloat16(const AttentionProblem& p, const GradTensors<float>& t
   ZeroRows(dvalue, keys, p.key_time, dv, ldv);
   float* delta = Sized(scratch.delta, tq);
   for (int64_t i = 0; i < tq; ++i) delta[i] = RowDelta(dout + i * ldv, o + i * ldv, dv);
-
   const PackedHead packed = PackHeadForGradients(p, q, k, dout, v, keys, scratch);
-
-  float* dq_sum = Sized(scratch.accumulator, tq * d);
-  float* dk_columns = Sized(scratch.key_gradient_columns, d * keys);
-  float* dv_columns = Sized(scratch.value_gradient_columns, dv * keys);
-  std::fill_n(dq_sum, tq * d, 0.0f);
-  std::fill_n(dk_columns, d * keys, 0.0f);
-  std::fill_n(dv_columns, dv * keys, 0.0f);
+  const GradientSums sums = ZeroedGradientSums(p, keys, scratch);
+  float *dq_sum = sums.dq, *dk_columns = sums.dk_columns, *dv_columns = sums.dv_columns;
   float* prob = Sized(scratch.tile, kQueryBlock * kKeyBlock);
   float* dprob = Sized(scratch.second_tile, kQueryBlock * kKeyBlock);
   uint32_t* tile_rows = Sized(scratch.tile_rows, kQueryBlock * Pairs(kKeyBlock));
@@ -175,8 +208,11 @@ void BackpropHeadBFloat16(const AttentionProblem& p, const GradTensors<float>& t
     first_row -= first_row % 2;
     for (int64_t i0 = first_row; i0 < tq; i0 += kQueryBlock) {
       const int64_t rows = std::min(kQueryBlock, tq - i0);
-      tile::Gemm(rows, kb, d2, packed.query_rows + i0 * d2, d2, packed.key_columns + j0, keys,
-                 scale, kOverwrite, prob, kKeyBlock);
+      ForEachRowGroup(p, b, i0, rows, j0, kb, [&](int64_t g, int64_t group_rows, int64_t n) {
+        tile::Gemm(group_rows, n, d2, packed.query_rows + (i0 + g) * d2, d2,
+                   packed.key_columns + j0, keys, scale, kOverwrite, prob + g * kKeyBlock,
+                   kKeyBlock);
+      });
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t valid = std::clamp<int64_t>(p.KeyLimit(b, i0 + r) - j0, 0, kb);
         ExpShiftedRow(prob + r * kKeyBlock, valid, kb, lse[i0 + r]);
@@ -186,15 +222,23 @@ void BackpropHeadBFloat16(const AttentionProblem& p, const GradTensors<float>& t
       tile::Gemm(dv, kb, Pairs(rows), packed.gradient_columns + i0 / 2, tq2, tile_pairs, kKeyBlock,
                  1, kAccumulate, dv_columns + j0, keys);
       // dP = dO_i V_j^T, then dS = P * (dP - delta) in its place
-      tile::Gemm(rows, kb, dv2, packed.gradient_rows + i0 * dv2, dv2, packed.value_columns + j0,
-                 keys, 1, kOverwrite, dprob, kKeyBlock);
+      ForEachRowGroup(p, b, i0, rows, j0, kb, [&](int64_t g, int64_t group_rows, int64_t n) {
+        tile::Gemm(group_rows, n, dv2, packed.gradient_rows + (i0 + g) * dv2, dv2,
+                   packed.value_columns + j0, keys, 1, kOverwrite, dprob + g * kKeyBlock,
+                   kKeyBlock);
+      });
+      // Past a row's keys dP was not computed (or is left from another tile): dS is 0 there.
       for (int64_t r = 0; r < rows; ++r) {
-        ScoreGradientRow(prob + r * kKeyBlock, dprob + r * kKeyBlock, kb, delta[i0 + r]);
+        const int64_t valid = std::clamp<int64_t>(p.KeyLimit(b, i0 + r) - j0, 0, kb);
+        ScoreGradientRow(prob + r * kKeyBlock, dprob + r * kKeyBlock, valid, delta[i0 + r]);
+        std::fill(dprob + r * kKeyBlock + valid, dprob + r * kKeyBlock + kb, 0.0f);
       }
       // dQ_i += scale * dS K_j
       tile::PackRows(dprob, kKeyBlock, rows, kb, tile_rows, Pairs(kb));
-      tile::Gemm(rows, d, Pairs(kb), tile_rows, Pairs(kb), packed.key_pairs + j0 / 2 * d, d, scale,
-                 kAccumulate, dq_sum + i0 * d, d);
+      ForEachRowGroup(p, b, i0, rows, j0, kb, [&](int64_t g, int64_t group_rows, int64_t n) {
+        tile::Gemm(group_rows, d, Pairs(n), tile_rows + g * Pairs(kb), Pairs(kb),
+                   packed.key_pairs + j0 / 2 * d, d, scale, kAccumulate, dq_sum + (i0 + g) * d, d);
+      });
       // dK_j^T += scale * Q_i^T dS
       tile::PackRowPairs(dprob, kKeyBlock, rows, kb, tile_pairs, kKeyBlock);
       tile::Gemm(d, kb, Pairs(rows), packed.query_columns + i0 / 2, tq2, tile_pairs, kKeyBlock,

@@ -15,6 +15,7 @@
 #include "weft/kernels/nn/gelu_math.h"
 #include "weft/kernels/nn/nn_kernels.h"
 #include "weft/kernels/nn/sized_eval.h"
+#include "weft/kernels/simd_math.h"
 
 namespace weft::kernels {
 namespace {
@@ -96,8 +97,11 @@ class FusedBiasAddGradOp final : public OpKernel {
   }
 
  private:
-  // g[c] = gradient[c] * gelu'(features[c]), as GeluGrad computes it.
+  // g[c] = gradient[c] * gelu'(features[c]), as GeluGrad computes it (on AVX-512 alike).
   void GeluGradRow(const float* gradient, const float* features, int64_t n, float* g) const {
+    if (!approximate_ && simd::SimdMathIsAvailable()) {
+      return simd::MultiplyByExactGeluSlope(gradient, features, n, g);
+    }
     ConstRowMap dy(gradient, n), x(features, n);
     if (approximate_) {
       RowMap(g, n) = dy.binaryExpr(x, gelu::GeluGradFunctor<float, true>());

@@ -1,8 +1,10 @@
 // Gelu and GeluGrad on CPU, exact (erf) and approximate (tanh), each one fused element-wise pass
 // (the reference builds gelu from several ops): an Eigen functor with a packet path, evaluated on
-// the intra-op threads for large tensors (EvalSized); and _FusedGelu, Gelu rounded to bfloat16 as
-// it is written.
+// the intra-op threads for large tensors (EvalSized), or for the exact form in float32 the AVX-512
+// functions of simd_math.h where the CPU has them; and _FusedGelu, Gelu rounded to bfloat16 as it
+// is written.
 #include <algorithm>
+#include <type_traits>
 
 #include "weft/core/bfloat16.h"
 #include "weft/framework/node_def_util.h"
@@ -10,12 +12,33 @@
 #include "weft/kernels/nn/gelu_math.h"
 #include "weft/kernels/nn/nn_kernels.h"
 #include "weft/kernels/nn/sized_eval.h"
+#include "weft/kernels/simd_math.h"
 
 namespace weft::kernels {
 namespace {
 
 using gelu::GeluFunctor;
 using gelu::GeluGradFunctor;
+
+// The exact GELU of float32 runs on AVX-512 (simd_math.h) where the CPU has it, in every kernel
+// alike, so that fused and unfused graphs still compute the same values.
+template <typename T>
+bool UseSimdGelu(bool approximate) {
+  return std::is_same_v<T, float> && !approximate && simd::SimdMathIsAvailable();
+}
+
+// fn(begin, end) over [0, n) in chunks, on the intra-op threads when n is large.
+template <typename Fn>
+void ForEachChunk(OpKernelContext* context, int64_t n, const Fn& fn) {
+  constexpr int64_t kChunk = 4096;
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+  auto run = [&](int64_t first, int64_t last) { fn(first * kChunk, std::min(n, last * kChunk)); };
+  if (n < kParallelElements) {
+    run(0, chunks);
+  } else {
+    ParallelFor(context, chunks, 10.0 * kChunk, run);
+  }
+}
 
 template <typename T>
 class GeluOp final : public OpKernel {
@@ -29,6 +52,15 @@ class GeluOp final : public OpKernel {
     Tensor* output = nullptr;
     WEFT_RETURN_IF_ERROR(context->ForwardInputOrAllocateOutput({0}, 0, features.shape(), &output));
     const int64_t n = output->NumElements();
+    if constexpr (std::is_same_v<T, float>) {
+      if (UseSimdGelu<T>(approximate_)) {
+        const float* x = features.data<float>();
+        float* y = output->data<float>();
+        ForEachChunk(context, n,
+                     [&](int64_t b, int64_t e) { simd::ExactGelu(x + b, e - b, y + b); });
+        return Status::OK();
+      }
+    }
     auto x = Flat<T>(features);
     if (approximate_) {
       EvalSized(context, n, Flat<T>(*output), x.unaryExpr(GeluFunctor<T, true>()));
@@ -61,6 +93,17 @@ class GeluGradOp final : public OpKernel {
     WEFT_RETURN_IF_ERROR(
         context->ForwardInputOrAllocateOutput({0, 1}, 0, features.shape(), &output));
     const int64_t n = output->NumElements();
+    if constexpr (std::is_same_v<T, float>) {
+      if (UseSimdGelu<T>(approximate_)) {
+        const float* dy = gradients.data<float>();
+        const float* x = features.data<float>();
+        float* g = output->data<float>();
+        ForEachChunk(context, n, [&](int64_t b, int64_t e) {
+          simd::MultiplyByExactGeluSlope(dy + b, x + b, e - b, g + b);
+        });
+        return Status::OK();
+      }
+    }
     auto g = Flat<T>(gradients);
     auto x = Flat<T>(features);
     if (approximate_) {
@@ -99,7 +142,9 @@ class FusedGeluOp final : public OpKernel {
         const int64_t size = std::min(kChunk, n - first);
         Eigen::Map<const Eigen::ArrayXf> in(x + first, size);
         Eigen::Map<Eigen::ArrayXf> out(values, size);
-        if (approximate_) {
+        if (UseSimdGelu<float>(approximate_)) {
+          simd::ExactGelu(x + first, size, values);
+        } else if (approximate_) {
           out = in.unaryExpr(GeluFunctor<float, true>());
         } else {
           out = in.unaryExpr(GeluFunctor<float, false>());

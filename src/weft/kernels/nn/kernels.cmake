@@ -39,6 +39,7 @@ weft_test(kernels_nn_test
     nn/softmax_ops_test.cc
     nn/sparse_xent_op_test.cc
     nn/window_geometry_test.cc
+    simd_math_test.cc
     tile_gemm_bf16_test.cc
   DEPS weft_kernel_testing)
 # The pooling loops run over channels with a trip count known only at run time; GCC's -O2 cost
