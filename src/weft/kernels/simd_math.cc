@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "weft/core/logging.h"
+#include "weft/kernels/nn/gelu_math.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -22,11 +23,12 @@ namespace {
 
 #define WEFT_SIMD_TARGET __attribute__((target("avx512f")))
 
-constexpr float kInvSqrt2Pi = 0.398942280401432677940f;  // 1 / sqrt(2 pi)
-constexpr float kSqrtHalf = 0.707106781186547524401f;    // 1 / sqrt(2)
+// The GELU's constants as gelu_math.h has them for Eigen's path.
+constexpr float kInvSqrt2Pi = static_cast<float>(gelu::kInvSqrt2Pi);
+constexpr float kSqrtHalf = static_cast<float>(gelu::kSqrtHalf);
 // Beyond |x| = 100 every term x multiplies in the slope is 0 in float32; clamping keeps x^2 finite
 // (as gelu_math.h does).
-constexpr float kSaturated = 100;
+constexpr float kSaturated = static_cast<float>(gelu::kSaturated);
 
 // erf(z) = z P(z^2) / Q(z^2) for |z| <= 4 (beyond, erf is +-1 in float32): P of degree 6 and Q
 // of degree 4 (Q(0) = 1) fitted for Weft by linearised least squares on 3,000 Chebyshev nodes of
@@ -133,7 +135,7 @@ template <bool kWhole>
 WEFT_SIMD_TARGET inline __m512 ExpShiftedVector(float* at, __mmask16 lanes, __m512 shift) {
   const __m512 e = Exp(_mm512_sub_ps(Load<kWhole>(at, lanes), shift));
   Store<kWhole>(at, lanes, e);
-  return _mm512_maskz_mov_ps(lanes, e);
+  return kWhole ? e : _mm512_maskz_mov_ps(lanes, e);
 }
 
 template <bool kWhole>

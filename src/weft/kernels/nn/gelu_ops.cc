@@ -27,16 +27,22 @@ bool UseSimdGelu(bool approximate) {
   return std::is_same_v<T, float> && !approximate && simd::SimdMathIsAvailable();
 }
 
-// fn(begin, end) over [0, n) in chunks, on the intra-op threads when n is large.
+// fn(begin, end) over [0, n) in chunks of kChunk elements (the last shorter), on the intra-op
+// threads when n is large; `cost` is cycles per element.
+constexpr int64_t kChunk = 2048;
+
 template <typename Fn>
-void ForEachChunk(OpKernelContext* context, int64_t n, const Fn& fn) {
-  constexpr int64_t kChunk = 4096;
+void ForEachChunk(OpKernelContext* context, int64_t n, double cost, const Fn& fn) {
   const int64_t chunks = (n + kChunk - 1) / kChunk;
-  auto run = [&](int64_t first, int64_t last) { fn(first * kChunk, std::min(n, last * kChunk)); };
+  auto run = [&](int64_t first, int64_t last) {
+    for (int64_t chunk = first; chunk < last; ++chunk) {
+      fn(chunk * kChunk, std::min(n, (chunk + 1) * kChunk));
+    }
+  };
   if (n < kParallelElements) {
     run(0, chunks);
   } else {
-    ParallelFor(context, chunks, 10.0 * kChunk, run);
+    ParallelFor(context, chunks, cost * kChunk, run);
   }
 }
 
@@ -56,7 +62,7 @@ class GeluOp final : public OpKernel {
       if (UseSimdGelu<T>(approximate_)) {
         const float* x = features.data<float>();
         float* y = output->data<float>();
-        ForEachChunk(context, n,
+        ForEachChunk(context, n, 10,
                      [&](int64_t b, int64_t e) { simd::ExactGelu(x + b, e - b, y + b); });
         return Status::OK();
       }
@@ -98,7 +104,7 @@ class GeluGradOp final : public OpKernel {
         const float* dy = gradients.data<float>();
         const float* x = features.data<float>();
         float* g = output->data<float>();
-        ForEachChunk(context, n, [&](int64_t b, int64_t e) {
+        ForEachChunk(context, n, 20, [&](int64_t b, int64_t e) {
           simd::MultiplyByExactGeluSlope(dy + b, x + b, e - b, g + b);
         });
         return Status::OK();
@@ -133,35 +139,25 @@ class FusedGeluOp final : public OpKernel {
     WEFT_RETURN_IF_ERROR(context->AllocateOutput(0, features.shape(), &output));
     const float* x = features.data<float>();
     bfloat16* y = output->data<bfloat16>();
-    const int64_t chunks = (features.NumElements() + kChunk - 1) / kChunk;
-    const int64_t n = features.NumElements();
-    auto run = [&](int64_t begin, int64_t end) {
+    const bool simd = UseSimdGelu<float>(approximate_);
+    ForEachChunk(context, features.NumElements(), simd ? 10 : 40, [&](int64_t b, int64_t e) {
       alignas(64) float values[kChunk];
-      for (int64_t chunk = begin; chunk < end; ++chunk) {
-        const int64_t first = chunk * kChunk;
-        const int64_t size = std::min(kChunk, n - first);
-        Eigen::Map<const Eigen::ArrayXf> in(x + first, size);
-        Eigen::Map<Eigen::ArrayXf> out(values, size);
-        if (UseSimdGelu<float>(approximate_)) {
-          simd::ExactGelu(x + first, size, values);
-        } else if (approximate_) {
-          out = in.unaryExpr(GeluFunctor<float, true>());
-        } else {
-          out = in.unaryExpr(GeluFunctor<float, false>());
-        }
-        FloatToBFloat16({values, static_cast<size_t>(size)}, y + first);
+      const int64_t size = e - b;
+      Eigen::Map<const Eigen::ArrayXf> in(x + b, size);
+      Eigen::Map<Eigen::ArrayXf> out(values, size);
+      if (simd) {
+        simd::ExactGelu(x + b, size, values);
+      } else if (approximate_) {
+        out = in.unaryExpr(GeluFunctor<float, true>());
+      } else {
+        out = in.unaryExpr(GeluFunctor<float, false>());
       }
-    };
-    if (n < kParallelElements) {
-      run(0, chunks);
-    } else {
-      ParallelFor(context, chunks, 40.0 * kChunk, run);
-    }
+      FloatToBFloat16({values, static_cast<size_t>(size)}, y + b);
+    });
     return Status::OK();
   }
 
  private:
-  static constexpr int64_t kChunk = 2048;
   bool approximate_ = false;
 };
 
