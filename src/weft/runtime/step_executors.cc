@@ -27,30 +27,45 @@ struct StepState {
   int remaining WEFT_GUARDED_BY(mu) = 0;
   Status status WEFT_GUARDED_BY(mu);  // the first error
 
-  void PartitionDone(const Status& partition_status) {
-    bool first_error = false;
-    bool last = false;
+  // `remaining` counts the partitions still running plus the aborts in flight: `done` runs when it
+  // reaches zero, and the caller may then destroy the rendezvous and collectives it lent the step,
+  // so whatever still touches them holds a count.
+  bool TryHold() {
+    MutexLock lock(mu);
+    if (remaining == 0) return false;
+    ++remaining;
+    return true;
+  }
+
+  void Release() {
     Status final_status;
     {
       MutexLock lock(mu);
-      if (!partition_status.ok()) {
-        first_error = status.ok();
-        // A partition that failed because another one cancelled the step reports Cancelled or
-        // Aborted; the cause, when it arrives later, is the better answer.
-        if (status.ok() || (IsDerivedError(status) && !IsDerivedError(partition_status))) {
-          status = partition_status;
-        }
+      if (--remaining != 0) return;
+      final_status = status;
+    }
+    done(final_status);
+  }
+
+  void PartitionDone(const Status& partition_status) {
+    bool first_error = false;
+    if (!partition_status.ok()) {
+      MutexLock lock(mu);
+      first_error = status.ok();
+      // A partition that failed because another one cancelled the step reports Cancelled or
+      // Aborted; the cause, when it arrives later, is the better answer.
+      if (status.ok() || (IsDerivedError(status) && !IsDerivedError(partition_status))) {
+        status = partition_status;
       }
-      last = --remaining == 0;
-      if (last) final_status = status;
     }
     if (first_error) {
       // Wake whatever the other partitions wait on: a Recv, a collective, a cancellable kernel.
+      // This partition's count is still held, so the step cannot end underneath.
       rendezvous->StartAbort(partition_status);
       collectives->StartAbort(partition_status);
       cancellation_manager->StartCancel();
     }
-    if (last) done(final_status);
+    Release();
   }
 };
 
@@ -142,9 +157,10 @@ void StepExecutors::RunAsync(const RunArgs& args, StatusCallback done) const {
   // A weak reference: the callback may run while the step is ending and its state going away.
   const bool registered =
       cancellation->RegisterCallback(token, [weak = std::weak_ptr<StepState>(state)] {
-        if (auto alive = weak.lock()) {
-          alive->collectives->StartAbort(Cancelled("the step was cancelled"));
-        }
+        auto alive = weak.lock();
+        if (alive == nullptr || !alive->TryHold()) return;
+        alive->collectives->StartAbort(Cancelled("the step was cancelled"));
+        alive->Release();
       });
   if (!registered) state->collectives->StartAbort(Cancelled("the step was cancelled"));
   state->done = [cancellation, token, registered, done = std::move(done)](const Status& status) {
