@@ -33,6 +33,11 @@ Status InferenceContext::SetOutputFromShapeInput(int output, int input) {
   WEFT_RETURN_IF_ERROR(WithRank(input, 1));
   std::optional<std::vector<int64_t>> dims = ConstantIntVector(input);
   if (!dims.has_value()) {
+    PartialShape as_shape = input_tensor_as_shape(input);
+    if (as_shape.rank_known()) {
+      set_output(output, std::move(as_shape));
+      return Status::OK();
+    }
     const PartialShape& shape = inputs_[input];
     int64_t rank = shape.rank() == 1 ? shape.dim(0) : -1;
     set_output(output, rank >= 0 ? PartialShape::UnknownOfRank(static_cast<int>(rank))

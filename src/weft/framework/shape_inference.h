@@ -33,6 +33,17 @@ class InferenceContext {
                                                              : PartialShape::UnknownRank();
   }
 
+  // For 1-D int inputs that hold a shape not known as a constant: what is known of it, as the
+  // reference's input_tensors_as_shapes (the output of Shape(x) is x's partial shape), so that
+  // Reshape(g, Shape(x)) keeps x's known dimensions. Unknown rank when not set.
+  void set_input_tensors_as_shapes(std::vector<PartialShape> shapes) {
+    input_tensors_as_shapes_ = std::move(shapes);
+  }
+  PartialShape input_tensor_as_shape(int i) const {
+    return i < static_cast<int>(input_tensors_as_shapes_.size()) ? input_tensors_as_shapes_[i]
+                                                                 : PartialShape::UnknownRank();
+  }
+
   const proto::NodeDef& node_def() const { return node_; }
   const OpDef& op_def() const { return op_; }
   int num_inputs() const { return static_cast<int>(inputs_.size()); }
@@ -53,7 +64,8 @@ class InferenceContext {
   // The values of input `i` when it is a constant int32/int64 tensor; nullopt otherwise.
   std::optional<std::vector<int64_t>> ConstantIntVector(int i) const;
   // Sets output `output` to the shape held by the 1-D int input `input` (Fill's dims, a random
-  // op's shape): exact when the input is constant, else only its rank when the length is known.
+  // op's shape): exact when the input is constant, else what input_tensor_as_shape knows, else
+  // only its rank when the length is known.
   Status SetOutputFromShapeInput(int output, int input);
 
   // Checks that input `i` has rank `rank` (when its rank is known).
@@ -76,6 +88,7 @@ class InferenceContext {
   std::vector<PartialShape> inputs_;
   std::vector<const Tensor*> input_tensors_;
   std::vector<PartialShape> input_handle_shapes_;
+  std::vector<PartialShape> input_tensors_as_shapes_;
   std::vector<PartialShape> outputs_;
 };
 

@@ -40,7 +40,7 @@ StatusOr<Node*> Graph::AddNode(proto::NodeDef def, const std::vector<NodeOutput>
 
   auto node = std::unique_ptr<Node>(new Node());
   WEFT_RETURN_IF_ERROR(InOutTypesForNode(def, **op, &node->input_types_, &node->output_types_));
-  std::vector<PartialShape> input_shapes, input_handle_shapes;
+  std::vector<PartialShape> input_shapes, input_handle_shapes, input_as_shapes;
   std::vector<const Tensor*> input_values;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const NodeOutput& input = inputs[i];
@@ -57,6 +57,8 @@ StatusOr<Node*> Graph::AddNode(proto::NodeDef def, const std::vector<NodeOutput>
     }
     input_shapes.push_back(input.node->output_shape(input.index));
     input_handle_shapes.push_back(input.node->output_handle_shape(input.index));
+    input_as_shapes.push_back(input.index == 0 ? input.node->output_as_shape()
+                                               : PartialShape::UnknownRank());
     input_values.push_back(input.node->constant_value_.get());
   }
   if (def.op() == "Const") {
@@ -67,6 +69,10 @@ StatusOr<Node*> Graph::AddNode(proto::NodeDef def, const std::vector<NodeOutput>
   InferenceContext inference(def, **op, std::move(input_shapes), std::move(input_values),
                              node->num_outputs());
   inference.set_input_handle_shapes(input_handle_shapes);
+  if (def.op() == "Shape" && inference.num_inputs() == 1) {
+    node->output_as_shape_ = inference.input(0);
+  }
+  inference.set_input_tensors_as_shapes(std::move(input_as_shapes));
   if ((*op)->shape_fn) {
     WEFT_RETURN_IF_ERROR((*op)->shape_fn(inference));
   }

@@ -51,6 +51,9 @@ class Node {
   const PartialShape& output_shape(int i) const { return output_shapes_[i]; }
   // For a resource output: the shape of the value behind the handle (a variable's declared shape).
   const PartialShape& output_handle_shape(int i) const { return output_handle_shapes_[i]; }
+  // For a Shape node: its input's partial shape, which is what is known of the values of its
+  // output (InferenceContext::input_tensor_as_shape). Unknown rank for any other node.
+  const PartialShape& output_as_shape() const { return output_as_shape_; }
 
   const std::vector<const Edge*>& in_edges() const { return in_edges_; }
   const std::vector<const Edge*>& out_edges() const { return out_edges_; }
@@ -73,6 +76,7 @@ class Node {
   std::vector<DataType> output_types_;
   std::vector<PartialShape> output_shapes_;
   std::vector<PartialShape> output_handle_shapes_;
+  PartialShape output_as_shape_ = PartialShape::UnknownRank();
   std::vector<const Edge*> in_edges_;
   std::vector<const Edge*> out_edges_;
   std::string assigned_device_name_;

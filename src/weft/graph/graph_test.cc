@@ -45,6 +45,33 @@ TEST_F(GraphTest, AddNodeFillsDefaultsTypesAndShapes) {
   EXPECT_EQ(a->out_edges().size(), 1u);
 }
 
+TEST_F(GraphTest, ShapesFlowThroughShapeIntoReshapeAndFill) {
+  // Shape(x)'s values are x's dims: a Reshape or Fill to them has x's known dims even though the
+  // values exist only at run time (the reference's input_tensors_as_shapes).
+  Node* x = Placeholder("x", DataType::kFloat, PartialShape({-1, 128, 256}));
+  Node* g = Placeholder("g", DataType::kFloat, PartialShape::UnknownRank());
+  auto shape =
+      graph_.AddNode(Def("shape", "Shape", {{"T", MakeAttrValue(DataType::kFloat)}}), {{x, 0}});
+  ASSERT_TRUE(shape.ok()) << shape.status();
+  EXPECT_EQ((*shape)->output_as_shape(), PartialShape({-1, 128, 256}));
+  EXPECT_FALSE(x->output_as_shape().rank_known());
+  auto reshaped = graph_.AddNode(
+      Def("reshaped", "Reshape", {{"T", MakeAttrValue(DataType::kFloat)}}), {{g, 0}, {*shape, 0}});
+  ASSERT_TRUE(reshaped.ok()) << reshaped.status();
+  EXPECT_EQ((*reshaped)->output_shape(0), PartialShape({-1, 128, 256}));
+  Node* zero = Placeholder("zero", DataType::kFloat, PartialShape({}));
+  auto filled = graph_.AddNode(Def("filled", "Fill", {{"T", MakeAttrValue(DataType::kFloat)}}),
+                               {{*shape, 0}, {zero, 0}});
+  ASSERT_TRUE(filled.ok()) << filled.status();
+  EXPECT_EQ((*filled)->output_shape(0), PartialShape({-1, 128, 256}));
+  // A shape input that is not a Shape's output still gives only the rank.
+  Node* dims = Placeholder("dims", DataType::kInt32, PartialShape({3}));
+  auto unknown = graph_.AddNode(Def("unknown", "Reshape", {{"T", MakeAttrValue(DataType::kFloat)}}),
+                                {{g, 0}, {dims, 0}});
+  ASSERT_TRUE(unknown.ok()) << unknown.status();
+  EXPECT_EQ((*unknown)->output_shape(0), PartialShape({-1, -1, -1}));
+}
+
 TEST_F(GraphTest, ShapeMismatchIsCaughtWhenTheNodeIsAdded) {
   Node* a = Placeholder("a", DataType::kFloat, PartialShape({3, 4}));
   Node* b = Placeholder("b", DataType::kFloat, PartialShape({5, 6}));

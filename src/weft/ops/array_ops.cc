@@ -72,7 +72,13 @@ Status ReshapeShape(InferenceContext& context) {
   WEFT_RETURN_IF_ERROR(context.WithRank(1, 1));
   const Tensor* sizes = context.input_tensor(1);
   if (sizes == nullptr) {
-    SetUnknownOfRank(context, VectorLength(context, 1));
+    // Reshape(g, Shape(x)), as the gradients of broadcasting ops build it, has x's known dims.
+    PartialShape as_shape = context.input_tensor_as_shape(1);
+    if (as_shape.rank_known()) {
+      context.set_output(0, std::move(as_shape));
+    } else {
+      SetUnknownOfRank(context, VectorLength(context, 1));
+    }
     return Status::OK();
   }
   std::vector<int64_t> dims = IndexValues(*sizes);

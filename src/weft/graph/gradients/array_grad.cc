@@ -158,6 +158,9 @@ Status SliceGrad(const Scope& scope, Node* op, const Grads& dz, Grads* dx) {
     }
     padded = ops::Concat(scope, parts, d);
   }
+  // The dynamic padding loses the static shape; the input's (a variable's, often) is the answer's,
+  // and a reshape to it costs no copy.
+  if (!is_static) padded = ops::Reshape(scope, padded, ShapeOf(scope, input));
   *dx = {padded, Output(), Output()};
   return scope.status();
 }

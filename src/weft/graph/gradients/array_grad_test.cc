@@ -194,6 +194,41 @@ TEST(ArrayGradTest, Slice) {
   EXPECT_TRUE(GradientNear(root, {x}, {RandomTensor({3, 4}, -1, 1, 11)}, y, kGradientTolerance));
 }
 
+TEST(ArrayGradTest, GradientsKeepTheStaticShapesOfTheirInputs) {
+  // The gradients that reshape to Shape(x) at run time (a broadcasting Add's, a Slice's with a
+  // begin known only then) still have x's known dims when built: the all-reduce packs gradients
+  // into buckets by their static sizes, and an unknown one would get a collective of its own.
+  Scope root = Scope::NewRootScope();
+  Output x = ops::Placeholder(root.WithOpName("x"), DataType::kDouble, PartialShape({-1, 8, 4}));
+  Output y = ops::Placeholder(root.WithOpName("y"), DataType::kDouble, PartialShape({-1, 8, 4}));
+  Output table =
+      ops::Placeholder(root.WithOpName("table"), DataType::kDouble, PartialShape({16, 4}));
+  Output begin = ops::Placeholder(root.WithOpName("begin"), DataType::kInt32, PartialShape({2}));
+  Output rows = ops::Slice(root, table, begin, Tensor::FromVector<int32_t>({8, 4}));
+  Output sum = ops::Add(root, ops::Add(root, x, y), rows);
+  std::vector<Output> grads;
+  ASSERT_TRUE(AddSymbolicGradients(root, {sum}, {x, y, table}, &grads).ok());
+  EXPECT_EQ(grads[0].shape(), PartialShape({-1, 8, 4}));
+  EXPECT_EQ(grads[1].shape(), PartialShape({-1, 8, 4}));
+  EXPECT_EQ(grads[2].shape(), PartialShape({16, 4}));
+  // And the values are right: the table's gradient sums the batch into the sliced rows.
+  Tensor ones =
+      Tensor::FromVector<double>(std::vector<double>(2 * 8 * 4, 1.0), TensorShape({2, 8, 4}));
+  StatusOr<std::vector<Tensor>> values =
+      RunGraph(root,
+               {{x.name(), ones},
+                {y.name(), ones},
+                {table.name(),
+                 Tensor::FromVector<double>(std::vector<double>(64, 0.5), TensorShape({16, 4}))},
+                {begin.name(), Tensor::FromVector<int32_t>({3, 0})}},
+               grads);
+  ASSERT_TRUE(values.ok()) << values.status();
+  EXPECT_TENSOR_NEAR((*values)[0], ones);
+  std::vector<double> expected(64, 0.0);
+  for (int i = 3 * 4; i < 11 * 4; ++i) expected[i] = 2.0;
+  EXPECT_TENSOR_NEAR((*values)[2], Tensor::FromVector<double>(expected, TensorShape({16, 4})));
+}
+
 TEST(ArrayGradTest, Tile) {
   struct Case {
     TensorShape shape;
