@@ -17,6 +17,7 @@
 #include "weft/core/logging.h"
 #include "weft/core/mutex.h"
 #include "weft/core/tensor.h"
+#include "weft/kernels/bias_activation.h"
 #include "weft/kernels/onednn_util.h"
 
 namespace weft::kernels {
@@ -41,14 +42,21 @@ bool CpuMultipliesBFloat16() {
   return native;
 }
 
+// What the primitive does to each element of C as it writes it: add the bias of its column, then
+// the activation (a float32 C only).
+struct Epilogue {
+  const float* bias = nullptr;  // [n], or null
+  FusedActivation activation = FusedActivation::kNone;
+};
+
 // The primitive for one block's shape, and its scratchpad's size.
 struct MatMulPrimitive {
   dnnl::matmul matmul;
-  memory::desc a_md, b_md, c_md, scratchpad_md;
+  memory::desc a_md, b_md, bias_md, c_md, scratchpad_md;
 };
 
-// m, n, k, lda, ldb, ldc, transpose_a, transpose_b, whether C is float32.
-using Key = std::array<int64_t, 9>;
+// m, n, k, lda, ldb, ldc, transpose_a, transpose_b, whether C is float32, with a bias, with ReLU.
+using Key = std::array<int64_t, 11>;
 
 template <typename C>
 constexpr bool kFloatOutput = std::is_same_v<C, float>;
@@ -57,8 +65,12 @@ class PrimitiveCache {
  public:
   // The primitive for `d` with these leading dimensions, built on first use.
   StatusOr<std::shared_ptr<const MatMulPrimitive>> Get(const GemmDims& d, int64_t lda, int64_t ldb,
-                                                       int64_t ldc, bool float_output) {
-    const Key key = {d.m, d.n, d.k, lda, ldb, ldc, d.transpose_a, d.transpose_b, float_output};
+                                                       int64_t ldc, bool float_output,
+                                                       const Epilogue& epilogue) {
+    const bool with_bias = epilogue.bias != nullptr;
+    const bool relu = epilogue.activation == FusedActivation::kRelu;
+    const Key key = {d.m,           d.n,           d.k,          lda,       ldb, ldc,
+                     d.transpose_a, d.transpose_b, float_output, with_bias, relu};
     {
       MutexLock lock(mu_);
       auto it = cache_.find(key);
@@ -77,8 +89,19 @@ class PrimitiveCache {
                        memory::dims{ldc, 1});
       dnnl::primitive_attr attr;
       attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-      const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(made->a_md, made->b_md, made->c_md),
-                                            attr, OneDnnCpuEngine());
+      if (relu) {
+        dnnl::post_ops post_ops;
+        post_ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+        attr.set_post_ops(post_ops);
+      }
+      // The bias is added in the kernel's epilogue, while each tile of C is still in registers.
+      if (with_bias) {
+        made->bias_md = memory::desc({1, d.n}, memory::data_type::f32, memory::dims{d.n, 1});
+      }
+      const dnnl::matmul::primitive_desc pd(
+          with_bias ? dnnl::matmul::desc(made->a_md, made->b_md, made->bias_md, made->c_md)
+                    : dnnl::matmul::desc(made->a_md, made->b_md, made->c_md),
+          attr, OneDnnCpuEngine());
       made->scratchpad_md = pd.scratchpad_desc();
       made->matmul = dnnl::matmul(pd);
     } catch (const dnnl::error& e) {
@@ -103,7 +126,8 @@ PrimitiveCache& Cache() {
 
 // Runs `primitive` on this thread.
 template <typename C>
-Status Execute(const MatMulPrimitive& primitive, const bfloat16* a, const bfloat16* b, C* c) {
+Status Execute(const MatMulPrimitive& primitive, const bfloat16* a, const bfloat16* b,
+               const float* bias, C* c) {
   UseOneOpenMpThread();
   const int64_t scratch_bytes = static_cast<int64_t>(primitive.scratchpad_md.get_size());
   WEFT_ASSIGN_OR_RETURN(
@@ -117,6 +141,9 @@ Status Execute(const MatMulPrimitive& primitive, const bfloat16* a, const bfloat
         {DNNL_ARG_WEIGHTS, memory(primitive.b_md, engine, const_cast<bfloat16*>(b))},
         {DNNL_ARG_DST, memory(primitive.c_md, engine, c)},
         {DNNL_ARG_SCRATCHPAD, memory(primitive.scratchpad_md, engine, scratchpad.raw_data())}};
+    if (bias != nullptr) {
+      args.emplace(DNNL_ARG_BIAS, memory(primitive.bias_md, engine, const_cast<float*>(bias)));
+    }
     dnnl::stream stream(engine);
     primitive.matmul.execute(stream, args);
     stream.wait();
@@ -152,7 +179,8 @@ Blocks PlanBlocks(OpKernelContext* context, const GemmDims& d, bool split) {
 
 template <typename C>
 Status NativeGemm(OpKernelContext* context, const GemmDims& d, const bfloat16* a, int64_t lda,
-                  const bfloat16* b, int64_t ldb, C* c, int64_t ldc, bool split) {
+                  const bfloat16* b, int64_t ldb, C* c, int64_t ldc, bool split,
+                  const Epilogue& epilogue) {
   const Blocks blocks = PlanBlocks(context, d, split);
   // Every block but the last has the full step: at most two shapes, built before any runs.
   std::vector<std::shared_ptr<const MatMulPrimitive>> primitives(blocks.count);
@@ -164,7 +192,8 @@ Status NativeGemm(OpKernelContext* context, const GemmDims& d, const bfloat16* a
     }
     GemmDims part = d;
     (blocks.split_rows ? part.m : part.n) = size;
-    WEFT_ASSIGN_OR_RETURN(primitives[i], Cache().Get(part, lda, ldb, ldc, kFloatOutput<C>));
+    WEFT_ASSIGN_OR_RETURN(primitives[i],
+                          Cache().Get(part, lda, ldb, ldc, kFloatOutput<C>, epilogue));
   }
   std::vector<Status> statuses(blocks.count);
   auto run = [&](int64_t first, int64_t last) {
@@ -172,12 +201,13 @@ Status NativeGemm(OpKernelContext* context, const GemmDims& d, const bfloat16* a
       const int64_t begin = i * blocks.step;
       if (blocks.split_rows) {
         // Row i of op(A) is row i of A, or column i of A when transposed.
-        statuses[i] =
-            Execute(*primitives[i], a + (d.transpose_a ? begin : begin * lda), b, c + begin * ldc);
+        statuses[i] = Execute(*primitives[i], a + (d.transpose_a ? begin : begin * lda), b,
+                              epilogue.bias, c + begin * ldc);
       } else {
         // Column j of op(B) is column j of B, or row j of B when transposed.
         statuses[i] =
-            Execute(*primitives[i], a, b + (d.transpose_b ? begin * ldb : begin), c + begin);
+            Execute(*primitives[i], a, b + (d.transpose_b ? begin * ldb : begin),
+                    epilogue.bias == nullptr ? nullptr : epilogue.bias + begin, c + begin);
       }
     }
   };
@@ -232,14 +262,36 @@ Status FloatGemm(OpKernelContext* context, const GemmDims& d, const bfloat16* a,
 
 template <typename C>
 Status AnyGemm(OpKernelContext* context, const GemmDims& d, const bfloat16* a, int64_t lda,
-               const bfloat16* b, int64_t ldb, C* c, int64_t ldc, bool split) {
+               const bfloat16* b, int64_t ldb, C* c, int64_t ldc, bool split,
+               const Epilogue& epilogue = {}) {
   if (d.m == 0 || d.n == 0) return Status::OK();
+  if (d.k != 0 && BFloat16GemmIsNative()) {
+    return NativeGemm(context, d, a, lda, b, ldb, c, ldc, split, epilogue);
+  }
   if (d.k == 0) {
     for (int64_t i = 0; i < d.m; ++i) std::fill_n(c + i * ldc, d.n, C());
-    return Status::OK();
+  } else {
+    WEFT_RETURN_IF_ERROR(FloatGemm(context, d, a, lda, b, ldb, c, ldc, split));
   }
-  return BFloat16GemmIsNative() ? NativeGemm(context, d, a, lda, b, ldb, c, ldc, split)
-                                : FloatGemm(context, d, a, lda, b, ldb, c, ldc, split);
+  if constexpr (kFloatOutput<C>) {
+    // Without the primitive's epilogue: a pass over C after the product.
+    if (epilogue.bias != nullptr || epilogue.activation != FusedActivation::kNone) {
+      std::vector<float> zeros;
+      const float* bias = epilogue.bias;
+      if (bias == nullptr) {
+        zeros.assign(static_cast<size_t>(d.n), 0.0f);
+        bias = zeros.data();
+      }
+      if (ldc == d.n) {
+        AddBiasAndActivation(context, c, d.m, d.n, bias, epilogue.activation);
+      } else {
+        for (int64_t i = 0; i < d.m; ++i) {
+          AddBiasAndActivation(context, c + i * ldc, 1, d.n, bias, epilogue.activation);
+        }
+      }
+    }
+  }
+  return Status::OK();
 }
 
 }  // namespace
@@ -260,6 +312,13 @@ Status BFloat16Gemm(OpKernelContext* context, const GemmDims& d, const bfloat16*
 Status BFloat16Gemm(OpKernelContext* context, const GemmDims& d, const bfloat16* a, int64_t lda,
                     const bfloat16* b, int64_t ldb, float* c, int64_t ldc, bool split) {
   return AnyGemm(context, d, a, lda, b, ldb, c, ldc, split);
+}
+
+Status BFloat16GemmBiasActivation(OpKernelContext* context, const GemmDims& d, const bfloat16* a,
+                                  int64_t lda, const bfloat16* b, int64_t ldb, const float* bias,
+                                  FusedActivation activation, float* c, int64_t ldc) {
+  return AnyGemm(context, d, a, lda, b, ldb, c, ldc, /*split=*/true,
+                 Epilogue{.bias = bias, .activation = activation});
 }
 
 }  // namespace weft::kernels

@@ -109,6 +109,56 @@ TEST(MatMulBFloat16Test, BothPathsAgreeToARoundingOfTheResult) {
   EXPECT_TENSOR_NEAR(Widened(*native), Widened(*fallback), 1e-3, 1e-2);
 }
 
+// _FusedBFloat16MatMul's bias and ReLU, applied by oneDNN's epilogue on this CPU's path and by a
+// pass after the product on the fallback: each element against the float64 sum of the same
+// bfloat16 inputs plus the bias, at shapes that run whole, split by rows and split by columns
+// (each block then takes its own columns' bias).
+TEST(MatMulBFloat16Test, FusedBiasAndReluMatchTheReferenceOnBothPaths) {
+  KernelRunner runner;
+  struct Shape {
+    int64_t m, k, n;
+  };
+  for (bool force_fallback : {false, true}) {
+    ScopedBFloat16Fallback fallback(force_fallback);
+    for (const Shape& s : {Shape{3, 5, 7}, Shape{200, 96, 80}, Shape{24, 160, 300}}) {
+      for (bool tb : {false, true}) {
+        for (const char* activation : {"None", "Relu"}) {
+          SCOPED_TRACE(::testing::Message() << s.m << "x" << s.k << "x" << s.n << " tb " << tb
+                                            << " " << activation << " fallback " << force_fallback);
+          const Tensor a = RandomBFloat16(TensorShape({s.m, s.k}), 17);
+          const Tensor b =
+              RandomBFloat16(tb ? TensorShape({s.n, s.k}) : TensorShape({s.k, s.n}), 18);
+          Tensor bias = Widened(RandomBFloat16(TensorShape({s.n}), 19));
+          std::map<std::string, proto::AttrValue> attrs = Transposes(false, tb);
+          attrs["num_bias"] = MakeAttrValue(int64_t{1});
+          attrs["activation"] = MakeAttrValue(std::string(activation));
+          StatusOr<Tensor> c = runner.RunOne("_FusedBFloat16MatMul", {a, b, bias}, attrs);
+          ASSERT_TRUE(c.ok()) << c.status();
+          ASSERT_EQ(c->dtype(), DataType::kFloat);
+          ASSERT_EQ(c->shape(), TensorShape({s.m, s.n}));
+          const bfloat16* av = a.data<bfloat16>();
+          const bfloat16* bv = b.data<bfloat16>();
+          for (int64_t i = 0; i < s.m; ++i) {
+            for (int64_t j = 0; j < s.n; ++j) {
+              double sum = bias.data<float>()[j], magnitude = std::fabs(sum);
+              for (int64_t p = 0; p < s.k; ++p) {
+                const double x = static_cast<double>(av[i * s.k + p]);
+                const double y = static_cast<double>(tb ? bv[j * s.k + p] : bv[p * s.n + j]);
+                sum += x * y;
+                magnitude += std::fabs(x * y);
+              }
+              if (std::string(activation) == "Relu") sum = std::max(sum, 0.0);
+              const double got = c->data<float>()[i * s.n + j];
+              ASSERT_LE(std::fabs(got - sum), 1e-5 * magnitude + 1e-6)
+                  << "element [" << i << "," << j << "]";
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // BatchMatMulV2 on bfloat16 against the float32 kernel on the same inputs: a broadcast batch of
 // small products (split over the batch) and one large product (split itself).
 TEST(MatMulBFloat16Test, BatchMatMulMatchesFloat32OnBothPaths) {

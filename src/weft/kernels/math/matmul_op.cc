@@ -132,8 +132,8 @@ class MatMulOp final : public OpKernel {
   FusedActivation activation_ = FusedActivation::kNone;
 };
 
-// _FusedBFloat16MatMul: the bfloat16 product written in float32 by the GEMM itself, then the
-// bias and activation in the same pass as _FusedMatMul's.
+// _FusedBFloat16MatMul: the bfloat16 product written in float32 by the GEMM itself, the bias and
+// activation applied as it writes (BFloat16GemmBiasActivation).
 class FusedBFloat16MatMulOp final : public OpKernel {
  public:
   explicit FusedBFloat16MatMulOp(OpKernelConstruction* context) : OpKernel(context) {
@@ -157,26 +157,14 @@ class FusedBFloat16MatMulOp final : public OpKernel {
     Tensor* out = nullptr;
     WEFT_RETURN_IF_ERROR(context->AllocateOutput(0, TensorShape({d.m, d.n}), &out));
     if (d.m == 0 || d.n == 0) return Status::OK();
-    float* c = out->data<float>();
-    Status status = BFloat16Gemm(
+    Status status = BFloat16GemmBiasActivation(
         context,
         GemmDims{
             .m = d.m, .n = d.n, .k = d.k, .transpose_a = transpose_a_, .transpose_b = transpose_b_},
-        a.data<bfloat16>(), a.dim_size(1), b.data<bfloat16>(), b.dim_size(1), c, d.n);
-    if (!status.ok()) return status.WithContext(FormatNodeForError(def()));
-    if (with_bias || activation_ != FusedActivation::kNone) {
-      // Without a bias only the activation is left: add zeros rather than keep a second loop.
-      std::vector<float> zeros;
-      const float* bias = nullptr;
-      if (with_bias) {
-        bias = context->input(2).data<float>();
-      } else {
-        zeros.assign(static_cast<size_t>(d.n), 0.0f);
-        bias = zeros.data();
-      }
-      AddBiasAndActivation(context, c, d.m, d.n, bias, activation_);
-    }
-    return Status::OK();
+        a.data<bfloat16>(), a.dim_size(1), b.data<bfloat16>(), b.dim_size(1),
+        with_bias ? context->input(2).data<float>() : nullptr, activation_, out->data<float>(),
+        d.n);
+    return status.ok() ? status : status.WithContext(FormatNodeForError(def()));
   }
 
  private:
