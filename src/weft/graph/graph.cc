@@ -18,6 +18,21 @@ const Edge* Node::input_edge(int index) const {
 Graph::Graph(const OpRegistry& registry) : registry_(registry) {}
 Graph::~Graph() = default;
 
+void Node::SetOutputHandleShapes(const proto::NodeDef& def,
+                                 const std::vector<PartialShape>& input_handle_shapes) {
+  // A variable's handle carries its declared shape; ops that pass a handle on keep it.
+  output_handle_shapes_.assign(num_outputs(), PartialShape::UnknownRank());
+  for (int i = 0; i < num_outputs(); ++i) {
+    if (output_types_[i] != DataType::kResource) continue;
+    if (def.op() == "VarHandleOp") {
+      PartialShape declared;
+      if (GetNodeAttr(def, "shape", &declared).ok()) output_handle_shapes_[i] = declared;
+    } else if (!input_handle_shapes.empty() && input_types_[0] == DataType::kResource) {
+      output_handle_shapes_[i] = input_handle_shapes[0];
+    }
+  }
+}
+
 StatusOr<Node*> Graph::AddNode(proto::NodeDef def, const std::vector<NodeOutput>& inputs,
                                const std::vector<Node*>& control_inputs) {
   if (def.name().empty()) return InvalidArgument("a node of op '", def.op(), "' has no name");
@@ -77,17 +92,7 @@ StatusOr<Node*> Graph::AddNode(proto::NodeDef def, const std::vector<NodeOutput>
     WEFT_RETURN_IF_ERROR((*op)->shape_fn(inference));
   }
   node->output_shapes_ = inference.outputs();
-  // A variable's handle carries its declared shape; ops that pass a handle on keep it.
-  node->output_handle_shapes_.assign(node->num_outputs(), PartialShape::UnknownRank());
-  for (int i = 0; i < node->num_outputs(); ++i) {
-    if (node->output_types_[i] != DataType::kResource) continue;
-    if (def.op() == "VarHandleOp") {
-      PartialShape declared;
-      if (GetNodeAttr(def, "shape", &declared).ok()) node->output_handle_shapes_[i] = declared;
-    } else if (!input_handle_shapes.empty() && node->input_types_[0] == DataType::kResource) {
-      node->output_handle_shapes_[i] = input_handle_shapes[0];
-    }
-  }
+  node->SetOutputHandleShapes(def, input_handle_shapes);
 
   node->id_ = static_cast<int>(nodes_.size());
   node->op_def_ = *op;

@@ -68,6 +68,9 @@ class Node {
  private:
   friend class Graph;
   Node() = default;
+  // Sets output_handle_shapes_ once the types are known (def_ is not set yet).
+  void SetOutputHandleShapes(const proto::NodeDef& def,
+                             const std::vector<PartialShape>& input_handle_shapes);
 
   int id_ = 0;
   proto::NodeDef def_;
