@@ -282,13 +282,8 @@ Status AnyGemm(OpKernelContext* context, const GemmDims& d, const bfloat16* a, i
         zeros.assign(static_cast<size_t>(d.n), 0.0f);
         bias = zeros.data();
       }
-      if (ldc == d.n) {
-        AddBiasAndActivation(context, c, d.m, d.n, bias, epilogue.activation);
-      } else {
-        for (int64_t i = 0; i < d.m; ++i) {
-          AddBiasAndActivation(context, c + i * ldc, 1, d.n, bias, epilogue.activation);
-        }
-      }
+      // Only BFloat16GemmBiasActivation passes an epilogue, and its C is contiguous.
+      AddBiasAndActivation(context, c, d.m, d.n, bias, epilogue.activation);
     }
   }
   return Status::OK();
@@ -316,8 +311,8 @@ Status BFloat16Gemm(OpKernelContext* context, const GemmDims& d, const bfloat16*
 
 Status BFloat16GemmBiasActivation(OpKernelContext* context, const GemmDims& d, const bfloat16* a,
                                   int64_t lda, const bfloat16* b, int64_t ldb, const float* bias,
-                                  FusedActivation activation, float* c, int64_t ldc) {
-  return AnyGemm(context, d, a, lda, b, ldb, c, ldc, /*split=*/true,
+                                  FusedActivation activation, float* c) {
+  return AnyGemm(context, d, a, lda, b, ldb, c, /*ldc=*/d.n, /*split=*/true,
                  Epilogue{.bias = bias, .activation = activation});
 }
 

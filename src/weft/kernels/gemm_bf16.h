@@ -35,12 +35,12 @@ Status BFloat16Gemm(OpKernelContext* context, const GemmDims& d, const bfloat16*
 Status BFloat16Gemm(OpKernelContext* context, const GemmDims& d, const bfloat16* a, int64_t lda,
                     const bfloat16* b, int64_t ldb, float* c, int64_t ldc, bool split = true);
 
-// The float32 product plus `bias` [n] (or null) on every row, then `activation`: where oneDNN
-// multiplies, both are the primitive's epilogue, applied to each tile of C before it is stored
-// (one pass over C, not two); elsewhere a pass over C after the product.
+// The float32 product (c contiguous, [m, n]) plus `bias` [n] (or null) on every row, then
+// `activation`: where oneDNN multiplies, both are the primitive's epilogue, applied to each tile of
+// C before it is stored (one pass over C, not two); elsewhere a pass over C after the product.
 Status BFloat16GemmBiasActivation(OpKernelContext* context, const GemmDims& d, const bfloat16* a,
                                   int64_t lda, const bfloat16* b, int64_t ldb, const float* bias,
-                                  FusedActivation activation, float* c, int64_t ldc);
+                                  FusedActivation activation, float* c);
 
 // Whether BFloat16Gemm multiplies in bfloat16 on this CPU (decided once, from oneDNN's CPU ISA)
 // rather than in float32; false while the fallback is forced.

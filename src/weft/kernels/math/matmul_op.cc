@@ -162,8 +162,7 @@ class FusedBFloat16MatMulOp final : public OpKernel {
         GemmDims{
             .m = d.m, .n = d.n, .k = d.k, .transpose_a = transpose_a_, .transpose_b = transpose_b_},
         a.data<bfloat16>(), a.dim_size(1), b.data<bfloat16>(), b.dim_size(1),
-        with_bias ? context->input(2).data<float>() : nullptr, activation_, out->data<float>(),
-        d.n);
+        with_bias ? context->input(2).data<float>() : nullptr, activation_, out->data<float>());
     return status.ok() ? status : status.WithContext(FormatNodeForError(def()));
   }
 
