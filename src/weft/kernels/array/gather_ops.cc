@@ -157,8 +157,12 @@ class UnsortedSegmentSumOp final : public OpKernel {
     const int64_t rows = static_cast<int64_t>(segment.size());
     // Columns [begin, end) of every row: each output element is summed by one shard, in row order.
     auto add = [&](int64_t begin, int64_t end) {
-      for (int64_t s = 0; s < segments; ++s) {
-        std::fill(dst + s * inner + begin, dst + s * inner + end, T(0));
+      if (begin == 0 && end == inner) {
+        std::fill(dst, dst + segments * inner, T(0));
+      } else {
+        for (int64_t s = 0; s < segments; ++s) {
+          std::fill(dst + s * inner + begin, dst + s * inner + end, T(0));
+        }
       }
       for (int64_t r = 0; r < rows; ++r) {
         if (segment[r] < 0) continue;
@@ -167,7 +171,11 @@ class UnsortedSegmentSumOp final : public OpKernel {
         for (int64_t c = begin; c < end; ++c) target[c] += row[c];
       }
     };
-    if (data.NumElements() + out->NumElements() < kMinParallelElements || inner == 1) {
+    // Shards of a few columns each would walk every row for a sliver of it (an embedding's rows
+    // are 16 to 128 wide): rows that narrow are summed by one thread.
+    constexpr int64_t kMinParallelColumns = 256;
+    if (data.NumElements() + out->NumElements() < kMinParallelElements ||
+        inner < kMinParallelColumns) {
       add(0, inner);
     } else {
       ParallelFor(context, inner, static_cast<double>(rows + segments), add);

@@ -101,9 +101,22 @@ TEST(UnsortedSegmentSumOpTest, MatchesReference) {
     int64_t segments;
   };
   const Case cases[] = {
-      {{6}, 1, 4},          {{6, 3}, 1, 2},      {{4, 3, 2}, 2, 5},  {{5, 0}, 1, 3},
-      {{0, 4}, 1, 3},       {{3, 2}, 1, 1},      {{3, 2}, 1, 0},     {{2, 2, 2}, 3, 3},
-      {{1000, 100}, 1, 37}, {{200000}, 1, 1000}, {{64, 2048}, 1, 8},
+      {{6}, 1, 4},
+      {{6, 3}, 1, 2},
+      {{4, 3, 2}, 2, 5},
+      {{5, 0}, 1, 3},
+      {{0, 4}, 1, 3},
+      {{3, 2}, 1, 1},
+      {{3, 2}, 1, 0},
+      {{2, 2, 2}, 3, 3},
+      {{1000, 100}, 1, 37},
+      {{200000}, 1, 1000},
+      {{64, 2048}, 1, 8},
+      // Narrow rows into far more segments than rows (a gather's gradient: one thread, one fill),
+      // and rows just wide enough to be split by columns.
+      {{512, 16}, 1, 300000},
+      {{40000}, 1, 90000},
+      {{300, 256}, 1, 50},
   };
   for (const Case& c : cases) {
     CheckAgainstReference<float>(runner, c.shape, c.ids_rank, c.segments, rng);
