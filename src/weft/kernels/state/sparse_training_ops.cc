@@ -10,6 +10,7 @@
 #include <cmath>
 #include <utility>
 
+#include "weft/kernels/prefetch.h"
 #include "weft/kernels/state/state_kernels.h"
 #include "weft/kernels/state/training_util.h"
 
@@ -123,11 +124,19 @@ Status ApplySparse(OpKernelContext* context, const std::vector<const char*>& rol
                                              context->input(grad_input + 1), &gradient));
   WEFT_RETURN_IF_ERROR(PrepareLockedVars(context, vars));
   std::vector<Tensor*> tensors;
-  for (const std::shared_ptr<Var>& var : vars) tensors.push_back(var->tensor());
+  std::vector<T*> bases;  // of the variable and its slots, whose rows the loop asks for ahead
+  for (const std::shared_ptr<Var>& var : vars) {
+    tensors.push_back(var->tensor());
+    bases.push_back(var->tensor()->template data<T>());
+  }
   const int64_t width = gradient.width;
   auto run = [&](int64_t begin, int64_t end) {
     std::vector<UnalignedEigenTensorMap<T>> slots;
     for (int64_t i = begin; i < end; ++i) {
+      if (i + kPrefetchRowsAhead < end) {
+        const int64_t ahead = gradient.rows[i + kPrefetchRowsAhead] * width;
+        for (T* base : bases) PrefetchRowForWrite(base + ahead, width * sizeof(T));
+      }
       const int64_t offset = gradient.rows[i] * width;
       slots.clear();
       for (size_t s = 1; s < tensors.size(); ++s) {

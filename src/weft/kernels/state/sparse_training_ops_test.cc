@@ -259,6 +259,41 @@ TEST(ResourceGatherTest, CopiesTheRowsNamedInTheIndicesShape) {
   EXPECT_EQ(rows->data<double>()[0], table.data<double>()[10]);
 }
 
+// Enough ids for the lookahead that asks for rows ahead of the copy, over rows wider than a cache
+// line, in a scattered order with repeats.
+TEST(ResourceGatherTest, ManyScatteredIdsOfWideRowsMatchTheTable) {
+  KernelRunner runner;
+  const Tensor table = Table(1000, 20);
+  Tensor var = MakeVariable(runner, "wide", table);
+  std::vector<int64_t> ids(300);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>((i * 7919) % 1000);
+  ids[100] = ids[50];
+  StatusOr<Tensor> rows = runner.RunOne("ResourceGather", {var, Tensor::FromVector(ids)},
+                                        {{"dtype", MakeAttrValue(DataType::kDouble)}});
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  ASSERT_EQ(rows->shape(), TensorShape({300, 20}));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    for (int j = 0; j < 20; ++j) {
+      ASSERT_EQ(rows->data<double>()[i * 20 + j], table.data<double>()[ids[i] * 20 + j])
+          << "id " << ids[i] << " at " << i;
+    }
+  }
+}
+
+// An id out of range far into a long list, after one the lookahead met earlier.
+TEST(ResourceGatherTest, AnIdOutsideTheTableFarIntoTheIdsIsNamedAtItsPosition) {
+  KernelRunner runner;
+  Tensor var = MakeVariable(runner, "item_embedding", Table(50, 4));
+  std::vector<int64_t> ids(64, 3);
+  ids[40] = -2;
+  StatusOr<Tensor> rows = runner.RunOne("ResourceGather", {var, Tensor::FromVector(ids)},
+                                        {{"dtype", MakeAttrValue(DataType::kDouble)}});
+  ASSERT_FALSE(rows.ok());
+  EXPECT_TRUE(
+      Contains(rows.status(), "index -2 at position 40 is outside variable 'item_embedding' of 50"))
+      << rows.status();
+}
+
 TEST(ResourceGatherTest, AnIdOutsideTheTableNamesTheIdAndTheVariable) {
   KernelRunner runner;
   Tensor var = MakeVariable(runner, "user_embedding", Table(6, 2));

@@ -6,6 +6,7 @@
 
 #include "weft/framework/device_base.h"
 #include "weft/kernels/eigen_support.h"
+#include "weft/kernels/prefetch.h"
 #include "weft/kernels/state/state_kernels.h"
 #include "weft/kernels/state/var.h"
 
@@ -83,9 +84,19 @@ class ResourceGatherOp final : public VarOpBase {
     const size_t row_bytes = rows == 0 ? 0 : table.TotalBytes() / rows;
     const char* source = static_cast<const char*>(table.raw_data());
     char* target = static_cast<char*>(output->raw_data());
-    for (int64_t i = 0; i < indices.NumElements(); ++i) {
-      const int64_t row = indices.dtype() == DataType::kInt32 ? indices.data<int32_t>()[i]
-                                                              : indices.data<int64_t>()[i];
+    auto row_at = [&indices](int64_t i) -> int64_t {
+      return indices.dtype() == DataType::kInt32 ? indices.data<int32_t>()[i]
+                                                 : indices.data<int64_t>()[i];
+    };
+    const int64_t count = indices.NumElements();
+    for (int64_t i = 0; i < count; ++i) {
+      if (i + kPrefetchRowsAhead < count) {
+        const int64_t ahead = row_at(i + kPrefetchRowsAhead);
+        if (ahead >= 0 && ahead < rows) {
+          PrefetchRowForRead(source + ahead * row_bytes, row_bytes);
+        }
+      }
+      const int64_t row = row_at(i);
       if (row < 0 || row >= rows) {
         return NodeError(*this, "index ", row, " at position ", i, " is outside variable '",
                          var->name(), "' of ", rows, " rows");
