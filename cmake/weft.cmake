@@ -65,12 +65,16 @@ function(weft_library name)
   target_link_libraries(${name} PUBLIC ${ARG_DEPS})
 endfunction()
 
-# weft_test(NAME SOURCES ... DEPS ...): a GoogleTest binary registered with ctest.
+# weft_test(NAME SOURCES ... DEPS ... [TIMEOUT s] [SANITIZED_SUBSET filter]): a GoogleTest binary
+# registered with ctest. SANITIZED_SUBSET (a --gtest_filter pattern) is what runs of it under the
+# sanitizers, for binaries whose cases each start several processes: every process runs 5-15 times
+# slower there, so a subset that takes each code path once (start, a collective across processes,
+# a worker killed, hung and restarted) runs, and the optimised suite runs every case.
 function(weft_test name)
   if(NOT WEFT_BUILD_TESTS)
     return()
   endif()
-  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "" "TIMEOUT;SANITIZED_SUBSET" "SOURCES;DEPS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   weft_test_compile_options(${name})
   weft_precompile(${name} test)
@@ -82,8 +86,11 @@ function(weft_test name)
     set(ARG_TIMEOUT 300)
   endif()
   # OpenBLAS reads its kernel choice at load time; see src/weft/cli/blas_environment.h.
-  set_tests_properties(${name} PROPERTIES TIMEOUT ${ARG_TIMEOUT}
-                       ENVIRONMENT "OPENBLAS_CORETYPE=${WEFT_OPENBLAS_CORETYPE}")
+  set(environment "OPENBLAS_CORETYPE=${WEFT_OPENBLAS_CORETYPE}")
+  if(ARG_SANITIZED_SUBSET AND (WEFT_SANITIZE OR WEFT_TSAN))
+    list(APPEND environment "GTEST_FILTER=${ARG_SANITIZED_SUBSET}")
+  endif()
+  set_tests_properties(${name} PROPERTIES TIMEOUT ${ARG_TIMEOUT} ENVIRONMENT "${environment}")
 endfunction()
 
 # weft_bench(NAME SOURCES ... DEPS ...): a Google Benchmark program under build/bench.

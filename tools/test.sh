@@ -9,6 +9,8 @@
 #   tools/test.sh --tsan       the concurrent targets (core, input pipelines, runtime, distribute,
 #                              distributed, checkpoints, cluster, elastic) under ThreadSanitizer in a clang
 #                              build (build-tsan/), built in one pass
+# Under both sanitizers the binaries whose cases each start several training processes run a
+# subset of their cases (SANITIZED_SUBSET in their weft_test; docs/architecture.md says which).
 # CI (.ci/run) runs all three. Both clang builds also check the lock annotations
 # (-Wthread-safety -Werror). Every build goes through ccache when it is installed
 # (tools/compiler_cache.sh).

@@ -49,14 +49,6 @@ inline constexpr char kElasticMinWorkersVariable[] = "WEFT_ELASTIC_MIN_WORKERS";
 // found.
 int RunLaunchCommand(const LaunchFlags& flags);
 
-// `count` distinct free ports on `host` (an IPv4 address), found by binding and closing: ports
-// below the kernel's ephemeral range (/proc/sys/net/ipv4/ip_local_port_range) from a random start,
-// so that no process's outgoing connection takes one as its local port before the worker listens on
-// it; port 0's choice where that range cannot be read or leaves no room. Another process may still
-// bind one first: that worker then fails to start, naming the port, and the launch stops with its
-// code (nothing runs with a wrong cluster).
-StatusOr<std::vector<int>> PickFreePorts(int count, const std::string& host = "127.0.0.1");
-
 // The WEFT_CONFIG JSON of task `index` of the worker job at `addresses`.
 std::string WeftConfigJson(const std::vector<std::string>& addresses, int index);
 // The WEFT_CONFIG JSON of task `job`:`index` of the cluster `jobs` (job -> task addresses).

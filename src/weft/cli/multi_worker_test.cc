@@ -73,8 +73,7 @@ TEST(MultiWorkerTest, TwoWorkersOverTcpWithTwoDevicesEachEndIdentical) {
 
 TEST(MultiWorkerTest, FourWorkersOnTwoPretendHostsEndIdentical) {
   // WEFT_HOST a, b, a, b: shared memory inside each "host", TCP between their leaders.
-  std::vector<int> ports;
-  for (int t = 0; t < 4; ++t) ports.push_back(weft::testing::UnusedLoopbackPort());
+  const std::vector<int> ports = weft::testing::UnusedLoopbackPorts(4);
   std::vector<std::unique_ptr<ChildProcess>> children;
   for (int t = 0; t < 4; ++t) {
     auto child =

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "weft/cli/launch_command.h"
+#include "weft/core/net/free_ports.h"
 #include "weft/core/str_util.h"
 
 namespace weft::cli {
@@ -14,7 +15,7 @@ StatusOr<ServerConfig> MeetAtCoordinator(const ResolvedCluster& resolved, int64_
                                          std::unique_ptr<AddressExchangeServer>* coordinator) {
   // Free on every interface, so free on the one bound. The port could be taken before the server
   // binds it; the server then fails to start, naming it.
-  WEFT_ASSIGN_OR_RETURN(std::vector<int> ports, PickFreePorts(1, "0.0.0.0"));
+  WEFT_ASSIGN_OR_RETURN(std::vector<int> ports, net::PickFreePorts(1, "0.0.0.0"));
   std::string host = resolved.host;
   if (host.empty()) {
     char name[256] = {};

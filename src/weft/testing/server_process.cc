@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "weft/core/net/free_ports.h"
 #include "weft/core/str_util.h"
 
 extern char** environ;
@@ -124,20 +125,12 @@ std::string LoopbackWorkerConfig(const std::vector<int>& ports, int task) {
                 "]}, \"task\": {\"type\": \"worker\", \"index\": ", task, "}}");
 }
 
-int UnusedLoopbackPort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = 0;
-  socklen_t length = sizeof(address);
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
-    port = ntohs(address.sin_port);
-  }
-  close(fd);
-  return port;
+int UnusedLoopbackPort() { return UnusedLoopbackPorts(1)[0]; }
+
+std::vector<int> UnusedLoopbackPorts(int count) {
+  StatusOr<std::vector<int>> ports = net::PickFreePorts(count);
+  // No free port at all: zeros, which the child then fails to serve on, naming the address.
+  return ports.ok() ? *std::move(ports) : std::vector<int>(count, 0);
 }
 
 HeldLoopbackPort::HeldLoopbackPort() {

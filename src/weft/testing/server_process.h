@@ -54,8 +54,13 @@ class ServerProcess {
   size_t consumed_ = 0;  // printed_ up to here has been matched
 };
 
-// A TCP port on 127.0.0.1 that nothing listens on right now (bound, then released).
+// A TCP port on 127.0.0.1 that nothing listens on right now (bound, then released), below the
+// kernel's ephemeral range where it can (net::PickFreePorts): a port from that range may become
+// some other test's outgoing connection's local port before the child listens on it.
 int UnusedLoopbackPort();
+
+// `count` distinct such ports.
+std::vector<int> UnusedLoopbackPorts(int count);
 
 // The WEFT_CONFIG of task `task` in a cluster of one "worker" job on 127.0.0.1:`ports`.
 std::string LoopbackWorkerConfig(const std::vector<int>& ports, int task);

@@ -16,14 +16,17 @@
 
 namespace weft::cli::testing {
 
-// `weft train --strategy multi_worker_mirrored` with `extra`, and for each of --model, --threads
-// and --epochs that `extra` does not name: the MLP, one thread, one epoch.
+// `weft train --strategy multi_worker_mirrored` with `extra`, and for each of --model, --threads,
+// --epochs and --collective-timeout-ms that `extra` does not name: the MLP, one thread, one epoch,
+// and two minutes, so that a worker that never came (its port taken, say) fails the others with
+// its name well before the tests stop waiting for them.
 inline std::vector<std::string> TrainArgs(const std::vector<std::string>& extra) {
   std::vector<std::string> args = {WEFT_BINARY, "train", "--strategy", "multi_worker_mirrored"};
   args.insert(args.end(), extra.begin(), extra.end());
   for (const auto& [flag, value] : {std::pair<std::string, std::string>{"--model", "mlp"},
                                     {"--threads", "1"},
-                                    {"--epochs", "1"}}) {
+                                    {"--epochs", "1"},
+                                    {"--collective-timeout-ms", "120000"}}) {
     if (std::find(extra.begin(), extra.end(), flag) == extra.end()) {
       args.insert(args.end(), {flag, value});
     }
@@ -35,8 +38,7 @@ inline std::vector<std::string> TrainArgs(const std::vector<std::string>& extra)
 // not negative).
 inline std::vector<std::unique_ptr<weft::testing::ChildProcess>> StartWorkers(
     int workers, const std::vector<std::string>& extra, int started = -1) {
-  std::vector<int> ports;
-  for (int t = 0; t < workers; ++t) ports.push_back(weft::testing::UnusedLoopbackPort());
+  const std::vector<int> ports = weft::testing::UnusedLoopbackPorts(workers);
   std::vector<std::unique_ptr<weft::testing::ChildProcess>> children;
   for (int t = 0; t < (started < 0 ? workers : started); ++t) {
     auto child = weft::testing::ChildProcess::Start(
