@@ -182,8 +182,8 @@ StatusOr<std::vector<distribute::DistributedValues>> Optimizer::ApplyReduced(
     placed_graph_ = cross_replica_scope.graph();
   }
   placement_error_ = Status::OK();
-  // A scheduled rate serves the updates of this step only: the next step's reads its own count.
-  scheduled_rate_on_.clear();
+  // A rate serves the updates of this step only: the next step reads its own (and its own count).
+  rate_on_.clear();
   WEFT_ASSIGN_OR_RETURN(std::vector<distribute::Mirrored> reduced,
                         ReduceOntoVariables(cross_replica_scope, strategy, targets, grouped));
   if (global_clip_norm_.has_value()) {
@@ -223,10 +223,19 @@ StatusOr<std::vector<distribute::DistributedValues>> Optimizer::ApplyReduced(
   if (learning_rate->num_components() == 1) {
     // One copy of the shared slots (the learning rate, Adam's powers) serves variables on every
     // device: the bookkeeping runs once, where they live, after every update.
+    // Another device's updates reach it through one op there: each control edge that crosses
+    // tasks is a transfer of its own every step (W7's 26 tables on a second ps task were 35).
     const std::string home = distribute::CanonicalDevice(learning_rate->devices()[0]);
     std::vector<Output> all;
     for (const std::string& device : devices) {
-      all.insert(all.end(), updates_on[device].begin(), updates_on[device].end());
+      const std::vector<Output>& updates = updates_on[device];
+      if (device == home || updates.size() == 1) {
+        all.insert(all.end(), updates.begin(), updates.end());
+      } else {
+        all.push_back(ops::NoOp(optimizer_scope.WithDevice(device)
+                                    .WithOpName("updates_done")
+                                    .WithControlDependencies(updates)));
+      }
     }
     Scope on_home = optimizer_scope.WithDevice(home);
     placement_ = Placement{&strategy, targets[0].get(), learning_rate.get(), home};
@@ -317,17 +326,16 @@ StatusOr<Output> Optimizer::UpdateComponent(const Scope& scope,
     return InvalidArgument("ApplyGradients: no learning rate on ", device, " for variable '",
                            target.name(), "'");
   }
-  Output rate_value;
-  if (schedule_ != nullptr) {
-    // Read once per device and step, under the first update's scope: it runs after that device's
-    // previous step like every update there.
-    const std::string key = StrCat(device, " ", DataTypeName(target.dtype()));
-    auto [cached, made] = scheduled_rate_on_.try_emplace(key);
-    if (made) cached->second = ScheduledRate(scope, *rate, target.dtype());
-    rate_value = cached->second;
-  } else {
-    rate_value = rate->Read(scope);
+  // Read once per device and step, under the first update's scope: it runs after that device's
+  // previous step like every update there. A rate on another task crosses once, not once per
+  // update (W7's second ps task read the first's 31 times a step).
+  const std::string key = StrCat(device, " ", DataTypeName(target.dtype()));
+  auto [cached, made] = rate_on_.try_emplace(key);
+  if (made) {
+    cached->second =
+        schedule_ != nullptr ? ScheduledRate(scope, *rate, target.dtype()) : rate->Read(scope);
   }
+  const Output rate_value = cached->second;
   placement_ = Placement{&strategy, &target, &learning_rate, device};
   CreateSharedSlots(scope, target.dtype());
   Output update = sparse_ids ? ApplySparseOne(scope, target.component(component), gradient,

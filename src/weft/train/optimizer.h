@@ -223,9 +223,9 @@ class Optimizer {
   std::shared_ptr<const LearningRateSchedule> schedule_;
   std::optional<double> global_clip_norm_;
   bool applied_ = false;  // ApplyGradients has built a step
-  // Under a schedule, the rate of the step being built on each device (and dtype), read once
-  // after that device's previous step.
-  std::map<std::string, Output> scheduled_rate_on_;
+  // The rate of the step being built on each device (and dtype), read (or, under a schedule,
+  // computed) once after that device's previous step.
+  std::map<std::string, Output> rate_on_;
   std::vector<Variable> learning_rate_variables_;
   std::vector<Output> initializers_;
   std::vector<Variable> variables_;
