@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "weft/core/str_util.h"
+#include "weft/distribute/packed_transfer.h"
 #include "weft/distribute/replica_context.h"
 #include "weft/distribute/strategy.h"
 #include "weft/graph/gradients/gradients.h"
@@ -46,6 +47,34 @@ void AppendOnDevice(const std::map<std::string, std::vector<Output>>& by_device,
                     const std::string& device, std::vector<Output>* outputs) {
   auto it = by_device.find(distribute::CanonicalDevice(device));
   if (it != by_device.end()) outputs->insert(outputs->end(), it->second.begin(), it->second.end());
+}
+
+// Dense gradients bound for variables on another device (a ps task) travel there as one tensor
+// per device and dtype rather than one each (distribute/packed_transfer.h).
+StatusOr<std::vector<distribute::Mirrored>> MoveDenseGradientsTogether(
+    const Scope& scope,
+    const std::vector<std::shared_ptr<distribute::DistributedVariable>>& targets,
+    std::vector<distribute::Mirrored> reduced, const std::vector<Output>& sparse_ids) {
+  std::vector<size_t> which;
+  std::vector<Output> values;
+  std::vector<std::string> destinations;
+  std::vector<TensorShape> shapes;
+  for (size_t v = 0; v < targets.size(); ++v) {
+    if (sparse_ids[v] || targets[v]->num_components() != 1 || reduced[v].num_replicas() != 1) {
+      continue;
+    }
+    which.push_back(v);
+    values.push_back(reduced[v].value(0));
+    destinations.push_back(targets[v]->devices()[0]);
+    shapes.push_back(targets[v]->shape());
+  }
+  WEFT_ASSIGN_OR_RETURN(std::vector<Output> moved,
+                        distribute::MoveTogether(scope.NewSubScope("gradients_to_variables"),
+                                                 values, destinations, shapes));
+  for (size_t i = 0; i < which.size(); ++i) {
+    reduced[which[i]] = distribute::Mirrored({moved[i]}, {destinations[i]});
+  }
+  return reduced;
 }
 
 }  // namespace
@@ -189,6 +218,8 @@ StatusOr<std::vector<distribute::DistributedValues>> Optimizer::ApplyReduced(
   if (global_clip_norm_.has_value()) {
     WEFT_ASSIGN_OR_RETURN(reduced, ClipReduced(cross_replica_scope, reduced));
   }
+  WEFT_ASSIGN_OR_RETURN(reduced, MoveDenseGradientsTogether(cross_replica_scope, targets,
+                                                            std::move(reduced), sparse_ids));
   Scope optimizer_scope = cross_replica_scope.NewSubScope(name());
   WEFT_ASSIGN_OR_RETURN(std::shared_ptr<distribute::DistributedVariable> learning_rate,
                         LearningRateBeside(optimizer_scope, strategy, *targets[0]));

@@ -32,16 +32,18 @@ class GraphOnlyServer final : public ServerInterface {
   const std::string target_ = "graph-only";
 };
 
-// "/job:ps/replica:0/task:1" of a requested device, or "" for one not on a ps task.
+// "/job:ps/replica:0/task:1" of a requested device ("/job:worker" for the replica's), or "" for
+// one elsewhere.
 std::string PsTaskOf(const std::string& device) {
+  if (device.rfind("/job:worker/", 0) == 0) return "/job:worker";
   if (device.rfind("/job:ps/", 0) != 0) return "";
   const size_t task = device.find("/task:");
   if (task == std::string::npos) return "";
   return device.substr(0, device.find('/', task + 1));
 }
 
-// Transfers between ps tasks per step: source task -> destination task -> crossing sources.
-std::map<std::pair<std::string, std::string>, int> TransfersBetweenPsTasks(const Graph& graph) {
+// Transfers between tasks per step: source task -> destination task -> crossing sources.
+std::map<std::pair<std::string, std::string>, int> TransfersBetweenTasks(const Graph& graph) {
   std::set<std::tuple<int, int, std::string>> crossing;  // (source id, output, destination task)
   std::map<std::pair<std::string, std::string>, int> counts;
   for (const Node* node : graph.nodes()) {
@@ -56,7 +58,7 @@ std::map<std::pair<std::string, std::string>, int> TransfersBetweenPsTasks(const
   return counts;
 }
 
-TEST(ParameterServerStepTest, UpdatesOnTwoPsTasksCrossBetweenThemOnceEachWay) {
+TEST(ParameterServerStepTest, EachTaskSendsAnotherOneTensorPerStepWhateverTheVariables) {
   RegisterServerFactory("graph_only", [](const ServerOptions& options) {
     return StatusOr<std::unique_ptr<ServerInterface>>(std::make_unique<GraphOnlyServer>(
         StrCat("/job:", options.server.task.job, "/replica:0/task:", options.server.task.index)));
@@ -92,13 +94,18 @@ TEST(ParameterServerStepTest, UpdatesOnTwoPsTasksCrossBetweenThemOnceEachWay) {
   ASSERT_GE(variables_on["/job:ps/replica:0/task:1"], 2);
   // The learning rate lives on task 0 and is read there once for task 1's updates; task 1's
   // updates are done when one op there says so.
-  const auto transfers = TransfersBetweenPsTasks(*root.graph());
+  const auto transfers = TransfersBetweenTasks(*root.graph());
   const std::pair<std::string, std::string> zero_to_one{"/job:ps/replica:0/task:0",
                                                         "/job:ps/replica:0/task:1"};
   const std::pair<std::string, std::string> one_to_zero{zero_to_one.second, zero_to_one.first};
-  EXPECT_EQ(transfers.size(), 2u);
   EXPECT_EQ(transfers.count(zero_to_one) ? transfers.at(zero_to_one) : 0, 1);
   EXPECT_EQ(transfers.count(one_to_zero) ? transfers.at(one_to_zero) : 0, 1);
+  // The worker's dense gradients travel to each task as one tensor (distribute/packed_transfer.h).
+  for (const char* task : {"/job:ps/replica:0/task:0", "/job:ps/replica:0/task:1"}) {
+    SCOPED_TRACE(task);
+    const std::pair<std::string, std::string> worker_to_task{"/job:worker", task};
+    EXPECT_EQ(transfers.count(worker_to_task) ? transfers.at(worker_to_task) : 0, 1);
+  }
 }
 
 }  // namespace
