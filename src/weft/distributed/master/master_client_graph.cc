@@ -8,6 +8,7 @@
 #include "weft/distributed/worker/step_cleanup.h"
 #include "weft/framework/attr_value_util.h"
 #include "weft/framework/tensor_proto_util.h"
+#include "weft/graph/coalesce_variable_reads.h"
 #include "weft/graph/partition.h"
 #include "weft/graph/placer.h"
 
@@ -94,6 +95,7 @@ StatusOr<ClientGraph> BuildClientGraph(const Graph& graph, const StepSignature& 
   Placer placer(step_graph.get(), std::move(descriptions), 0, kernels, placer_options);
   WEFT_RETURN_IF_ERROR(placer.Run());
   PlaceFeedsAndFetchesWithTheirUsers(step_graph.get());
+  WEFT_RETURN_IF_ERROR(CoalesceVariableReads(step_graph.get()).status());
 
   PartitionOptions partition_options;
   partition_options.get_incarnation = [&incarnations](const std::string& device) -> uint64_t {
