@@ -225,12 +225,14 @@ for name in "${names[@]}"; do
       build/bin/weft launch --workers 2 --ps 1 -- build/bench/coordinator_bench 2>/dev/null |
         sed -n 's/^\[chief\] METRIC/METRIC/p' | sed 's/$/ functions\/s/'
       # W7 (docs/embeddings.md) on 2 workers and 2 ps tasks: 2,000 steps of 512 (the first 48
-      # untimed), 8 per scheduled function (steps_per_execution), then the held-out log loss of
+      # untimed), 8 per scheduled function (steps_per_execution), each worker generating its own
+      # examples (as each PyTorch trainer does, before its timing), then the held-out log loss of
       # 100,000 examples, and the bytes sent over loopback per step; against PyTorch's parameter
       # server on torch.distributed.rpc (2 trainers and 2 ps processes, sparse row gradients, 500
       # timed steps per trainer).
       build/bin/weft launch --workers 2 --ps 2 -- build/bench/w7_dlrm --strategy parameter_server \
-        --steps 1952 --warmup 48 --steps-per-execution 8 --held-out 100000 2>/dev/null |
+        --steps 1952 --warmup 48 --steps-per-execution 8 --per-worker-dataset --held-out 100000 \
+        2>/dev/null |
         sed -n 's/^\[chief\] //p' >"$out/w7_ps.txt"
       OPENBLAS_NUM_THREADS=1 /usr/bin/python3 bench/torch_rpc_ps_w7.py --steps 500 --warmup 20 \
         --batch 512 --seed 1 --trainers 2 --ps 2 --heldout 0 >"$out/torch_rpc_w7.json" \
