@@ -250,16 +250,29 @@ StatusOr<std::vector<distribute::DistributedValues>> Optimizer::ApplyReduced(
     }
   }
   WEFT_RETURN_IF_ERROR(placement_error_);
+  const std::map<std::string, Output> done_on =
+      FinishUpdates(optimizer_scope, strategy, *targets[0], *learning_rate, devices, updates_on);
+  WEFT_RETURN_IF_ERROR(placement_error_);
+  WEFT_RETURN_IF_ERROR(cross_replica_scope.status());
+  return std::vector<distribute::DistributedValues>{
+      TrainOpsPerReplica(optimizer_scope, strategy, done_on)};
+}
+
+std::map<std::string, Output> Optimizer::FinishUpdates(
+    const Scope& optimizer_scope, const distribute::Strategy& strategy,
+    const distribute::DistributedVariable& first,
+    const distribute::DistributedVariable& learning_rate, const std::vector<std::string>& devices,
+    const std::map<std::string, std::vector<Output>>& updates_on) {
   std::map<std::string, Output> done_on;
-  if (learning_rate->num_components() == 1) {
+  if (learning_rate.num_components() == 1) {
     // One copy of the shared slots (the learning rate, Adam's powers) serves variables on every
-    // device: the bookkeeping runs once, where they live, after every update.
-    // Another device's updates reach it through one op there: each control edge that crosses
-    // tasks is a transfer of its own every step (W7's 26 tables on a second ps task were 35).
-    const std::string home = distribute::CanonicalDevice(learning_rate->devices()[0]);
+    // device: the bookkeeping runs once, where they live, after every update. Another device's
+    // updates reach it through one op there: each control edge that crosses tasks is a transfer
+    // of its own every step (W7's 26 tables on a second ps task were 35).
+    const std::string home = distribute::CanonicalDevice(learning_rate.devices()[0]);
     std::vector<Output> all;
     for (const std::string& device : devices) {
-      const std::vector<Output>& updates = updates_on[device];
+      const std::vector<Output>& updates = updates_on.at(device);
       if (device == home || updates.size() == 1) {
         all.insert(all.end(), updates.begin(), updates.end());
       } else {
@@ -269,31 +282,28 @@ StatusOr<std::vector<distribute::DistributedValues>> Optimizer::ApplyReduced(
       }
     }
     Scope on_home = optimizer_scope.WithDevice(home);
-    placement_ = Placement{&strategy, targets[0].get(), learning_rate.get(), home};
-    CreateSharedSlots(on_home, targets[0]->dtype());
+    placement_ = Placement{&strategy, &first, &learning_rate, home};
+    CreateSharedSlots(on_home, first.dtype());
     std::vector<Output> finish = Finish(on_home, all);
     placement_.reset();
-    AdvanceIterations(on_home, &learning_rate->component(0), all, &finish);
+    AdvanceIterations(on_home, &learning_rate.component(0), all, &finish);
     all.insert(all.end(), finish.begin(), finish.end());
     done_on[home] = ops::NoOp(on_home.WithOpName("update").WithControlDependencies(all));
-    devices.clear();
+    return done_on;
   }
   // Otherwise one op per device that runs its updates and then Finish's bookkeeping there.
   for (const std::string& device : devices) {
     Scope on_device = optimizer_scope.WithDevice(device);
-    placement_ = Placement{&strategy, targets[0].get(), learning_rate.get(), device};
-    CreateSharedSlots(on_device, targets[0]->dtype());
-    std::vector<Output> updates = updates_on[device];
+    placement_ = Placement{&strategy, &first, &learning_rate, device};
+    CreateSharedSlots(on_device, first.dtype());
+    std::vector<Output> updates = updates_on.at(device);
     std::vector<Output> finish = Finish(on_device, updates);
     placement_.reset();
-    AdvanceIterations(on_device, ComponentOn(*learning_rate, device), updates, &finish);
+    AdvanceIterations(on_device, ComponentOn(learning_rate, device), updates, &finish);
     updates.insert(updates.end(), finish.begin(), finish.end());
     done_on[device] = ops::NoOp(on_device.WithOpName("update").WithControlDependencies(updates));
   }
-  WEFT_RETURN_IF_ERROR(placement_error_);
-  WEFT_RETURN_IF_ERROR(cross_replica_scope.status());
-  return std::vector<distribute::DistributedValues>{
-      TrainOpsPerReplica(optimizer_scope, strategy, done_on)};
+  return done_on;
 }
 
 StatusOr<std::shared_ptr<distribute::DistributedVariable>> Optimizer::LearningRateBeside(

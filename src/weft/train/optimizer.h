@@ -202,6 +202,14 @@ class Optimizer {
                                    const Output& gradient, const Output& sparse_ids,
                                    const distribute::DistributedVariable& learning_rate);
   // Each local replica's train op, from the op that finishes the updates on each device.
+  // The op that ends this step's updates on each device (`devices` in order of first update,
+  // `updates_on` theirs), after the bookkeeping Finish and the iteration count add there: once,
+  // where the learning rate lives, when it has one component; else on every device.
+  std::map<std::string, Output> FinishUpdates(
+      const Scope& optimizer_scope, const distribute::Strategy& strategy,
+      const distribute::DistributedVariable& first,
+      const distribute::DistributedVariable& learning_rate, const std::vector<std::string>& devices,
+      const std::map<std::string, std::vector<Output>>& updates_on);
   static distribute::PerReplica TrainOpsPerReplica(const Scope& optimizer_scope,
                                                    const distribute::Strategy& strategy,
                                                    const std::map<std::string, Output>& done_on);
